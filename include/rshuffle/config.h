@@ -1,0 +1,67 @@
+/*
+ * Process-wide configuration of the transport: a struct with defaults that
+ * RSHUFFLE_* environment variables override. Modules with their own knobs
+ * (pusher, worker, broadcast) have their own config structs in their headers
+ * and read their variables the same way.
+ */
+#ifndef RSHUFFLE_CONFIG_H
+#define RSHUFFLE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rshuffle/log.h>
+#include <rshuffle/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum rs_transport_kind {
+    RS_TRANSPORT_AUTO = 0, /* verbs when a device is present, else UCX */
+    RS_TRANSPORT_UCX = 1,
+    RS_TRANSPORT_VERBS = 2,
+} rs_transport_kind_t;
+
+#define RS_JOB_TOKEN_MAX   64 /* bytes of a job token, without the NUL */
+#define RS_DEVICE_NAME_MAX 64
+
+typedef struct rs_config {
+    rs_log_level_t log_level;             /* RSHUFFLE_LOG: error|warn|info|debug (warn) */
+    rs_transport_kind_t transport;        /* RSHUFFLE_TRANSPORT: ucx|verbs|auto (auto) */
+    char job_token[RS_JOB_TOKEN_MAX + 1]; /* RSHUFFLE_JOB_TOKEN ("rshuffle") */
+    uint32_t peer_timeout_ms;    /* RSHUFFLE_PEER_TIMEOUT_MS: op or silent peer -> dead (10000) */
+    uint32_t connect_timeout_ms; /* RSHUFFLE_CONNECT_TIMEOUT_MS: connect + handshake (5000) */
+    uint32_t msg_max;            /* RSHUFFLE_MSG_MAX: largest control message, bytes (8192) */
+    int progress_thread;         /* RSHUFFLE_PROGRESS_THREAD: 0|1, start one per context (0) */
+
+    /* verbs backend */
+    char verbs_device[RS_DEVICE_NAME_MAX + 1]; /* RSHUFFLE_VERBS_DEVICE ("" = first/any) */
+    uint32_t verbs_sq_depth;                   /* RSHUFFLE_VERBS_SQ_DEPTH: send WRs per QP (256) */
+    uint32_t verbs_srq_depth;    /* RSHUFFLE_VERBS_SRQ_DEPTH: posted receives per context (512) */
+    uint32_t verbs_cq_depth;     /* RSHUFFLE_VERBS_CQ_DEPTH: CQ entries (4096) */
+    uint32_t verbs_inline;       /* RSHUFFLE_VERBS_INLINE: max inline send bytes (128) */
+    uint32_t verbs_signal_every; /* RSHUFFLE_VERBS_SIGNAL_EVERY: signal one send in N (16) */
+    uint32_t
+        verbs_max_rd_atom; /* RSHUFFLE_VERBS_MAX_RD_ATOM: reads in flight per QP, 0 = device max */
+} rs_config_t;
+
+/* Fills *cfg with the built-in defaults only. */
+RS_API void rs_config_defaults(rs_config_t *cfg);
+
+/*
+ * Applies every RSHUFFLE_* variable of the environment to *cfg. A bad value
+ * returns RS_ERR_CONFIG and logs the variable's name and what it accepts; *cfg
+ * is then unchanged.
+ */
+RS_API rs_status_t rs_config_from_env(rs_config_t *cfg);
+
+/* rs_config_defaults followed by rs_config_from_env. */
+RS_API rs_status_t rs_config_init(rs_config_t *cfg);
+
+/* Checks the fields' ranges (for configs built in code); RS_ERR_CONFIG names the field. */
+RS_API rs_status_t rs_config_validate(const rs_config_t *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,257 @@
+/*
+ * The fabric: registered memory, endpoints, one-sided operations, notified
+ * puts, control messages and progress. One API, two backends (UCX and
+ * verbs) chosen at run time by rs_config_t.transport / RSHUFFLE_TRANSPORT.
+ *
+ * Threading and callbacks
+ *   A context is thread-safe: every call takes the context's lock. All
+ *   callbacks (operation completions, messages, notifications, endpoint
+ *   events) run inside rs_progress() or rs_wait() on the thread that called
+ *   it (or inside the progress thread), with the lock held. A callback may
+ *   post operations and send messages; it must not call rs_progress,
+ *   rs_wait, rs_ep_close or rs_ctx_destroy. No callback ever runs inside
+ *   the call that posted the operation.
+ *
+ * Completion contract
+ *   A posting call that returns RS_OK invokes its callback exactly once,
+ *   later, with the operation's status. A posting call that returns an error
+ *   posted nothing and never invokes the callback.
+ *
+ * Failure
+ *   A peer that dies or becomes unreachable, or an operation outstanding for
+ *   longer than peer_timeout_ms, marks the endpoint dead: every outstanding
+ *   operation completes with an error status (RS_ERR_UNREACHABLE or
+ *   RS_ERR_TIMEOUT), the endpoint handler is told, and every later posting
+ *   call on it returns RS_ERR_UNREACHABLE.
+ *
+ * UCX over TCP emulates one-sided operations with messages, so the target
+ * must make progress for them to complete: run rs_progress regularly or
+ * start the progress thread on every context that is a target.
+ */
+#ifndef RSHUFFLE_TRANSPORT_H
+#define RSHUFFLE_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rshuffle/config.h>
+#include <rshuffle/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rs_ctx rs_ctx_t;           /* one fabric context (UCP worker / verbs PD+CQ) */
+typedef struct rs_mr rs_mr_t;             /* a registered memory region */
+typedef struct rs_rkey rs_rkey_t;         /* a peer's region, unpacked for one endpoint */
+typedef struct rs_ep rs_ep_t;             /* a connection to a peer */
+typedef struct rs_listener rs_listener_t; /* accepts connections on host:port */
+
+/* Remote access rights of a region (local access is always granted). */
+enum {
+    RS_MEM_LOCAL = 0,
+    RS_MEM_REMOTE_READ = 1 << 0,
+    RS_MEM_REMOTE_WRITE = 1 << 1,
+    RS_MEM_REMOTE_ATOMIC = 1 << 2,
+    RS_MEM_REMOTE_ALL = RS_MEM_REMOTE_READ | RS_MEM_REMOTE_WRITE | RS_MEM_REMOTE_ATOMIC,
+};
+
+#define RS_RKEY_BLOB_MAX 1024 /* a packed remote-key blob never exceeds this */
+#define RS_ADDR_BLOB_MAX 4096 /* a packed context address never exceeds this */
+#define RS_MSG_TYPES     64   /* message types 0 .. RS_MSG_TYPES-1 belong to the user */
+
+/* Completion of a posted operation. */
+typedef void (*rs_op_cb_t)(void *arg, rs_status_t status);
+/* A control message of one type; data is valid only during the call. */
+typedef void (*rs_msg_cb_t)(void *arg, rs_ep_t *ep, const void *data, size_t len);
+/* A notified put's 32-bit notification; the put's bytes are visible. */
+typedef void (*rs_notify_cb_t)(void *arg, rs_ep_t *ep, uint32_t imm);
+/*
+ * Endpoint events: RS_OK when a peer connected to one of our listeners and
+ * passed the job-token handshake; an error when an endpoint died.
+ */
+typedef void (*rs_ep_cb_t)(void *arg, rs_ep_t *ep, rs_status_t status);
+
+/* ---------------------------------------------------------------- context */
+
+/*
+ * Creates a context on the backend cfg->transport selects (NULL cfg: the
+ * defaults and environment, as rs_config_init). Starts a progress thread when
+ * cfg->progress_thread is set.
+ */
+RS_API rs_status_t rs_ctx_create(const rs_config_t *cfg, rs_ctx_t **ctx_p);
+
+/*
+ * Stops the progress thread, fails every outstanding operation with
+ * RS_ERR_CANCELED (callbacks run before this returns), closes endpoints and
+ * listeners, and frees registered memory still held. Safe with ops in flight.
+ */
+RS_API void rs_ctx_destroy(rs_ctx_t *ctx);
+
+/* The backend's name: "ucx" or "verbs". */
+RS_API const char *rs_ctx_backend(const rs_ctx_t *ctx);
+
+/* The configuration the context was created with. */
+RS_API const rs_config_t *rs_ctx_config(const rs_ctx_t *ctx);
+
+/* Makes progress without blocking; returns the number of events handled. */
+RS_API unsigned rs_progress(rs_ctx_t *ctx);
+
+/*
+ * Progresses, then sleeps on the context's fd until an event arrives or
+ * timeout_ms passes (-1: no limit; use with care). RS_OK if events were
+ * handled, RS_ERR_TIMEOUT if none arrived.
+ */
+RS_API rs_status_t rs_wait(rs_ctx_t *ctx, int timeout_ms);
+
+/*
+ * The context's file descriptor for an external event loop: call
+ * rs_ctx_arm; on RS_OK sleep until the fd is readable, then rs_progress; on
+ * RS_ERR_BUSY events are pending, so call rs_progress first.
+ */
+RS_API int rs_ctx_fd(rs_ctx_t *ctx);
+RS_API rs_status_t rs_ctx_arm(rs_ctx_t *ctx);
+
+/* Starts or stops a thread that progresses the context (idempotent). */
+RS_API rs_status_t rs_progress_thread_start(rs_ctx_t *ctx);
+RS_API void rs_progress_thread_stop(rs_ctx_t *ctx);
+
+/* Handler for user message type (0 .. RS_MSG_TYPES-1); NULL cb removes it. */
+RS_API rs_status_t rs_set_msg_handler(rs_ctx_t *ctx, unsigned type, rs_msg_cb_t cb, void *arg);
+/* Handler for notifications of notified puts targeting this context. */
+RS_API void rs_set_notify_handler(rs_ctx_t *ctx, rs_notify_cb_t cb, void *arg);
+/* Handler for endpoint events (accepted, died). */
+RS_API void rs_set_ep_handler(rs_ctx_t *ctx, rs_ep_cb_t cb, void *arg);
+
+/* ------------------------------------------------------- registered memory */
+
+/*
+ * Allocates len bytes of memory registered with the given RS_MEM_* access
+ * (the fastest kind for the backend, e.g. shared memory on UCX posix).
+ */
+RS_API rs_status_t rs_mem_alloc(rs_ctx_t *ctx, size_t len, unsigned access, rs_mr_t **mr_p);
+
+/* Registers the caller's memory [addr, addr+len); the caller keeps ownership. */
+RS_API rs_status_t rs_mem_reg(rs_ctx_t *ctx, void *addr, size_t len, unsigned access,
+                              rs_mr_t **mr_p);
+
+/* Deregisters (and frees, if rs_mem_alloc'ed) a region no operation still uses. */
+RS_API void rs_mem_free(rs_mr_t *mr);
+
+/* The region's first byte and length. */
+RS_API void *rs_mr_addr(const rs_mr_t *mr);
+RS_API size_t rs_mr_len(const rs_mr_t *mr);
+
+/*
+ * Packs the region's remote key (with its base and length and a checksum)
+ * into buf; *len_p receives its length (<= RS_RKEY_BLOB_MAX). Send it to
+ * peers in a message; RS_ERR_NO_SPACE if buflen is too small.
+ */
+RS_API rs_status_t rs_mr_pack_rkey(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
+
+/*
+ * Unpacks a peer's remote-key blob for use on ep. RS_ERR_BAD_RKEY when the
+ * blob is truncated, corrupted or from another backend.
+ */
+RS_API rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_rkey_t **rkey_p);
+
+/* Length of the remote region the key describes. */
+RS_API uint64_t rs_rkey_len(const rs_rkey_t *rkey);
+
+/* Releases an unpacked key (before its endpoint is closed). */
+RS_API void rs_rkey_destroy(rs_rkey_t *rkey);
+
+/* --------------------------------------------------------------- endpoints */
+
+/*
+ * Listens on host:port through the backend's connection manager (port 0:
+ * pick a free one, see rs_listener_port). Accepted peers that pass the
+ * handshake are reported to the endpoint handler with RS_OK.
+ */
+RS_API rs_status_t rs_listen(rs_ctx_t *ctx, const char *host, uint16_t port,
+                             rs_listener_t **listener_p);
+RS_API uint16_t rs_listener_port(const rs_listener_t *listener);
+/* Stops accepting; endpoints already accepted stay open. */
+RS_API void rs_listener_destroy(rs_listener_t *listener);
+
+/*
+ * Connects to host:port and completes the job-token handshake, waiting at
+ * most connect_timeout_ms. RS_ERR_REFUSED: nobody listens; RS_ERR_AUTH: the
+ * peer has another job token; RS_ERR_TIMEOUT: no answer in time.
+ */
+RS_API rs_status_t rs_connect(rs_ctx_t *ctx, const char *host, uint16_t port, rs_ep_t **ep_p);
+
+/*
+ * The context's address as an opaque blob (<= RS_ADDR_BLOB_MAX) for an
+ * out-of-band exchange (e.g. through mpirun); rs_connect_address connects to
+ * such a blob with the same handshake and bounds as rs_connect.
+ */
+RS_API rs_status_t rs_ctx_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p);
+RS_API rs_status_t rs_connect_address(rs_ctx_t *ctx, const void *blob, size_t len, rs_ep_t **ep_p);
+
+/*
+ * Closes an endpoint: outstanding operations complete with RS_ERR_CANCELED
+ * before this returns, and rkeys unpacked for it become invalid.
+ */
+RS_API void rs_ep_close(rs_ep_t *ep);
+
+/* RS_OK while the endpoint is usable, else the error that killed it. */
+RS_API rs_status_t rs_ep_status(const rs_ep_t *ep);
+
+/* Number of operations posted on ep and not yet completed. */
+RS_API size_t rs_ep_outstanding(const rs_ep_t *ep);
+
+/* One pointer of caller data per endpoint. */
+RS_API void rs_ep_set_user(rs_ep_t *ep, void *user);
+RS_API void *rs_ep_user(const rs_ep_t *ep);
+
+/* ---------------------------------------------------- one-sided operations */
+
+/*
+ * Writes len bytes from src (inside the local region src_mr) to offset roff
+ * of the peer's region rkey. RS_ERR_OUT_OF_RANGE, before anything is posted,
+ * when [roff, roff+len) is not inside that region. cb may be NULL.
+ */
+RS_API rs_status_t rs_put(rs_ep_t *ep, const void *src, size_t len, rs_mr_t *src_mr,
+                          rs_rkey_t *rkey, uint64_t roff, rs_op_cb_t cb, void *arg);
+
+/*
+ * rs_put, then a 32-bit notification delivered to the target's notify
+ * handler only once the put's bytes are visible there. cb runs when the
+ * notification was delivered (or the operation failed).
+ */
+RS_API rs_status_t rs_put_notify(rs_ep_t *ep, const void *src, size_t len, rs_mr_t *src_mr,
+                                 rs_rkey_t *rkey, uint64_t roff, uint32_t imm, rs_op_cb_t cb,
+                                 void *arg);
+
+/* Reads len bytes at offset roff of the peer's region into dst (inside dst_mr). */
+RS_API rs_status_t rs_get(rs_ep_t *ep, void *dst, size_t len, rs_mr_t *dst_mr, rs_rkey_t *rkey,
+                          uint64_t roff, rs_op_cb_t cb, void *arg);
+
+/*
+ * Atomically adds add to the 64-bit word at offset roff (8-byte aligned) of
+ * the peer's region; the value before the add is stored in *old_p (caller
+ * memory, need not be registered) before cb runs.
+ */
+RS_API rs_status_t rs_fetch_add(rs_ep_t *ep, rs_rkey_t *rkey, uint64_t roff, uint64_t add,
+                                uint64_t *old_p, rs_op_cb_t cb, void *arg);
+
+/*
+ * cb runs once every operation posted on ep before this call is complete
+ * at the target.
+ */
+RS_API rs_status_t rs_ep_flush(rs_ep_t *ep, rs_op_cb_t cb, void *arg);
+
+/* ---------------------------------------------------------------- messages */
+
+/*
+ * Sends a control message of a user type; messages on one endpoint arrive in
+ * the order sent. The data is copied before this returns. RS_ERR_MSG_SIZE when len exceeds the
+ * context's msg_max. cb (may be NULL) runs once the message left (or failed).
+ */
+RS_API rs_status_t rs_msg_send(rs_ep_t *ep, unsigned type, const void *data, size_t len,
+                               rs_op_cb_t cb, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
