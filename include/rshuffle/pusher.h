@@ -1,0 +1,106 @@
+/*
+ * The map side of a shuffle.
+ *
+ * Push buffers are registered memory carved from one slab per pusher: the
+ * buffer a writer fills is the buffer the NIC reads. A full buffer moves to
+ * the push engine (a thread) through a bounded queue, either by swap (the
+ * caller's buffer is handed over and an idle buffer of the same length comes
+ * back: no copy) or by copy. Whoever owns a buffer is the only one touching
+ * it: the writer until it hands the buffer over, then the engine until the
+ * bytes reached the worker.
+ *
+ * The pieces are usable on their own: rs_pushq is the pool plus queue with a
+ * caller-supplied consumer (perf drivers, engines with their own transport);
+ * rs_pusher is the full map side that writes batches into workers.
+ *
+ * A pusher and a push queue have one writer thread: append, swap, copy and
+ * close are not to be called concurrently on one object.
+ */
+#ifndef RSHUFFLE_PUSHER_H
+#define RSHUFFLE_PUSHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rshuffle/config.h>
+#include <rshuffle/shuffle.h>
+#include <rshuffle/status.h>
+#include <rshuffle/transport.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ push buffers */
+
+/*
+ * A push buffer: len bytes at data for the caller's records. Header room for
+ * the batch frame sits before data (part of the same registered block), so
+ * codec none seals the frame in place and writes the buffer itself.
+ */
+typedef struct rs_pbuf {
+    uint8_t *data;
+    size_t len; /* fixed for the buffer's life */
+} rs_pbuf_t;
+
+#define RS_PBUF_HEAD_ROOM 64 /* bytes reserved before data (>= the frame header) */
+
+/* ------------------------------------------------- pool + hand-off queue */
+
+typedef struct rs_pushq rs_pushq_t;
+
+/*
+ * The consumer of full buffers, run on the queue's engine thread in
+ * submission order. It owns buf (used bytes of records) until it passes it
+ * to rs_pushq_release, from that thread, now or later.
+ */
+typedef void (*rs_pushq_fn_t)(void *arg, rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf,
+                              size_t used);
+
+typedef struct rs_pushq_config {
+    size_t buf_len;       /* length of pooled buffers (64 KiB) */
+    size_t slab_bytes;    /* the one slab buffers are carved from: the memory bound (16 buffers) */
+    uint32_t queue_depth; /* full buffers queued for the engine at most (8) */
+    uint32_t wait_ms;     /* longest wait for an idle buffer or a queue slot (30000) */
+    rs_ctx_t *ctx;        /* slab registered on ctx (rs_mem_alloc); NULL: plain memory */
+} rs_pushq_config_t;
+
+/* Fills *cfg with the defaults above. */
+RS_API void rs_pushq_config_defaults(rs_pushq_config_t *cfg);
+
+/* Creates the pool (one slab allocation) and starts the engine thread. */
+RS_API rs_status_t rs_pushq_create(const rs_pushq_config_t *cfg, rs_pushq_fn_t fn, void *arg,
+                                   rs_pushq_t **q_p);
+
+/*
+ * A buffer of len bytes for the writer: an idle one of exactly that length,
+ * else a new one carved from the slab (waiting at most wait_ms for room).
+ */
+RS_API rs_status_t rs_pushq_buf_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p);
+
+/* Gives back a buffer the writer holds and will not submit. */
+RS_API void rs_pushq_buf_put(rs_pushq_t *q, rs_pbuf_t *buf);
+
+/*
+ * Hands full (used bytes) to the engine and returns in *fresh_p an idle
+ * buffer of full's length (never one of another length). The writer must not
+ * touch full afterwards.
+ */
+RS_API rs_status_t rs_pushq_swap(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *full, size_t used,
+                                 rs_pbuf_t **fresh_p);
+
+/* Copies len bytes of src into an idle pooled buffer and hands that to the engine. */
+RS_API rs_status_t rs_pushq_copy(rs_pushq_t *q, uint32_t partition, const void *src, size_t len);
+
+/* The consumer is done with buf: it becomes idle. */
+RS_API void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf);
+
+/* Waits (at most timeout_ms) until every handed-over buffer was released. */
+RS_API rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms);
+
+/* Stops the engine (buffers still queued are released unconsumed) and frees the pool. */
+RS_API void rs_pushq_destroy(rs_pushq_t *q);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

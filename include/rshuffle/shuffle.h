@@ -1,0 +1,72 @@
+/*
+ * What the map side, the workers and the reduce side agree on: a shuffle's
+ * identity, where its partitions live, and how records are framed inside a
+ * batch. Used by pusher.h, reader.h and worker.h.
+ */
+#ifndef RSHUFFLE_SHUFFLE_H
+#define RSHUFFLE_SHUFFLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <rshuffle/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RS_SHUFFLE_ADDR_MAX 128 /* "host:port" of a worker, with its NUL */
+
+/*
+ * Placement: the worker (index into the workers array) that stores a
+ * partition. Must be deterministic and identical in every mapper and reader.
+ */
+typedef uint32_t (*rs_placement_fn_t)(void *arg, uint32_t shuffle_id, uint32_t partition,
+                                      uint32_t n_workers);
+
+typedef struct rs_shuffle_desc {
+    uint32_t shuffle_id;
+    uint32_t n_partitions;
+    uint32_t n_workers;
+    const char *const *workers;  /* n_workers "host:port" strings */
+    rs_placement_fn_t placement; /* NULL: rs_placement_default */
+    void *placement_arg;
+} rs_shuffle_desc_t;
+
+/* The default placement: (partition + shuffle_id) % n_workers. */
+RS_API uint32_t rs_placement_default(void *arg, uint32_t shuffle_id, uint32_t partition,
+                                     uint32_t n_workers);
+
+/* The worker index of a partition under desc's placement (checked < n_workers). */
+RS_API rs_status_t rs_shuffle_place(const rs_shuffle_desc_t *desc, uint32_t partition,
+                                    uint32_t *worker_p);
+
+/*
+ * Records inside a batch: a 4-byte little-endian length, then the bytes.
+ * rs_pusher_append writes this framing; rs_reader_next parses it. Writers
+ * filling a buffer for rs_pusher_swap use rs_record_put.
+ */
+#define RS_RECORD_HDR 4u
+
+static inline size_t rs_record_size(size_t len)
+{
+    return RS_RECORD_HDR + len;
+}
+
+/* Writes one framed record at dst (rs_record_size(len) bytes); returns the bytes written. */
+static inline size_t rs_record_put(void *dst, const void *rec, uint32_t len)
+{
+    unsigned char *d = (unsigned char *)dst;
+    d[0] = (unsigned char)len;
+    d[1] = (unsigned char)(len >> 8);
+    d[2] = (unsigned char)(len >> 16);
+    d[3] = (unsigned char)(len >> 24);
+    if (len > 0)
+        memcpy(d + RS_RECORD_HDR, rec, len);
+    return RS_RECORD_HDR + len;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,137 @@
+/*
+ * rs-perf-swap: the writer-side cost of handing one full push buffer to the
+ * push engine, by copy (into an idle pooled buffer) and by swap (the buffer
+ * itself goes, an idle one of the same length comes back). One writer
+ * thread, a no-op push engine, the median over warm rounds of the mean cost
+ * per hand-off (seed 000's table).
+ *
+ *   rs-perf-swap [--sizes 65536,262144] [--rounds 15] [--iters 200] [--json]
+ */
+#include <rshuffle/pusher.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void noop_push(void *arg, rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, size_t used)
+{
+    (void)arg;
+    (void)partition;
+    (void)used;
+    rs_pushq_release(q, buf);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Mean ns per hand-off in each of rounds rounds; returns the median of the warm ones. */
+static int measure(size_t size, int rounds, int iters, int swap, double *result)
+{
+    rs_pushq_config_t cfg;
+    rs_pushq_config_defaults(&cfg);
+    cfg.buf_len = size;
+    cfg.slab_bytes = 16 * (size + RS_PBUF_HEAD_ROOM);
+    rs_pushq_t *q;
+    rs_status_t st = rs_pushq_create(&cfg, noop_push, NULL, &q);
+    if (st != RS_OK) {
+        fprintf(stderr, "rs-perf-swap: rs_pushq_create: %s\n", rs_strerror(st));
+        return -1;
+    }
+    unsigned char *plain = malloc(size); /* the copy path's writer buffer */
+    rs_pbuf_t *buf = NULL;
+    double *per_round = calloc((size_t)rounds, sizeof(double));
+    if (plain == NULL || per_round == NULL || rs_pushq_buf_get(q, size, &buf) != RS_OK) {
+        fprintf(stderr, "rs-perf-swap: out of memory\n");
+        st = RS_ERR_NOMEM;
+        goto out;
+    }
+    for (int r = 0; r < rounds; r++) {
+        uint64_t total = 0;
+        for (int i = 0; i < iters; i++) {
+            unsigned char *dst = swap ? buf->data : plain;
+            memset(dst, (int)(i & 0xff), size); /* the writer fills the buffer (not timed) */
+            uint64_t t0 = now_ns();
+            st = swap ? rs_pushq_swap(q, (uint32_t)i, buf, size, &buf)
+                      : rs_pushq_copy(q, (uint32_t)i, plain, size);
+            total += now_ns() - t0;
+            if (st != RS_OK) {
+                fprintf(stderr, "rs-perf-swap: hand-off: %s\n", rs_strerror(st));
+                goto out;
+            }
+        }
+        per_round[r] = (double)total / iters;
+    }
+    int warm = rounds > 3 ? 2 : 0; /* the first rounds warm caches and the pool */
+    *result = median(per_round + warm, rounds - warm);
+out:
+    if (rs_pushq_drain(q, 10000) != RS_OK && st == RS_OK)
+        st = RS_ERR_TIMEOUT;
+    if (buf != NULL)
+        rs_pushq_buf_put(q, buf);
+    rs_pushq_destroy(q);
+    free(per_round);
+    free(plain);
+    return st == RS_OK ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0, rounds = 15, iters = 200;
+    char sizes_arg[256] = "65536,262144";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+            rounds = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
+            iters = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+            snprintf(sizes_arg, sizeof(sizes_arg), "%s", argv[++i]);
+        } else {
+            fprintf(stderr,
+                    "usage: rs-perf-swap [--sizes B,B,...] [--rounds N] [--iters N] [--json]\n");
+            return 2;
+        }
+    }
+    if (rounds < 1 || iters < 1) {
+        fprintf(stderr, "rs-perf-swap: --rounds and --iters must be positive\n");
+        return 2;
+    }
+    size_t sizes[16];
+    int n = 0;
+    for (char *tok = strtok(sizes_arg, ","); tok != NULL && n < 16; tok = strtok(NULL, ","))
+        sizes[n++] = (size_t)strtoull(tok, NULL, 0);
+    double copy_ns[16], swap_ns[16];
+    printf("%-10s %12s %12s\n", "size", "copy_ns", "swap_ns");
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] == 0 || measure(sizes[i], rounds, iters, 0, &copy_ns[i]) != 0 ||
+            measure(sizes[i], rounds, iters, 1, &swap_ns[i]) != 0)
+            return 1;
+        printf("%-10zu %12.0f %12.0f\n", sizes[i], copy_ns[i], swap_ns[i]);
+    }
+    if (json) {
+        printf("{\"results\": [");
+        for (int i = 0; i < n; i++)
+            printf("%s{\"size\": %zu, \"copy_ns\": %.1f, \"swap_ns\": %.1f}", i ? ", " : "",
+                   sizes[i], copy_ns[i], swap_ns[i]);
+        printf("]}\n");
+    }
+    return 0;
+}

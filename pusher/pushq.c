@@ -1,0 +1,659 @@
+/*
+ * The push-buffer pool and the bounded hand-off queue.
+ *
+ * Pool: one slab (registered once when a context is given) carved by a
+ * first-fit range allocator; idle buffers are kept per exact length so a
+ * swap never returns a buffer of another length. Queue: a single-producer
+ * (the writer) single-consumer (the engine thread) ring. Neither side makes
+ * a system call on the common path: the writer wakes the engine only when
+ * it sleeps, and the engine wakes the writer only when it waits.
+ */
+#include "pusher/pushq.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/range_alloc.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define PUSHQ_CLASSES  8     /* distinct idle buffer lengths kept */
+#define PUSHQ_SPIN_NS  50000 /* engine spins this long before sleeping */
+#define PUSHQ_SLEEP_MS 100   /* engine sleep bound without a hook fd */
+#define PUSHQ_NAP_MS   10    /* writer wait slice (guards against a lost wake) */
+
+typedef struct pushq_class {
+    size_t len;
+    rs_pbuf_int_t *head;
+} pushq_class_t;
+
+struct rs_pushq {
+    rs_pushq_config_t cfg;
+    rs_pushq_hooks_t hooks;
+    rs_pushq_fn_t fn;
+    void *fn_arg;
+
+    uint8_t *slab;
+    rs_mr_t *mr;
+
+    pthread_mutex_t lock; /* the allocator and descriptors; writer waits */
+    pthread_cond_t cond;  /* writer waits here */
+    rs_range_alloc_t ra;
+    rs_pbuf_int_t *spare; /* descriptors without a block */
+    rs_pbuf_int_t *all;
+
+    /* Writer-private: idle buffers by exact length (no lock on the swap path). */
+    pushq_class_t idle[PUSHQ_CLASSES];
+
+    /* Released by the engine, taken by the writer all at once (lock-free stack). */
+    _Alignas(64) _Atomic(rs_pbuf_int_t *) returned;
+    _Atomic int engine_starved; /* the engine needs slab room: writer frees idle buffers */
+
+    rs_pbuf_int_t **ring;
+    uint32_t ring_mask;
+    _Alignas(64) _Atomic uint64_t head; /* next to consume (engine) */
+    _Alignas(64) _Atomic uint64_t tail; /* next to fill (writer) */
+
+    _Alignas(64) _Atomic int engine_sleeping;
+    _Alignas(64) _Atomic int writer_waiting;
+    _Atomic int stop;
+    _Atomic int error;
+    _Atomic uint64_t submitted, released;
+    int efd;
+    pthread_t thread;
+    int thread_started;
+};
+
+void rs_pushq_config_defaults(rs_pushq_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->buf_len = 64 << 10;
+    cfg->slab_bytes = 16 * ((64 << 10) + RS_PBUF_HEAD_ROOM);
+    cfg->queue_depth = 8;
+    cfg->wait_ms = 30000;
+}
+
+static uint64_t block_len(size_t len)
+{
+    return ((uint64_t)len + RS_PBUF_HEAD_ROOM + 63) & ~(uint64_t)63;
+}
+
+/* ------------------------------------------------------------------ pool */
+
+static void writer_signal(rs_pushq_t *q)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&q->writer_waiting, memory_order_relaxed)) {
+        pthread_mutex_lock(&q->lock);
+        pthread_cond_broadcast(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+    }
+}
+
+static void desc_drop_locked(rs_pushq_t *q, rs_pbuf_int_t *b)
+{
+    rs_range_put(&q->ra, b->off, b->block);
+    b->next = q->spare;
+    q->spare = b;
+}
+
+/* Carves a block for len bytes; RS_ERR_NO_SPACE when the slab is full. */
+static rs_status_t carve_locked(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
+{
+    uint64_t block = block_len(len), off;
+    if (rs_range_get(&q->ra, block, &off) != RS_OK)
+        return RS_ERR_NO_SPACE;
+    rs_pbuf_int_t *b = q->spare;
+    if (b != NULL) {
+        q->spare = b->next;
+    } else {
+        b = calloc(1, sizeof(*b));
+        if (b == NULL) {
+            rs_range_put(&q->ra, off, block);
+            rs_error("push buffer pool: out of memory for a descriptor");
+            return RS_ERR_NOMEM;
+        }
+        b->all = q->all;
+        q->all = b;
+    }
+    b->off = off;
+    b->block = block;
+    b->pub.data = q->slab + off + RS_PBUF_HEAD_ROOM;
+    b->pub.len = len;
+    b->transient = 0;
+    b->next = NULL;
+    *b_p = b;
+    return RS_OK;
+}
+
+/* Writer: files a buffer among the private idle lists (frees it if no class is left). */
+static void idle_put(rs_pushq_t *q, rs_pbuf_int_t *b)
+{
+    pushq_class_t *free_slot = NULL;
+    for (int i = 0; i < PUSHQ_CLASSES; i++) {
+        pushq_class_t *c = &q->idle[i];
+        if (c->len == b->pub.len) {
+            b->next = c->head;
+            c->head = b;
+            return;
+        }
+        if (c->head == NULL && free_slot == NULL)
+            free_slot = c;
+    }
+    if (free_slot == NULL) {
+        pthread_mutex_lock(&q->lock);
+        desc_drop_locked(q, b);
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
+    free_slot->len = b->pub.len;
+    b->next = NULL;
+    free_slot->head = b;
+}
+
+/* Writer: moves everything the engine released into the private lists. */
+static int collect_returned(rs_pushq_t *q)
+{
+    rs_pbuf_int_t *b = atomic_exchange_explicit(&q->returned, NULL, memory_order_acquire);
+    int n = 0;
+    while (b != NULL) {
+        rs_pbuf_int_t *next = b->next;
+        idle_put(q, b);
+        b = next;
+        n++;
+    }
+    return n;
+}
+
+static rs_pbuf_int_t *idle_pop(rs_pushq_t *q, size_t len)
+{
+    for (int i = 0; i < PUSHQ_CLASSES; i++) {
+        pushq_class_t *c = &q->idle[i];
+        if (c->len == len && c->head != NULL) {
+            rs_pbuf_int_t *b = c->head;
+            c->head = b->next;
+            b->next = NULL;
+            return b;
+        }
+    }
+    return NULL;
+}
+
+/* Writer: frees idle buffers (of other lengths than keep, or all: keep 0) to the slab. */
+static int evict_idle(rs_pushq_t *q, size_t keep)
+{
+    int freed = 0;
+    pthread_mutex_lock(&q->lock);
+    for (int i = 0; i < PUSHQ_CLASSES; i++) {
+        pushq_class_t *c = &q->idle[i];
+        if ((keep != 0 && c->len == keep) || c->head == NULL)
+            continue;
+        while (c->head != NULL) {
+            rs_pbuf_int_t *b = c->head;
+            c->head = b->next;
+            desc_drop_locked(q, b);
+            freed = 1;
+        }
+        c->len = 0;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return freed;
+}
+
+/* Writer: an idle buffer of exactly len bytes, or a new one; RS_ERR_BUSY if none fits now. */
+static rs_status_t try_take(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
+{
+    rs_pbuf_int_t *b = idle_pop(q, len);
+    if (b == NULL && collect_returned(q) > 0)
+        b = idle_pop(q, len);
+    if (b != NULL) {
+        *b_p = b;
+        return RS_OK;
+    }
+    pthread_mutex_lock(&q->lock);
+    rs_status_t st = carve_locked(q, len, b_p);
+    pthread_mutex_unlock(&q->lock);
+    if (st == RS_ERR_NO_SPACE && evict_idle(q, len)) {
+        pthread_mutex_lock(&q->lock);
+        st = carve_locked(q, len, b_p);
+        pthread_mutex_unlock(&q->lock);
+    }
+    return st == RS_ERR_NO_SPACE ? RS_ERR_BUSY : st;
+}
+
+static int deadline_passed(uint64_t deadline)
+{
+    return rs_now_coarse_ns() >= deadline;
+}
+
+/* Writer: sleeps one slice (woken early by the engine). */
+static void writer_nap(rs_pushq_t *q)
+{
+    if (atomic_load(&q->engine_starved))
+        evict_idle(q, 0); /* idle buffers the writer does not need block the engine */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += PUSHQ_NAP_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&q->lock);
+    atomic_store(&q->writer_waiting, 1);
+    if (atomic_load(&q->returned) == NULL)
+        pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+    atomic_store(&q->writer_waiting, 0);
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* A buffer of len bytes for the writer, waiting at most wait_ms for room. */
+static rs_status_t pool_get(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
+{
+    if (block_len(len) > q->ra.size) {
+        rs_error("push buffer pool: a %zu-byte buffer does not fit the %zu-byte slab", len,
+                 q->cfg.slab_bytes);
+        return RS_ERR_NO_SPACE;
+    }
+    rs_status_t st = try_take(q, len, b_p);
+    if (st != RS_ERR_BUSY)
+        return st;
+    uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(q->cfg.wait_ms);
+    while ((st = try_take(q, len, b_p)) == RS_ERR_BUSY) {
+        rs_status_t err = (rs_status_t)atomic_load(&q->error);
+        if (err != RS_OK)
+            return err;
+        if (deadline_passed(deadline)) {
+            rs_error("push buffer pool: no buffer of %zu bytes within %u ms (slab %zu bytes)", len,
+                     q->cfg.wait_ms, q->cfg.slab_bytes);
+            return RS_ERR_TIMEOUT;
+        }
+        writer_nap(q);
+    }
+    return st;
+}
+
+/* ----------------------------------------------------------------- queue */
+
+static void engine_wake(rs_pushq_t *q)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&q->engine_sleeping, memory_order_relaxed)) {
+        uint64_t one = 1;
+        ssize_t n = write(q->efd, &one, sizeof(one));
+        (void)n; /* a full counter still wakes the engine */
+    }
+}
+
+void rs__pushq_wake(rs_pushq_t *q)
+{
+    engine_wake(q);
+}
+
+/* Appends b to the queue, waiting at most wait_ms for a slot. */
+static rs_status_t queue_push(rs_pushq_t *q, rs_pbuf_int_t *b)
+{
+    uint64_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    if (tail - atomic_load_explicit(&q->head, memory_order_acquire) >= q->cfg.queue_depth) {
+        uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(q->cfg.wait_ms);
+        while (tail - atomic_load(&q->head) >= q->cfg.queue_depth) {
+            rs_status_t err = (rs_status_t)atomic_load(&q->error);
+            if (err != RS_OK)
+                return err;
+            if (deadline_passed(deadline)) {
+                rs_error("push queue: no free slot within %u ms", q->cfg.wait_ms);
+                return RS_ERR_TIMEOUT;
+            }
+            collect_returned(q);
+            writer_nap(q);
+        }
+    }
+    q->ring[tail & q->ring_mask] = b;
+    atomic_fetch_add_explicit(&q->submitted, 1, memory_order_relaxed);
+    atomic_store_explicit(&q->tail, tail + 1, memory_order_release);
+    engine_wake(q);
+    return RS_OK;
+}
+
+/* ---------------------------------------------------------------- engine */
+
+static int engine_sleep(rs_pushq_t *q, int queue_blocked)
+{
+    atomic_store(&q->engine_sleeping, 1);
+    /* Re-check after announcing the sleep: a writer that pushed before saw 0. */
+    if (!queue_blocked &&
+        atomic_load(&q->tail) != atomic_load_explicit(&q->head, memory_order_relaxed)) {
+        atomic_store(&q->engine_sleeping, 0);
+        return 1;
+    }
+    if (q->hooks.arm != NULL && q->hooks.arm(q->hooks.arg) != 0) {
+        atomic_store(&q->engine_sleeping, 0);
+        return 1;
+    }
+    struct pollfd pfd[2] = {{.fd = q->efd, .events = POLLIN},
+                            {.fd = q->hooks.fd, .events = POLLIN}};
+    int nfd = q->hooks.fd >= 0 ? 2 : 1;
+    int timeout = q->hooks.poll != NULL && q->hooks.fd < 0 ? 1 : PUSHQ_SLEEP_MS;
+    int n = poll(pfd, (nfds_t)nfd, timeout);
+    atomic_store(&q->engine_sleeping, 0);
+    if (n > 0 && (pfd[0].revents & POLLIN)) {
+        uint64_t v;
+        ssize_t r = read(q->efd, &v, sizeof(v));
+        (void)r;
+    }
+    return n > 0;
+}
+
+static void *engine_main(void *arg)
+{
+    rs_pushq_t *q = arg;
+    uint64_t idle_since = 0;
+    while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
+        unsigned events = 0;
+        int blocked = 0;
+        uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
+        while (head != atomic_load_explicit(&q->tail, memory_order_acquire)) {
+            rs_pbuf_int_t *b = q->ring[head & q->ring_mask];
+            if (q->hooks.take(q->hooks.arg, q, b) == RS_ERR_BUSY) {
+                blocked = 1;
+                break;
+            }
+            head++;
+            atomic_store_explicit(&q->head, head, memory_order_release);
+            writer_signal(q);
+            events++;
+        }
+        if (q->hooks.poll != NULL)
+            events += q->hooks.poll(q->hooks.arg);
+        if (events > 0) {
+            idle_since = 0;
+            continue;
+        }
+        uint64_t now = rs_now_ns();
+        if (idle_since == 0)
+            idle_since = now;
+        if (now - idle_since < PUSHQ_SPIN_NS)
+            continue;
+        engine_sleep(q, blocked);
+        idle_since = 0;
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- public */
+
+static rs_status_t consumer_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
+{
+    (void)arg;
+    q->fn(q->fn_arg, q, b->partition, &b->pub, b->used);
+    return RS_OK;
+}
+
+static rs_status_t slab_alloc(rs_pushq_t *q)
+{
+    size_t len = (q->cfg.slab_bytes + 63) & ~(size_t)63;
+    if (q->cfg.ctx != NULL) {
+        rs_status_t st = rs_mem_alloc(q->cfg.ctx, len, RS_MEM_LOCAL, &q->mr);
+        if (st != RS_OK)
+            return st;
+        q->slab = rs_mr_addr(q->mr);
+        return RS_OK;
+    }
+    q->slab = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+    if (q->slab == NULL) {
+        rs_error("push buffer pool: cannot allocate a %zu-byte slab", len);
+        return RS_ERR_NOMEM;
+    }
+    return RS_OK;
+}
+
+static void slab_free(rs_pushq_t *q)
+{
+    if (q->mr != NULL)
+        rs_mem_free(q->mr);
+    else
+        free(q->slab);
+}
+
+rs_status_t rs__pushq_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_t *hooks,
+                             rs_pushq_t **q_p)
+{
+    if (cfg == NULL || hooks == NULL || hooks->take == NULL || cfg->buf_len == 0 ||
+        cfg->queue_depth == 0 || cfg->slab_bytes < block_len(cfg->buf_len)) {
+        rs_error("push queue: invalid configuration (buffer %zu bytes, slab %zu, depth %u)",
+                 cfg ? cfg->buf_len : 0, cfg ? cfg->slab_bytes : 0, cfg ? cfg->queue_depth : 0);
+        return RS_ERR_INVALID;
+    }
+    rs_pushq_t *q = calloc(1, sizeof(*q));
+    if (q == NULL)
+        return RS_ERR_NOMEM;
+    q->cfg = *cfg;
+    q->hooks = *hooks;
+    rs_status_t st = RS_ERR_NOMEM;
+    uint32_t ring = 1;
+    while (ring < cfg->queue_depth)
+        ring <<= 1;
+    q->ring_mask = ring - 1;
+    q->ring = calloc(ring, sizeof(*q->ring));
+    if (q->ring == NULL)
+        goto err_free_q;
+    st = slab_alloc(q);
+    if (st != RS_OK)
+        goto err_free_ring;
+    st = rs_range_alloc_init(&q->ra, cfg->slab_bytes, 64);
+    if (st != RS_OK)
+        goto err_free_slab;
+    q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (q->efd < 0) {
+        rs_error("push queue: eventfd: %s", strerror(errno));
+        st = RS_ERR_IO;
+        goto err_free_ra;
+    }
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->cond, NULL);
+    if (pthread_create(&q->thread, NULL, engine_main, q) != 0) {
+        rs_error("push queue: cannot start the engine thread");
+        st = RS_ERR_NOMEM;
+        goto err_destroy_sync;
+    }
+    q->thread_started = 1;
+    *q_p = q;
+    return RS_OK;
+
+err_destroy_sync:
+    pthread_cond_destroy(&q->cond);
+    pthread_mutex_destroy(&q->lock);
+    close(q->efd);
+err_free_ra:
+    rs_range_alloc_cleanup(&q->ra);
+err_free_slab:
+    slab_free(q);
+err_free_ring:
+    free(q->ring);
+err_free_q:
+    free(q);
+    return st;
+}
+
+rs_status_t rs_pushq_create(const rs_pushq_config_t *cfg, rs_pushq_fn_t fn, void *arg,
+                            rs_pushq_t **q_p)
+{
+    if (fn == NULL)
+        return RS_ERR_INVALID;
+    /* The consumer must be known before the engine thread starts. */
+    rs_pushq_hooks_t hooks = {.take = consumer_take, .fd = -1};
+    rs_pushq_t *q;
+    rs_status_t st = rs__pushq_create(cfg, &hooks, &q);
+    if (st != RS_OK)
+        return st;
+    q->fn = fn;
+    q->fn_arg = arg;
+    *q_p = q;
+    return RS_OK;
+}
+
+rs_status_t rs_pushq_buf_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p)
+{
+    if (len == 0)
+        return RS_ERR_INVALID;
+    rs_pbuf_int_t *b;
+    rs_status_t st = pool_get(q, len, &b);
+    if (st != RS_OK)
+        return st;
+    *buf_p = &b->pub;
+    return RS_OK;
+}
+
+void rs_pushq_buf_put(rs_pushq_t *q, rs_pbuf_t *buf)
+{
+    idle_put(q, rs_pbuf_int(buf));
+}
+
+rs_status_t rs_pushq_swap(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *full, size_t used,
+                          rs_pbuf_t **fresh_p)
+{
+    rs_status_t st = (rs_status_t)atomic_load_explicit(&q->error, memory_order_relaxed);
+    if (st != RS_OK)
+        return st;
+    if (full == NULL || fresh_p == NULL || used > full->len)
+        return RS_ERR_INVALID;
+    /* The idle buffer is taken first, so the writer never gets back the one it hands over. */
+    rs_pbuf_int_t *fresh;
+    st = pool_get(q, full->len, &fresh);
+    if (st != RS_OK)
+        return st;
+    rs_pbuf_int_t *b = rs_pbuf_int(full);
+    b->partition = partition;
+    b->used = used;
+    st = queue_push(q, b);
+    if (st != RS_OK) {
+        idle_put(q, fresh);
+        return st;
+    }
+    *fresh_p = &fresh->pub;
+    return RS_OK;
+}
+
+rs_status_t rs_pushq_copy(rs_pushq_t *q, uint32_t partition, const void *src, size_t len)
+{
+    rs_status_t st = (rs_status_t)atomic_load_explicit(&q->error, memory_order_relaxed);
+    if (st != RS_OK)
+        return st;
+    rs_pbuf_int_t *b;
+    st = pool_get(q, len > q->cfg.buf_len ? len : q->cfg.buf_len, &b);
+    if (st != RS_OK)
+        return st;
+    memcpy(b->pub.data, src, len);
+    b->partition = partition;
+    b->used = len;
+    st = queue_push(q, b);
+    if (st != RS_OK)
+        rs_pushq_buf_put(q, &b->pub);
+    return st;
+}
+
+void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf)
+{
+    rs_pbuf_int_t *b = rs_pbuf_int(buf);
+    if (b->transient) {
+        pthread_mutex_lock(&q->lock);
+        desc_drop_locked(q, b);
+        atomic_store(&q->engine_starved, 0);
+        pthread_mutex_unlock(&q->lock);
+        atomic_fetch_add_explicit(&q->released, 1, memory_order_release);
+        writer_signal(q);
+        return;
+    }
+    b->next = atomic_load_explicit(&q->returned, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&q->returned, &b->next, b, memory_order_release,
+                                                  memory_order_relaxed))
+        ;
+    atomic_fetch_add_explicit(&q->released, 1, memory_order_release);
+    writer_signal(q);
+}
+
+rs_status_t rs__pushq_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
+{
+    pthread_mutex_lock(&q->lock);
+    rs_status_t st = carve_locked(q, len, b_p);
+    if (st == RS_OK) {
+        (*b_p)->transient = 1;
+        (*b_p)->used = 0;
+    }
+    pthread_mutex_unlock(&q->lock);
+    if (st == RS_ERR_NO_SPACE) {
+        /* Idle buffers the writer keeps may hold the room: ask it to let them go. */
+        atomic_store(&q->engine_starved, 1);
+        writer_signal(q);
+        return RS_ERR_BUSY;
+    }
+    return st;
+}
+
+uint64_t rs__pushq_outstanding(rs_pushq_t *q)
+{
+    return atomic_load(&q->submitted) - atomic_load(&q->released);
+}
+
+rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)
+{
+    uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(timeout_ms);
+    while (rs__pushq_outstanding(q) != 0) {
+        if (deadline_passed(deadline)) {
+            rs_error("push queue: %llu buffers still with the engine after %u ms",
+                     (unsigned long long)rs__pushq_outstanding(q), timeout_ms);
+            return RS_ERR_TIMEOUT;
+        }
+        collect_returned(q);
+        writer_nap(q);
+    }
+    collect_returned(q);
+    return RS_OK;
+}
+
+rs_mr_t *rs__pushq_mr(rs_pushq_t *q)
+{
+    return q->mr;
+}
+
+void rs__pushq_fail(rs_pushq_t *q, rs_status_t status)
+{
+    int expected = RS_OK;
+    atomic_compare_exchange_strong(&q->error, &expected, (int)status);
+    pthread_mutex_lock(&q->lock);
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+}
+
+rs_status_t rs__pushq_error(rs_pushq_t *q)
+{
+    return (rs_status_t)atomic_load(&q->error);
+}
+
+void rs_pushq_destroy(rs_pushq_t *q)
+{
+    if (q == NULL)
+        return;
+    atomic_store(&q->stop, 1);
+    uint64_t one = 1;
+    ssize_t n = write(q->efd, &one, sizeof(one));
+    (void)n;
+    if (q->thread_started)
+        pthread_join(q->thread, NULL);
+    close(q->efd);
+    for (rs_pbuf_int_t *b = q->all, *next; b != NULL; b = next) {
+        next = b->all;
+        free(b);
+    }
+    rs_range_alloc_cleanup(&q->ra);
+    slab_free(q);
+    free(q->ring);
+    pthread_cond_destroy(&q->cond);
+    pthread_mutex_destroy(&q->lock);
+    free(q);
+}

@@ -1,0 +1,65 @@
+/*
+ * Internals of the push-buffer pool and hand-off queue, for the push engine
+ * (pusher/engine.c), which drives the queue's thread through hooks.
+ */
+#ifndef RS_PUSHER_PUSHQ_H
+#define RS_PUSHER_PUSHQ_H
+
+#include <rshuffle/pusher.h>
+
+/* A buffer's private side; pub comes first so rs_pbuf_t * converts back. */
+typedef struct rs_pbuf_int {
+    rs_pbuf_t pub;
+    uint64_t off;   /* block offset in the slab */
+    uint64_t block; /* block length: RS_PBUF_HEAD_ROOM + len, rounded */
+    uint32_t partition;
+    size_t used;
+    struct rs_pbuf_int *next; /* idle list */
+    void *user[2];            /* engine scratch while it owns the buffer */
+    int transient;            /* engine-made: its block is freed on release */
+    struct rs_pbuf_int *all;  /* every descriptor, for cleanup */
+} rs_pbuf_int_t;
+
+static inline rs_pbuf_int_t *rs_pbuf_int(rs_pbuf_t *b)
+{
+    return (rs_pbuf_int_t *)b;
+}
+
+/*
+ * How the engine thread runs. take: a full buffer at the queue's head;
+ * RS_OK when the engine took it, RS_ERR_BUSY to leave it queued (then poll
+ * runs and take is retried). poll: background work (transport progress);
+ * returns events handled. arm: 0 when the thread may sleep on fd. idle:
+ * called with nothing queued (may be NULL).
+ */
+typedef struct rs_pushq_hooks {
+    rs_status_t (*take)(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b);
+    unsigned (*poll)(void *arg);
+    int (*arm)(void *arg);
+    int fd; /* -1: none */
+    void *arg;
+} rs_pushq_hooks_t;
+
+rs_status_t rs__pushq_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_t *hooks,
+                             rs_pushq_t **q_p);
+
+/*
+ * A buffer of any length for the engine itself (e.g. compressed output),
+ * carved without waiting: RS_ERR_BUSY when the slab has no room now.
+ */
+rs_status_t rs__pushq_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p);
+
+/* The registered slab (NULL without a context). */
+rs_mr_t *rs__pushq_mr(rs_pushq_t *q);
+
+/* Makes every later writer call fail with status (the first error sticks). */
+void rs__pushq_fail(rs_pushq_t *q, rs_status_t status);
+rs_status_t rs__pushq_error(rs_pushq_t *q);
+
+/* Wakes the engine thread (from another thread). */
+void rs__pushq_wake(rs_pushq_t *q);
+
+/* Buffers handed over and not yet released. */
+uint64_t rs__pushq_outstanding(rs_pushq_t *q);
+
+#endif
