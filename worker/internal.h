@@ -1,0 +1,177 @@
+/*
+ * Worker internals. store.c: the arena, shuffles, partitions, extents,
+ * grants, the commit index, spill and snapshots (no transport). serve.c:
+ * the protocol handlers. worker.c: lifecycle and the thread.
+ */
+#ifndef RS_WORKER_INTERNAL_H
+#define RS_WORKER_INTERNAL_H
+
+#include <pthread.h>
+#include <rshuffle/transport.h>
+#include <rshuffle/worker.h>
+
+#include "common/list.h"
+#include "common/range_alloc.h"
+#include "common/shuffle_proto.h"
+
+typedef struct wshuffle wshuffle_t;
+typedef struct wpart wpart_t;
+
+/* A contiguous piece of the arena holding one partition's batches. */
+typedef struct extent {
+    rs_list_t link; /* in part->extents */
+    wpart_t *part;
+    uint64_t off, len;
+    uint64_t fill;         /* bytes handed out as grants */
+    uint32_t live_grants;  /* grants not yet settled */
+    uint32_t n_batches;    /* committed batches still in memory */
+    int closed;            /* no more grants from it; trimmed to fill */
+} extent_t;
+
+/* A range of an extent granted to one pusher endpoint. */
+typedef struct wgrant {
+    extent_t *ext;
+    uint64_t off, len; /* arena offset */
+    uint64_t used;     /* bytes the pusher wrote (known once retired) */
+    uint64_t settled;  /* bytes of batches that arrived (committed or refused) */
+    uint32_t partition;
+    uint32_t slot;
+    int retired;
+} wgrant_t;
+
+typedef struct wentry {
+    rs_snap_entry_t e;
+    extent_t *ext; /* NULL once spilled */
+} wentry_t;
+
+struct wpart {
+    wshuffle_t *sh;
+    uint32_t id;
+    wentry_t *entries;
+    size_t n_entries, cap_entries;
+    rs_list_t extents;
+    extent_t *cur;
+    uint64_t next_extent; /* size of the next extent (doubles) */
+    uint64_t mem_bytes;   /* committed frame bytes in memory */
+    int spill_fd;         /* -1 until the first spill; the file is unlinked at once */
+    uint64_t spill_len;
+};
+
+typedef struct wcommit {
+    rs_list_t link;
+    uint32_t map_id, attempt;
+    rs_commit_entry_t *entries; /* sorted by partition */
+    uint32_t n;
+} wcommit_t;
+
+struct wshuffle {
+    rs_list_t link;
+    uint32_t id;
+    uint32_t n_partitions;
+    wpart_t *parts;
+    rs_list_t commits;
+    uint32_t open_snaps;
+    int dropped;
+};
+
+typedef struct wsnap {
+    rs_list_t link; /* in conn->snaps */
+    uint32_t id;
+    wshuffle_t *sh;
+    uint32_t partition;
+    uint64_t off, len;           /* the snapshot in the arena (len 0: sent inline) */
+    uint64_t stage_off, stage_len; /* spilled batches staged for the reader */
+    rs_snap_entry_t *entries;    /* the snapshot's entries, for spill loads */
+    uint32_t n_entries;
+} wsnap_t;
+
+typedef struct wpstat {
+    uint32_t batches;
+    uint64_t bytes, checksum;
+} wpstat_t;
+
+/* One peer endpoint. */
+typedef struct wconn {
+    rs_list_t link;
+    rs_ep_t *ep;
+    int role; /* 0 until attached */
+    wshuffle_t *sh;
+    uint32_t map_id, attempt;
+    wgrant_t **slots;   /* by slot number */
+    uint32_t n_slots;
+    wgrant_t **cur;     /* current grant per partition */
+    wpstat_t *stats;    /* per partition, batches that arrived from this pusher */
+    uint64_t batches;
+    rs_commit_entry_t *commit; /* chunks of a commit being received */
+    uint32_t commit_n, commit_cap;
+    uint64_t commit_total; /* set by the last chunk: waiting for the batches */
+    uint64_t commit_deadline;
+    int commit_pending;
+    rs_list_t snaps;
+} wconn_t;
+
+typedef struct rs_worker_store {
+    rs_worker_config_t cfg;
+    uint8_t *arena;
+    uint64_t arena_len;
+    rs_range_alloc_t ra;
+    uint64_t high_water;
+    rs_list_t shuffles;
+    uint32_t next_snap;
+    rs_worker_stats_t stats;
+} wstore_t;
+
+struct rs_worker {
+    rs_ctx_t *ctx;
+    rs_mr_t *arena_mr;
+    rs_listener_t *listener;
+    wstore_t st;
+    rs_list_t conns;
+    pthread_t thread;
+    int thread_started;
+    volatile int stop;
+    pthread_mutex_t stats_lock;
+    rs_worker_stats_t stats_copy;
+    uint8_t rkey[RS_RKEY_BLOB_MAX];
+    size_t rkey_len;
+    rs_ep_t **dead; /* endpoints to close outside callbacks */
+    size_t n_dead, cap_dead;
+};
+
+/* serve.c */
+rs_status_t rs__worker_handlers(rs_worker_t *w);
+void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out);
+void rs__worker_conn_free(rs_worker_t *w, wconn_t *c);
+/* worker.c */
+void rs__worker_defer_close(rs_worker_t *w, rs_ep_t *ep);
+
+/* store.c */
+rs_status_t wstore_init(wstore_t *st, const rs_worker_config_t *cfg, uint8_t *arena, uint64_t len);
+void wstore_cleanup(wstore_t *st);
+wshuffle_t *wstore_find(wstore_t *st, uint32_t shuffle_id);
+rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitions,
+                          wshuffle_t **sh_p);
+/* A new grant of want (+ bulk) bytes for partition p; RS_ERR_BACKPRESSURE when full. */
+rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want, int bulk,
+                         wgrant_t **g_p);
+/* Marks bytes of g as arrived; frees what became free (sink mode, settled extents). */
+void wstore_settle(wstore_t *st, wgrant_t *g, uint64_t bytes);
+/* The pusher is done with g after used bytes; returns 1 if g is settled (caller frees it). */
+int wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used);
+int wgrant_done(const wgrant_t *g);
+void wstore_grant_free(wstore_t *st, wgrant_t *g);
+rs_status_t wstore_add_entry(wstore_t *st, wgrant_t *g, const rs_snap_entry_t *e);
+void wstore_commit(wstore_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
+                   rs_commit_entry_t *entries, uint32_t n);
+/* Spills settled extents until the arena is below the mark or need bytes fit. */
+void wstore_spill(wstore_t *st, uint64_t need);
+/* Builds a partition's snapshot (header, commits, entries) in malloc'ed memory. */
+rs_status_t wstore_snapshot(wstore_t *st, wshuffle_t *sh, uint32_t p, void **buf_p,
+                            size_t *len_p);
+/* Copies spilled frames [first, first+n) of snap into a staging range of the arena. */
+rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n);
+void wstore_snap_close(wstore_t *st, wsnap_t *snap);
+/* Frees a shuffle now, or when its last snapshot closes. */
+void wstore_drop(wstore_t *st, wshuffle_t *sh);
+
+#endif

@@ -1,0 +1,596 @@
+/*
+ * The worker's protocol handlers (docs/shuffle.md, "Protocol"). They run on
+ * the worker thread inside rs_wait, with the transport lock held; a refused
+ * request gets an error reply and changes nothing else.
+ */
+#include "worker/internal.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <rshuffle/codec.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define W_SNAP_INLINE_SLACK 64
+
+static void reply_status(rs_ep_t *ep, unsigned type, rs_status_t status)
+{
+    rs_smsg_hdr_t h;
+    rs_smsg_init(&h, type, status);
+    rs_msg_send(ep, type, &h, sizeof(h), NULL, NULL);
+}
+
+static wconn_t *conn_of(rs_ep_t *ep)
+{
+    return rs_ep_user(ep);
+}
+
+/* ---------------------------------------------------------------- attach */
+
+static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_worker_t *w = arg;
+    wconn_t *c = conn_of(ep);
+    rs_smsg_attach_t m;
+    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_ATTACH, sizeof(m), 0, 0);
+    if (c == NULL || s != RS_OK) {
+        rs_warn("worker: malformed attach (%s)", rs_strerror(s));
+        reply_status(ep, RS_SMSG_ATTACH_REPLY, s != RS_OK ? s : RS_ERR_STATE);
+        return;
+    }
+    memcpy(&m, data, sizeof(m));
+    if (c->role != 0 || (m.role != RS_ROLE_PUSHER && m.role != RS_ROLE_READER)) {
+        reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_PROTOCOL);
+        return;
+    }
+    if (m.role == RS_ROLE_PUSHER) {
+        wshuffle_t *sh;
+        s = wstore_attach(&w->st, m.shuffle_id, m.n_partitions, &sh);
+        if (s != RS_OK) {
+            reply_status(ep, RS_SMSG_ATTACH_REPLY, s);
+            return;
+        }
+        c->cur = calloc(sh->n_partitions, sizeof(*c->cur));
+        c->stats = calloc(sh->n_partitions, sizeof(*c->stats));
+        if (c->cur == NULL || c->stats == NULL) {
+            free(c->cur);
+            free(c->stats);
+            c->cur = NULL;
+            c->stats = NULL;
+            reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_NOMEM);
+            return;
+        }
+        c->sh = sh;
+        c->map_id = m.map_id;
+        c->attempt = m.attempt;
+    }
+    c->role = (int)m.role;
+    uint8_t buf[sizeof(rs_smsg_attach_reply_t) + RS_RKEY_BLOB_MAX];
+    rs_smsg_attach_reply_t r = {.arena_len = w->st.arena_len, .rkey_len = (uint32_t)w->rkey_len};
+    rs_smsg_init(&r.h, RS_SMSG_ATTACH_REPLY, RS_OK);
+    memcpy(buf, &r, sizeof(r));
+    memcpy(buf + sizeof(r), w->rkey, w->rkey_len);
+    rs_msg_send(ep, RS_SMSG_ATTACH_REPLY, buf, sizeof(r) + w->rkey_len, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------- grants */
+
+static void slot_free(rs_worker_t *w, wconn_t *c, wgrant_t *g)
+{
+    c->slots[g->slot] = NULL;
+    if (c->cur != NULL && c->cur[g->partition] == g)
+        c->cur[g->partition] = NULL;
+    wstore_grant_free(&w->st, g);
+}
+
+static rs_status_t slot_alloc(wconn_t *c, wgrant_t *g)
+{
+    for (uint32_t i = 0; i < c->n_slots; i++) {
+        if (c->slots[i] == NULL) {
+            c->slots[i] = g;
+            g->slot = i;
+            return RS_OK;
+        }
+    }
+    if (c->n_slots == RS_GRANT_SLOTS)
+        return RS_ERR_BUSY;
+    uint32_t n = c->n_slots ? 2 * c->n_slots : 64;
+    if (n > RS_GRANT_SLOTS)
+        n = RS_GRANT_SLOTS;
+    wgrant_t **s = realloc(c->slots, n * sizeof(*s));
+    if (s == NULL)
+        return RS_ERR_NOMEM;
+    memset(s + c->n_slots, 0, (n - c->n_slots) * sizeof(*s));
+    c->slots = s;
+    g->slot = c->n_slots;
+    s[c->n_slots] = g;
+    c->n_slots = n;
+    return RS_OK;
+}
+
+/* Retires a pusher's previous grant of a partition (freed once its batches arrived). */
+static void grant_retire(rs_worker_t *w, wconn_t *c, uint32_t p, uint64_t used)
+{
+    wgrant_t *g = c->cur[p];
+    if (g == NULL)
+        return;
+    c->cur[p] = NULL;
+    if (wstore_retire(&w->st, g, used))
+        slot_free(w, c, g);
+}
+
+static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_worker_t *w = arg;
+    wconn_t *c = conn_of(ep);
+    rs_smsg_grant_req_t m;
+    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_GRANT_REQ, sizeof(m), 0, 0);
+    if (s == RS_OK) {
+        memcpy(&m, data, sizeof(m));
+        s = rs_smsg_check(data, len, RS_SMSG_GRANT_REQ, sizeof(m), sizeof(rs_grant_want_t), m.n);
+    }
+    size_t max_n = (rs_ctx_config(w->ctx)->msg_max - sizeof(rs_smsg_grant_t)) / sizeof(rs_grant_t);
+    if (s == RS_OK && (c == NULL || c->role != RS_ROLE_PUSHER))
+        s = RS_ERR_STATE;
+    if (s == RS_OK && m.n > max_n)
+        s = RS_ERR_MSG_SIZE;
+    if (s != RS_OK) {
+        rs_warn("worker: grant request refused: %s", rs_strerror(s));
+        rs_smsg_grant_t r = {.n = 0};
+        rs_smsg_init(&r.h, RS_SMSG_GRANT, s);
+        rs_msg_send(ep, RS_SMSG_GRANT, &r, sizeof(r), NULL, NULL);
+        return;
+    }
+    size_t rlen = sizeof(rs_smsg_grant_t) + m.n * sizeof(rs_grant_t);
+    uint8_t *buf = malloc(rlen);
+    if (buf == NULL)
+        return;
+    rs_smsg_grant_t r = {.req_id = m.req_id, .n = m.n, .retry_ms = 0};
+    rs_smsg_init(&r.h, RS_SMSG_GRANT, RS_OK);
+    const rs_grant_want_t *want = (const rs_grant_want_t *)((const uint8_t *)data + sizeof(m));
+    rs_grant_t *out = (rs_grant_t *)(buf + sizeof(r));
+    for (uint32_t i = 0; i < m.n; i++) {
+        rs_grant_want_t wt;
+        memcpy(&wt, &want[i], sizeof(wt));
+        rs_grant_t gr = {.partition = wt.partition, .status = RS_OK};
+        if (wt.partition >= c->sh->n_partitions) {
+            rs_warn("worker: grant for partition %u of shuffle %u (%u partitions) refused",
+                    wt.partition, c->sh->id, c->sh->n_partitions);
+            gr.status = RS_ERR_NOT_FOUND;
+        } else {
+            grant_retire(w, c, wt.partition, wt.prev_used);
+            wgrant_t *g = NULL;
+            s = wt.want == 0 ? RS_OK
+                             : wstore_grant(&w->st, c->sh, wt.partition, wt.want,
+                                            (wt.flags & RS_GRANT_BULK) != 0, &g);
+            if (s == RS_OK && g != NULL) {
+                s = slot_alloc(c, g);
+                if (s != RS_OK) {
+                    g->retired = 1;
+                    wstore_grant_free(&w->st, g);
+                    g = NULL;
+                }
+            }
+            if (g != NULL) {
+                c->cur[wt.partition] = g;
+                gr.slot = g->slot;
+                gr.off = g->off;
+                gr.len = g->len;
+            }
+            gr.status = s;
+            if (s == RS_ERR_BACKPRESSURE)
+                r.retry_ms = w->st.cfg.retry_ms;
+        }
+        memcpy(&out[i], &gr, sizeof(gr));
+    }
+    memcpy(buf, &r, sizeof(r));
+    rs_msg_send(ep, RS_SMSG_GRANT, buf, rlen, NULL, NULL);
+    free(buf);
+}
+
+/* ----------------------------------------------------------- batch arrival */
+
+static void nack(rs_worker_t *w, wconn_t *c, uint32_t partition, uint32_t imm, uint64_t seq,
+                 rs_status_t status)
+{
+    w->st.stats.refused++;
+    rs_smsg_nack_t n = {.partition = partition, .imm = imm, .seq = seq};
+    rs_smsg_init(&n.h, RS_SMSG_NACK, status);
+    rs_msg_send(c->ep, RS_SMSG_NACK, &n, sizeof(n), NULL, NULL);
+}
+
+static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
+{
+    rs_worker_t *w = arg;
+    wconn_t *c = conn_of(ep);
+    if (c == NULL || c->role != RS_ROLE_PUSHER) {
+        rs_warn("worker: notification from an endpoint that is not an attached pusher");
+        return;
+    }
+    uint32_t slot = rs_imm_slot(imm);
+    uint64_t in = rs_imm_off(imm);
+    wgrant_t *g = slot < c->n_slots ? c->slots[slot] : NULL;
+    if (g == NULL || in >= g->len) {
+        rs_warn("worker: batch notification outside any grant (slot %u, offset %llu)", slot,
+                (unsigned long long)in);
+        nack(w, c, UINT32_MAX, imm, 0, RS_ERR_OUT_OF_RANGE);
+        return;
+    }
+    const uint8_t *frame = w->st.arena + g->off + in;
+    size_t room = (size_t)(g->len - in);
+    rs_frame_t f;
+    rs_status_t s = w->st.cfg.verify ? rs_frame_verify(frame, room, &f) : rs_frame_parse(frame, room, &f);
+    if (s == RS_OK && f.frame_len > room)
+        s = RS_ERR_BAD_LENGTH;
+    if (s == RS_OK && (f.ids.shuffle_id != c->sh->id || f.ids.partition != g->partition ||
+                       f.ids.map_id != c->map_id || f.ids.attempt != c->attempt))
+        s = RS_ERR_PROTOCOL;
+    if (s != RS_OK) {
+        rs_warn("worker: batch of shuffle %u partition %u refused: %s", c->sh->id, g->partition,
+                rs_strerror(s));
+        wstore_settle(&w->st, g, room < RS_SPROTO_ALIGN ? room : RS_SPROTO_ALIGN);
+        nack(w, c, g->partition, imm, 0, s);
+        return;
+    }
+    rs_snap_entry_t e = {.loc = g->off + in,
+                         .len = (uint32_t)f.frame_len,
+                         .map_id = f.ids.map_id,
+                         .attempt = f.ids.attempt,
+                         .seq = f.ids.seq};
+    s = wstore_add_entry(&w->st, g, &e);
+    if (s != RS_OK) {
+        nack(w, c, g->partition, imm, f.ids.seq, s);
+        return;
+    }
+    wpstat_t *ps = &c->stats[g->partition];
+    ps->batches++;
+    ps->bytes += f.frame_len;
+    ps->checksum += f.checksum;
+    c->batches++;
+    wstore_settle(&w->st, g, f.frame_len);
+    if (g->retired && wgrant_done(g) && c->cur[g->partition] != g)
+        slot_free(w, c, g);
+}
+
+/* ---------------------------------------------------------------- commit */
+
+static void commit_reset(wconn_t *c)
+{
+    free(c->commit);
+    c->commit = NULL;
+    c->commit_n = c->commit_cap = 0;
+    c->commit_pending = 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const rs_commit_entry_t *x = a, *y = b;
+    return (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* Replies to a pending commit once every announced batch arrived (or it timed out). */
+void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
+{
+    if (!c->commit_pending)
+        return;
+    if (c->batches < c->commit_total && !timed_out)
+        return;
+    rs_status_t s = RS_OK;
+    if (c->batches != c->commit_total) {
+        rs_warn("worker: map %u attempt %u committed %llu batches, %llu arrived", c->map_id,
+                c->attempt, (unsigned long long)c->commit_total, (unsigned long long)c->batches);
+        s = c->batches < c->commit_total ? RS_ERR_TIMEOUT : RS_ERR_PROTOCOL;
+    }
+    uint64_t listed = 0;
+    for (uint32_t i = 0; s == RS_OK && i < c->commit_n; i++) {
+        const rs_commit_entry_t *e = &c->commit[i];
+        const wpstat_t *ps = &c->stats[e->partition];
+        listed += e->batches;
+        if (ps->batches != e->batches || ps->bytes != e->bytes || ps->checksum != e->checksum) {
+            rs_warn("worker: map %u attempt %u partition %u: commit says %u batches, %llu bytes; "
+                    "%u batches, %llu bytes arrived",
+                    c->map_id, c->attempt, e->partition, e->batches, (unsigned long long)e->bytes,
+                    ps->batches, (unsigned long long)ps->bytes);
+            s = RS_ERR_CHECKSUM;
+        }
+    }
+    if (s == RS_OK && listed != c->batches)
+        s = RS_ERR_PROTOCOL;
+    if (s == RS_OK) {
+        qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);
+        wstore_commit(&w->st, c->sh, c->map_id, c->attempt, c->commit, c->commit_n);
+        c->commit = NULL; /* the store owns the entries now */
+        for (uint32_t p = 0; p < c->sh->n_partitions; p++)
+            if (c->cur[p] != NULL)
+                grant_retire(w, c, p, c->cur[p]->settled);
+    }
+    reply_status(c->ep, RS_SMSG_COMMIT_REPLY, s);
+    commit_reset(c);
+}
+
+static void on_commit(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_worker_t *w = arg;
+    wconn_t *c = conn_of(ep);
+    rs_smsg_commit_t m;
+    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_COMMIT, sizeof(m), 0, 0);
+    if (s == RS_OK) {
+        memcpy(&m, data, sizeof(m));
+        s = rs_smsg_check(data, len, RS_SMSG_COMMIT, sizeof(m), sizeof(rs_commit_entry_t), m.n);
+    }
+    if (s == RS_OK && (c == NULL || c->role != RS_ROLE_PUSHER || c->commit_pending))
+        s = RS_ERR_STATE;
+    const rs_commit_entry_t *in = (const rs_commit_entry_t *)((const uint8_t *)data + sizeof(m));
+    for (uint32_t i = 0; s == RS_OK && i < m.n; i++) {
+        rs_commit_entry_t e;
+        memcpy(&e, &in[i], sizeof(e));
+        if (e.partition >= c->sh->n_partitions)
+            s = RS_ERR_NOT_FOUND;
+    }
+    if (s == RS_OK && c->commit_n + m.n > c->commit_cap) {
+        uint32_t cap = c->commit_n + m.n + 64;
+        rs_commit_entry_t *n = realloc(c->commit, cap * sizeof(*n));
+        if (n == NULL)
+            s = RS_ERR_NOMEM;
+        else
+            c->commit = n, c->commit_cap = cap;
+    }
+    if (s != RS_OK) {
+        rs_warn("worker: commit refused: %s", rs_strerror(s));
+        if (c != NULL)
+            commit_reset(c);
+        reply_status(ep, RS_SMSG_COMMIT_REPLY, s);
+        return;
+    }
+    if (m.n > 0)
+        memcpy(c->commit + c->commit_n, in, m.n * sizeof(*in));
+    c->commit_n += m.n;
+    if (!m.last)
+        return;
+    c->commit_total = m.total_batches;
+    c->commit_pending = 1;
+    c->commit_deadline = rs_now_coarse_ns() + RS_MS_TO_NS(w->st.cfg.commit_wait_ms);
+    rs__worker_commit_check(w, c, 0);
+}
+
+/* ----------------------------------------------------------------- reads */
+
+static wsnap_t *snap_find(wconn_t *c, uint32_t id)
+{
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &c->snaps)
+    {
+        wsnap_t *s = RS_CONTAINER_OF(pos, wsnap_t, link);
+        if (s->id == id)
+            return s;
+    }
+    return NULL;
+}
+
+static void read_reply(rs_worker_t *w, rs_ep_t *ep, rs_status_t s, const wsnap_t *snap,
+                       const void *inline_buf, size_t inline_len)
+{
+    (void)w;
+    size_t len = sizeof(rs_smsg_read_reply_t) + inline_len;
+    uint8_t *buf = malloc(len);
+    if (buf == NULL)
+        return;
+    rs_smsg_read_reply_t r = {0};
+    rs_smsg_init(&r.h, RS_SMSG_READ_REPLY, s);
+    if (snap != NULL) {
+        r.snap_id = snap->id;
+        r.index_off = inline_len > 0 ? UINT64_MAX : snap->off;
+        r.index_len = inline_len > 0 ? inline_len : snap->len;
+    }
+    memcpy(buf, &r, sizeof(r));
+    if (inline_len > 0)
+        memcpy(buf + sizeof(r), inline_buf, inline_len);
+    rs_msg_send(ep, RS_SMSG_READ_REPLY, buf, len, NULL, NULL);
+    free(buf);
+}
+
+static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_worker_t *w = arg;
+    wconn_t *c = conn_of(ep);
+    rs_smsg_read_open_t m;
+    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_READ_OPEN, sizeof(m), 0, 0);
+    if (s == RS_OK && (c == NULL || c->role != RS_ROLE_READER))
+        s = RS_ERR_STATE;
+    wshuffle_t *sh = NULL;
+    if (s == RS_OK) {
+        memcpy(&m, data, sizeof(m));
+        sh = wstore_find(&w->st, m.shuffle_id);
+        if (sh == NULL || m.partition >= sh->n_partitions) {
+            rs_warn("worker: read of unknown shuffle %u partition %u refused", m.shuffle_id,
+                    m.partition);
+            s = RS_ERR_NOT_FOUND;
+        }
+    }
+    void *snapbuf = NULL;
+    size_t snaplen = 0;
+    wsnap_t *snap = NULL;
+    if (s == RS_OK)
+        s = wstore_snapshot(&w->st, sh, m.partition, &snapbuf, &snaplen);
+    if (s == RS_OK) {
+        snap = calloc(1, sizeof(*snap));
+        rs_snap_hdr_t h;
+        memcpy(&h, snapbuf, sizeof(h));
+        size_t ent_off = snaplen - h.n_entries * sizeof(rs_snap_entry_t);
+        if (snap != NULL && h.n_entries > 0) {
+            snap->entries = malloc(h.n_entries * sizeof(rs_snap_entry_t));
+            if (snap->entries == NULL) {
+                free(snap);
+                snap = NULL;
+            } else {
+                memcpy(snap->entries, (uint8_t *)snapbuf + ent_off,
+                       h.n_entries * sizeof(rs_snap_entry_t));
+            }
+        }
+        if (snap == NULL) {
+            s = RS_ERR_NOMEM;
+        } else {
+            snap->n_entries = h.n_entries;
+            snap->id = w->st.next_snap++;
+            snap->sh = sh;
+            snap->partition = m.partition;
+        }
+    }
+    size_t inline_max = rs_ctx_config(w->ctx)->msg_max - sizeof(rs_smsg_read_reply_t);
+    if (s == RS_OK && snaplen > inline_max) {
+        uint64_t off;
+        s = rs_range_get(&w->st.ra, snaplen, &off);
+        if (s != RS_OK) {
+            wstore_spill(&w->st, snaplen);
+            s = rs_range_get(&w->st.ra, snaplen, &off);
+        }
+        if (s == RS_OK) {
+            memcpy(w->st.arena + off, snapbuf, snaplen);
+            snap->off = off;
+            snap->len = rs_range_round(&w->st.ra, snaplen);
+        } else {
+            s = RS_ERR_BACKPRESSURE;
+        }
+    }
+    if (s != RS_OK) {
+        if (snap != NULL) {
+            free(snap->entries);
+            free(snap);
+        }
+        free(snapbuf);
+        read_reply(w, ep, s, NULL, NULL, 0);
+        return;
+    }
+    sh->open_snaps++;
+    rs_list_add_tail(&c->snaps, &snap->link);
+    if (snap->len == 0)
+        read_reply(w, ep, RS_OK, snap, snapbuf, snaplen);
+    else
+        read_reply(w, ep, RS_OK, snap, NULL, 0);
+    free(snapbuf);
+}
+
+static void on_spill_load(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_worker_t *w = arg;
+    wconn_t *c = conn_of(ep);
+    rs_smsg_spill_load_t m;
+    rs_smsg_spill_reply_t r = {0};
+    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_SPILL_LOAD, sizeof(m), 0, 0);
+    wsnap_t *snap = NULL;
+    if (s == RS_OK) {
+        memcpy(&m, data, sizeof(m));
+        snap = c != NULL ? snap_find(c, m.snap_id) : NULL;
+        if (snap == NULL)
+            s = RS_ERR_NOT_FOUND;
+    }
+    if (s == RS_OK)
+        s = wstore_stage(&w->st, snap, m.first, m.n);
+    if (s == RS_OK) {
+        r.off = snap->stage_off;
+        r.len = snap->stage_len;
+    } else {
+        rs_warn("worker: spill load refused: %s", rs_strerror(s));
+    }
+    rs_smsg_init(&r.h, RS_SMSG_SPILL_REPLY, s);
+    rs_msg_send(ep, RS_SMSG_SPILL_REPLY, &r, sizeof(r), NULL, NULL);
+}
+
+static void snap_close(rs_worker_t *w, wsnap_t *snap)
+{
+    rs_list_del(&snap->link);
+    wstore_snap_close(&w->st, snap);
+    free(snap);
+}
+
+static void on_read_close(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_worker_t *w = arg;
+    wconn_t *c = conn_of(ep);
+    rs_smsg_read_close_t m;
+    if (rs_smsg_check(data, len, RS_SMSG_READ_CLOSE, sizeof(m), 0, 0) != RS_OK || c == NULL)
+        return;
+    memcpy(&m, data, sizeof(m));
+    wsnap_t *snap = snap_find(c, m.snap_id);
+    if (snap != NULL)
+        snap_close(w, snap);
+}
+
+static void on_drop(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_worker_t *w = arg;
+    rs_smsg_drop_t m;
+    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_DROP, sizeof(m), 0, 0);
+    if (s == RS_OK) {
+        memcpy(&m, data, sizeof(m));
+        wshuffle_t *sh = wstore_find(&w->st, m.shuffle_id);
+        if (sh == NULL)
+            s = RS_ERR_NOT_FOUND;
+        else
+            wstore_drop(&w->st, sh);
+    }
+    reply_status(ep, RS_SMSG_DROP_REPLY, s);
+}
+
+/* ---------------------------------------------------------- connections */
+
+void rs__worker_conn_free(rs_worker_t *w, wconn_t *c)
+{
+    for (uint32_t i = 0; i < c->n_slots; i++)
+        if (c->slots[i] != NULL)
+            wstore_grant_free(&w->st, c->slots[i]);
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &c->snaps)
+    snap_close(w, RS_CONTAINER_OF(pos, wsnap_t, link));
+    free(c->slots);
+    free(c->cur);
+    free(c->stats);
+    free(c->commit);
+    rs_list_del(&c->link);
+    free(c);
+}
+
+static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
+{
+    rs_worker_t *w = arg;
+    if (status == RS_OK) {
+        wconn_t *c = calloc(1, sizeof(*c));
+        if (c == NULL)
+            return; /* the peer's requests then get no reply and time out */
+        c->ep = ep;
+        rs_list_init(&c->snaps);
+        rs_list_add_tail(&w->conns, &c->link);
+        rs_ep_set_user(ep, c);
+        return;
+    }
+    wconn_t *c = conn_of(ep);
+    if (c != NULL) {
+        rs_info("worker: peer gone (%s); its grants are released", rs_strerror(status));
+        rs__worker_conn_free(w, c);
+        rs_ep_set_user(ep, NULL);
+    }
+    rs__worker_defer_close(w, ep);
+}
+
+rs_status_t rs__worker_handlers(rs_worker_t *w)
+{
+    static const struct {
+        unsigned type;
+        rs_msg_cb_t cb;
+    } h[] = {
+        {RS_SMSG_ATTACH, on_attach},       {RS_SMSG_GRANT_REQ, on_grant_req},
+        {RS_SMSG_COMMIT, on_commit},       {RS_SMSG_READ_OPEN, on_read_open},
+        {RS_SMSG_SPILL_LOAD, on_spill_load}, {RS_SMSG_READ_CLOSE, on_read_close},
+        {RS_SMSG_DROP, on_drop},
+    };
+    for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++) {
+        rs_status_t s = rs_set_msg_handler(w->ctx, h[i].type, h[i].cb, w);
+        if (s != RS_OK)
+            return s;
+    }
+    rs_set_notify_handler(w->ctx, on_notify, w);
+    rs_set_ep_handler(w->ctx, on_ep, w);
+    return RS_OK;
+}

@@ -1,0 +1,535 @@
+/*
+ * The worker's storage: one registered arena carved into partition extents
+ * by a first-fit range allocator; grants are carved from a partition's
+ * current extent; committed batches are indexed per partition; settled
+ * extents are spilled to (already unlinked) files above the high-water mark.
+ */
+#include "worker/internal.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+rs_status_t wstore_init(wstore_t *st, const rs_worker_config_t *cfg, uint8_t *arena, uint64_t len)
+{
+    memset(st, 0, sizeof(*st));
+    st->cfg = *cfg;
+    st->arena = arena;
+    st->arena_len = len;
+    st->high_water = len / 100 * cfg->high_water_pct;
+    rs_list_init(&st->shuffles);
+    st->next_snap = 1;
+    return rs_range_alloc_init(&st->ra, len, RS_SPROTO_ALIGN);
+}
+
+wshuffle_t *wstore_find(wstore_t *st, uint32_t shuffle_id)
+{
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &st->shuffles)
+    {
+        wshuffle_t *sh = RS_CONTAINER_OF(pos, wshuffle_t, link);
+        if (sh->id == shuffle_id && !sh->dropped)
+            return sh;
+    }
+    return NULL;
+}
+
+rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitions,
+                          wshuffle_t **sh_p)
+{
+    wshuffle_t *sh = wstore_find(st, shuffle_id);
+    if (sh != NULL) {
+        if (sh->n_partitions != n_partitions) {
+            rs_warn("worker: shuffle %u has %u partitions, a pusher says %u", shuffle_id,
+                    sh->n_partitions, n_partitions);
+            return RS_ERR_INVALID;
+        }
+        *sh_p = sh;
+        return RS_OK;
+    }
+    if (n_partitions == 0 || n_partitions > (1u << 24))
+        return RS_ERR_INVALID;
+    sh = calloc(1, sizeof(*sh));
+    if (sh == NULL)
+        return RS_ERR_NOMEM;
+    sh->parts = calloc(n_partitions, sizeof(*sh->parts));
+    if (sh->parts == NULL) {
+        free(sh);
+        return RS_ERR_NOMEM;
+    }
+    sh->id = shuffle_id;
+    sh->n_partitions = n_partitions;
+    rs_list_init(&sh->commits);
+    for (uint32_t p = 0; p < n_partitions; p++) {
+        sh->parts[p].sh = sh;
+        sh->parts[p].id = p;
+        sh->parts[p].spill_fd = -1;
+        sh->parts[p].next_extent = st->cfg.extent_min;
+        rs_list_init(&sh->parts[p].extents);
+    }
+    rs_list_add_tail(&st->shuffles, &sh->link);
+    st->stats.shuffles++;
+    *sh_p = sh;
+    return RS_OK;
+}
+
+static void arena_put(wstore_t *st, uint64_t off, uint64_t len)
+{
+    if (len > 0)
+        rs_range_put(&st->ra, off, len);
+    st->stats.arena_used = st->ra.used;
+}
+
+static rs_status_t arena_get(wstore_t *st, uint64_t len, uint64_t *off_p)
+{
+    rs_status_t s = rs_range_get(&st->ra, len, off_p);
+    st->stats.arena_used = st->ra.used;
+    if (st->ra.used > st->stats.arena_peak)
+        st->stats.arena_peak = st->ra.used;
+    return s;
+}
+
+static void extent_free(wstore_t *st, extent_t *e)
+{
+    wpart_t *part = e->part;
+    if (part->cur == e)
+        part->cur = NULL;
+    rs_list_del(&e->link);
+    arena_put(st, e->off, e->len);
+    free(e);
+}
+
+/* Stops granting from e and gives its unused tail back. */
+static void extent_close(wstore_t *st, extent_t *e)
+{
+    if (e->closed)
+        return;
+    e->closed = 1;
+    if (e->part->cur == e)
+        e->part->cur = NULL;
+    if (e->fill < e->len) {
+        arena_put(st, e->off + e->fill, e->len - e->fill);
+        e->len = e->fill;
+    }
+}
+
+/* An extent nothing will write into and no batch of which is still in memory. */
+static void extent_maybe_free(wstore_t *st, extent_t *e)
+{
+    if (e->closed && e->live_grants == 0 && e->n_batches == 0)
+        extent_free(st, e);
+}
+
+rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want, int bulk,
+                         wgrant_t **g_p)
+{
+    wpart_t *part = &sh->parts[p];
+    want = rs_sproto_round(want);
+    if (want == 0 || want > RS_GRANT_MAX)
+        return RS_ERR_BAD_LENGTH;
+    uint64_t len = want;
+    if (bulk)
+        len = want + st->cfg.grant_bulk;
+    if (len > RS_GRANT_MAX)
+        len = RS_GRANT_MAX;
+    len = rs_sproto_round(len);
+
+    extent_t *e = part->cur;
+    if (e != NULL && e->len - e->fill < want)
+        extent_close(st, e), e = NULL;
+    if (e != NULL && e->len - e->fill < len)
+        len = e->len - e->fill; /* the rest of this extent, at least want */
+    if (e == NULL) {
+        uint64_t size = st->cfg.sink ? len : part->next_extent;
+        if (size < len)
+            size = len;
+        uint64_t off;
+        rs_status_t s = arena_get(st, size, &off);
+        if (s != RS_OK && size > len)
+            s = arena_get(st, size = len, &off);
+        if (s != RS_OK && len > want)
+            s = arena_get(st, size = len = want, &off);
+        if (s != RS_OK) {
+            wstore_spill(st, want);
+            s = arena_get(st, size = len = want, &off);
+        }
+        if (s != RS_OK) {
+            st->stats.backpressure++;
+            return RS_ERR_BACKPRESSURE;
+        }
+        e = calloc(1, sizeof(*e));
+        if (e == NULL) {
+            arena_put(st, off, size);
+            return RS_ERR_NOMEM;
+        }
+        e->part = part;
+        e->off = off;
+        e->len = size;
+        rs_list_add_tail(&part->extents, &e->link);
+        if (!st->cfg.sink) {
+            part->cur = e;
+            if (part->next_extent < st->cfg.extent_max)
+                part->next_extent *= 2;
+        }
+    }
+    wgrant_t *g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return RS_ERR_NOMEM;
+    g->ext = e;
+    g->off = e->off + e->fill;
+    g->len = len;
+    g->partition = p;
+    e->fill += len;
+    e->live_grants++;
+    if (st->cfg.sink)
+        e->closed = 1; /* one grant per extent: it goes as soon as the grant settles */
+    *g_p = g;
+    return RS_OK;
+}
+
+int wgrant_done(const wgrant_t *g)
+{
+    return g->settled >= (g->retired ? g->used : g->len);
+}
+
+static void grant_settled(wstore_t *st, wgrant_t *g)
+{
+    extent_t *e = g->ext;
+    e->live_grants--;
+    extent_maybe_free(st, e);
+}
+
+void wstore_settle(wstore_t *st, wgrant_t *g, uint64_t bytes)
+{
+    int was_done = wgrant_done(g);
+    g->settled += rs_sproto_round(bytes);
+    if (!was_done && wgrant_done(g) && !g->retired) {
+        /* A grant filled to the last byte is done without a retire. */
+        g->retired = 1;
+        g->used = g->len;
+        grant_settled(st, g);
+    }
+}
+
+int wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used)
+{
+    if (g->retired)
+        return wgrant_done(g);
+    g->retired = 1;
+    g->used = used > g->len ? g->len : rs_sproto_round(used);
+    if (wgrant_done(g)) {
+        grant_settled(st, g);
+        return 1;
+    }
+    return 0;
+}
+
+void wstore_grant_free(wstore_t *st, wgrant_t *g)
+{
+    if (!g->retired) { /* the pusher went away: nothing more will arrive */
+        g->retired = 1;
+        g->used = g->settled;
+        grant_settled(st, g);
+    } else if (!wgrant_done(g)) {
+        g->used = g->settled;
+        grant_settled(st, g);
+    }
+    free(g);
+}
+
+rs_status_t wstore_add_entry(wstore_t *st, wgrant_t *g, const rs_snap_entry_t *e)
+{
+    st->stats.batches++;
+    st->stats.bytes += e->len;
+    if (st->cfg.sink)
+        return RS_OK;
+    wpart_t *part = g->ext->part;
+    if (part->n_entries == part->cap_entries) {
+        size_t cap = part->cap_entries ? 2 * part->cap_entries : 16;
+        wentry_t *n = realloc(part->entries, cap * sizeof(*n));
+        if (n == NULL)
+            return RS_ERR_NOMEM;
+        part->entries = n;
+        part->cap_entries = cap;
+    }
+    part->entries[part->n_entries].e = *e;
+    part->entries[part->n_entries].ext = g->ext;
+    part->n_entries++;
+    part->mem_bytes += e->len;
+    g->ext->n_batches++;
+    return RS_OK;
+}
+
+void wstore_commit(wstore_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
+                   rs_commit_entry_t *entries, uint32_t n)
+{
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &sh->commits)
+    {
+        wcommit_t *c = RS_CONTAINER_OF(pos, wcommit_t, link);
+        if (c->map_id == map_id && c->attempt == attempt) { /* a repeated commit replaces */
+            rs_list_del(&c->link);
+            free(c->entries);
+            free(c);
+        }
+    }
+    wcommit_t *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        free(entries);
+        return;
+    }
+    c->map_id = map_id;
+    c->attempt = attempt;
+    c->entries = entries;
+    c->n = n;
+    rs_list_add_tail(&sh->commits, &c->link);
+    st->stats.commits++;
+}
+
+/* ---------------------------------------------------------------- spill */
+
+static rs_status_t spill_open(wstore_t *st, wpart_t *part)
+{
+    if (part->spill_fd >= 0)
+        return RS_OK;
+    char path[RS_SPILL_DIR_MAX + 64];
+    snprintf(path, sizeof(path), "%s/rshuffle-%d-%u-%u.XXXXXX", st->cfg.spill_dir, (int)getpid(),
+             part->sh->id, part->id);
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        rs_error("worker: cannot create a spill file in %s: %s", st->cfg.spill_dir,
+                 strerror(errno));
+        return RS_ERR_IO;
+    }
+    unlink(path); /* the data lives as long as the descriptor: nothing left after a crash */
+    part->spill_fd = fd;
+    return RS_OK;
+}
+
+static rs_status_t write_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = pwrite(fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rs_error("worker: spill write failed: %s", n < 0 ? strerror(errno) : "short write");
+            return RS_ERR_IO;
+        }
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return RS_OK;
+}
+
+/* Writes the committed batches of a settled extent to its partition's file and frees it. */
+static rs_status_t spill_extent(wstore_t *st, extent_t *e)
+{
+    wpart_t *part = e->part;
+    rs_status_t s = spill_open(st, part);
+    if (s != RS_OK)
+        return s;
+    for (size_t i = 0; i < part->n_entries; i++) {
+        wentry_t *we = &part->entries[i];
+        if (we->ext != e)
+            continue;
+        s = write_all(part->spill_fd, st->arena + we->e.loc, we->e.len, part->spill_len);
+        if (s != RS_OK)
+            return s;
+        we->e.loc = part->spill_len;
+        we->e.flags |= RS_SNAP_SPILLED;
+        we->ext = NULL;
+        part->spill_len += we->e.len;
+        part->mem_bytes -= we->e.len;
+        st->stats.spilled_bytes += we->e.len;
+        e->n_batches--;
+    }
+    extent_free(st, e);
+    return RS_OK;
+}
+
+void wstore_spill(wstore_t *st, uint64_t need)
+{
+    if (st->cfg.sink)
+        return;
+    rs_list_t *spos, *stmp;
+    rs_list_for_each_safe(spos, stmp, &st->shuffles)
+    {
+        wshuffle_t *sh = RS_CONTAINER_OF(spos, wshuffle_t, link);
+        if (sh->open_snaps > 0)
+            continue; /* readers hold offsets into these extents */
+        for (uint32_t p = 0; p < sh->n_partitions; p++) {
+            wpart_t *part = &sh->parts[p];
+            rs_list_t *pos, *tmp;
+            rs_list_for_each_safe(pos, tmp, &part->extents)
+            {
+                if (st->ra.used <= st->high_water && rs_range_largest(&st->ra) >= need)
+                    return;
+                extent_t *e = RS_CONTAINER_OF(pos, extent_t, link);
+                if (e->live_grants > 0)
+                    continue;
+                extent_close(st, e);
+                if (spill_extent(st, e) != RS_OK)
+                    return;
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------- snapshots */
+
+rs_status_t wstore_snapshot(wstore_t *st, wshuffle_t *sh, uint32_t p, void **buf_p,
+                            size_t *len_p)
+{
+    (void)st;
+    wpart_t *part = &sh->parts[p];
+    uint32_t n_commits = 0;
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &sh->commits)
+    n_commits++;
+    size_t len = sizeof(rs_snap_hdr_t) + n_commits * sizeof(rs_snap_commit_t) +
+                 part->n_entries * sizeof(rs_snap_entry_t);
+    uint8_t *buf = malloc(len);
+    if (buf == NULL)
+        return RS_ERR_NOMEM;
+    rs_snap_hdr_t h = {RS_SNAP_MAGIC, n_commits, (uint32_t)part->n_entries, p};
+    memcpy(buf, &h, sizeof(h));
+    rs_snap_commit_t *sc = (rs_snap_commit_t *)(buf + sizeof(h));
+    rs_list_for_each_safe(pos, tmp, &sh->commits)
+    {
+        wcommit_t *c = RS_CONTAINER_OF(pos, wcommit_t, link);
+        rs_snap_commit_t x = {.map_id = c->map_id, .attempt = c->attempt};
+        for (uint32_t i = 0; i < c->n; i++) {
+            if (c->entries[i].partition == p) {
+                x.batches = c->entries[i].batches;
+                x.bytes = c->entries[i].bytes;
+                x.checksum = c->entries[i].checksum;
+                break;
+            }
+        }
+        *sc++ = x;
+    }
+    rs_snap_entry_t *se = (rs_snap_entry_t *)sc;
+    for (size_t i = 0; i < part->n_entries; i++)
+        se[i] = part->entries[i].e;
+    *buf_p = buf;
+    *len_p = len;
+    return RS_OK;
+}
+
+static rs_status_t read_all(int fd, void *buf, size_t len, uint64_t off)
+{
+    uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = pread(fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rs_error("worker: spill read failed: %s", n < 0 ? strerror(errno) : "end of file");
+            return RS_ERR_IO;
+        }
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return RS_OK;
+}
+
+rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n)
+{
+    wpart_t *part = &snap->sh->parts[snap->partition];
+    if (n == 0 || first > snap->n_entries || n > snap->n_entries - first)
+        return RS_ERR_OUT_OF_RANGE;
+    uint64_t total = 0;
+    for (uint32_t i = first; i < first + n; i++) {
+        const rs_snap_entry_t *e = &snap->entries[i];
+        if (!(e->flags & RS_SNAP_SPILLED) || e->loc + e->len > part->spill_len)
+            return RS_ERR_OUT_OF_RANGE;
+        total += rs_sproto_round(e->len);
+    }
+    if (total > st->cfg.extent_max * 2 && n > 1)
+        return RS_ERR_BAD_LENGTH; /* readers ask for at most this much at once */
+    if (snap->stage_len > 0) {
+        arena_put(st, snap->stage_off, snap->stage_len);
+        snap->stage_len = 0;
+    }
+    uint64_t off;
+    if (arena_get(st, total, &off) != RS_OK) {
+        wstore_spill(st, total);
+        if (arena_get(st, total, &off) != RS_OK) {
+            st->stats.backpressure++;
+            return RS_ERR_BACKPRESSURE;
+        }
+    }
+    uint64_t at = off;
+    for (uint32_t i = first; i < first + n; i++) {
+        const rs_snap_entry_t *e = &snap->entries[i];
+        rs_status_t s = read_all(part->spill_fd, st->arena + at, e->len, e->loc);
+        if (s != RS_OK) {
+            arena_put(st, off, total);
+            return s;
+        }
+        at += rs_sproto_round(e->len);
+    }
+    snap->stage_off = off;
+    snap->stage_len = rs_range_round(&st->ra, total);
+    return RS_OK;
+}
+
+static void shuffle_free(wstore_t *st, wshuffle_t *sh)
+{
+    for (uint32_t p = 0; p < sh->n_partitions; p++) {
+        wpart_t *part = &sh->parts[p];
+        rs_list_t *pos, *tmp;
+        rs_list_for_each_safe(pos, tmp, &part->extents)
+        extent_free(st, RS_CONTAINER_OF(pos, extent_t, link));
+        free(part->entries);
+        if (part->spill_fd >= 0)
+            close(part->spill_fd);
+    }
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &sh->commits)
+    {
+        wcommit_t *c = RS_CONTAINER_OF(pos, wcommit_t, link);
+        free(c->entries);
+        free(c);
+    }
+    rs_list_del(&sh->link);
+    free(sh->parts);
+    free(sh);
+    st->stats.shuffles--;
+}
+
+void wstore_snap_close(wstore_t *st, wsnap_t *snap)
+{
+    if (snap->len > 0)
+        arena_put(st, snap->off, snap->len);
+    if (snap->stage_len > 0)
+        arena_put(st, snap->stage_off, snap->stage_len);
+    free(snap->entries);
+    wshuffle_t *sh = snap->sh;
+    if (--sh->open_snaps == 0 && sh->dropped)
+        shuffle_free(st, sh);
+}
+
+void wstore_drop(wstore_t *st, wshuffle_t *sh)
+{
+    sh->dropped = 1;
+    if (sh->open_snaps == 0)
+        shuffle_free(st, sh);
+}
+
+void wstore_cleanup(wstore_t *st)
+{
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &st->shuffles)
+    shuffle_free(st, RS_CONTAINER_OF(pos, wshuffle_t, link));
+    rs_range_alloc_cleanup(&st->ra);
+}

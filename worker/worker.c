@@ -1,0 +1,204 @@
+/* The worker's lifecycle, configuration and thread. */
+#include "worker/internal.h"
+
+#include "common/clock.h"
+#include "common/env.h"
+#include "common/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define W_WAIT_MS 10 /* housekeeping (commit deadlines, spill) at least this often */
+
+void rs_worker_config_defaults(rs_worker_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->mem_limit = 256ull << 20;
+    cfg->high_water_pct = 75;
+    strcpy(cfg->spill_dir, "/tmp");
+    cfg->extent_min = 64 << 10;
+    cfg->extent_max = 8 << 20;
+    cfg->grant_bulk = 1 << 20;
+    cfg->verify = 1;
+    cfg->sink = 0;
+    cfg->commit_wait_ms = 5000;
+    cfg->retry_ms = 20;
+}
+
+rs_status_t rs_worker_config_from_env(rs_worker_config_t *cfg)
+{
+    rs_worker_config_t c = *cfg;
+    uint64_t v;
+    rs_status_t s;
+    if ((s = rs_env_u64("RSHUFFLE_WORKER_MEM", 1 << 20, 1ull << 40, &c.mem_limit)) != RS_OK ||
+        (s = rs_env_u32("RSHUFFLE_WORKER_HIGH_WATER", 1, 100, &c.high_water_pct)) != RS_OK ||
+        (s = rs_env_str("RSHUFFLE_WORKER_SPILL_DIR", c.spill_dir, sizeof(c.spill_dir))) != RS_OK ||
+        (s = rs_env_u64("RSHUFFLE_WORKER_EXTENT_MIN", 4096, 1 << 30, &c.extent_min)) != RS_OK ||
+        (s = rs_env_u64("RSHUFFLE_WORKER_EXTENT_MAX", 4096, 1 << 30, &c.extent_max)) != RS_OK ||
+        (s = rs_env_u64("RSHUFFLE_WORKER_GRANT_BULK", 0, 1 << 24, &c.grant_bulk)) != RS_OK ||
+        (s = rs_env_bool("RSHUFFLE_WORKER_VERIFY", &c.verify)) != RS_OK ||
+        (s = rs_env_bool("RSHUFFLE_WORKER_SINK", &c.sink)) != RS_OK)
+        return s;
+    (void)v;
+    *cfg = c;
+    return RS_OK;
+}
+
+void rs__worker_defer_close(rs_worker_t *w, rs_ep_t *ep)
+{
+    if (w->n_dead == w->cap_dead) {
+        size_t cap = w->cap_dead ? 2 * w->cap_dead : 16;
+        rs_ep_t **n = realloc(w->dead, cap * sizeof(*n));
+        if (n == NULL)
+            return; /* closed with the context */
+        w->dead = n;
+        w->cap_dead = cap;
+    }
+    w->dead[w->n_dead++] = ep;
+}
+
+static void housekeeping(rs_worker_t *w)
+{
+    for (size_t i = 0; i < w->n_dead; i++)
+        rs_ep_close(w->dead[i]);
+    w->n_dead = 0;
+    uint64_t now = rs_now_coarse_ns();
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &w->conns)
+    {
+        wconn_t *c = RS_CONTAINER_OF(pos, wconn_t, link);
+        if (c->commit_pending && now >= c->commit_deadline)
+            rs__worker_commit_check(w, c, 1);
+    }
+    if (w->st.ra.used > w->st.high_water)
+        wstore_spill(&w->st, 0);
+    pthread_mutex_lock(&w->stats_lock);
+    w->stats_copy = w->st.stats;
+    pthread_mutex_unlock(&w->stats_lock);
+}
+
+static void *worker_main(void *arg)
+{
+    rs_worker_t *w = arg;
+    while (!w->stop) {
+        rs_wait(w->ctx, W_WAIT_MS);
+        /* Commit checks after every batch arrival are cheap: do them here too. */
+        rs_list_t *pos, *tmp;
+        rs_list_for_each_safe(pos, tmp, &w->conns)
+        {
+            wconn_t *c = RS_CONTAINER_OF(pos, wconn_t, link);
+            if (c->commit_pending)
+                rs__worker_commit_check(w, c, 0);
+        }
+        housekeeping(w);
+    }
+    return NULL;
+}
+
+rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *wcfg,
+                             rs_worker_t **worker_p)
+{
+    rs_worker_config_t cfg;
+    if (wcfg != NULL) {
+        cfg = *wcfg;
+    } else {
+        rs_worker_config_defaults(&cfg);
+        rs_status_t s = rs_worker_config_from_env(&cfg);
+        if (s != RS_OK)
+            return s;
+    }
+    if (cfg.mem_limit < (1 << 20) || cfg.extent_min == 0 || cfg.extent_max < cfg.extent_min ||
+        cfg.high_water_pct == 0 || cfg.high_water_pct > 100) {
+        rs_error("worker: invalid configuration (memory %llu, extents %llu..%llu)",
+                 (unsigned long long)cfg.mem_limit, (unsigned long long)cfg.extent_min,
+                 (unsigned long long)cfg.extent_max);
+        return RS_ERR_CONFIG;
+    }
+    rs_worker_t *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return RS_ERR_NOMEM;
+    rs_list_init(&w->conns);
+    pthread_mutex_init(&w->stats_lock, NULL);
+    rs_status_t s = rs_ctx_create(tcfg, &w->ctx);
+    if (s != RS_OK)
+        goto err_free_w;
+    s = rs_mem_alloc(w->ctx, cfg.mem_limit, RS_MEM_REMOTE_READ | RS_MEM_REMOTE_WRITE, &w->arena_mr);
+    if (s != RS_OK)
+        goto err_destroy_ctx;
+    s = rs_mr_pack_rkey(w->arena_mr, w->rkey, sizeof(w->rkey), &w->rkey_len);
+    if (s != RS_OK)
+        goto err_free_arena;
+    s = wstore_init(&w->st, &cfg, rs_mr_addr(w->arena_mr), rs_mr_len(w->arena_mr));
+    if (s != RS_OK)
+        goto err_free_arena;
+    s = rs__worker_handlers(w);
+    if (s != RS_OK)
+        goto err_cleanup_store;
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        rs_error("worker: cannot start its thread");
+        s = RS_ERR_NOMEM;
+        goto err_cleanup_store;
+    }
+    w->thread_started = 1;
+    *worker_p = w;
+    return RS_OK;
+
+err_cleanup_store:
+    wstore_cleanup(&w->st);
+err_free_arena:
+    rs_mem_free(w->arena_mr);
+err_destroy_ctx:
+    rs_ctx_destroy(w->ctx);
+err_free_w:
+    pthread_mutex_destroy(&w->stats_lock);
+    free(w);
+    return s;
+}
+
+rs_status_t rs_worker_listen(rs_worker_t *w, const char *host, uint16_t port)
+{
+    if (w->listener != NULL)
+        return RS_ERR_STATE;
+    return rs_listen(w->ctx, host, port, &w->listener);
+}
+
+uint16_t rs_worker_port(const rs_worker_t *w)
+{
+    return w->listener != NULL ? rs_listener_port(w->listener) : 0;
+}
+
+void rs_worker_stats(rs_worker_t *w, rs_worker_stats_t *stats)
+{
+    pthread_mutex_lock(&w->stats_lock);
+    *stats = w->stats_copy;
+    pthread_mutex_unlock(&w->stats_lock);
+}
+
+void rs_worker_destroy(rs_worker_t *w)
+{
+    if (w == NULL)
+        return;
+    w->stop = 1;
+    if (w->thread_started)
+        pthread_join(w->thread, NULL);
+    if (w->listener != NULL)
+        rs_listener_destroy(w->listener);
+    rs_set_ep_handler(w->ctx, NULL, NULL);
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &w->conns)
+    {
+        wconn_t *c = RS_CONTAINER_OF(pos, wconn_t, link);
+        rs_ep_t *ep = c->ep;
+        rs__worker_conn_free(w, c);
+        rs_ep_set_user(ep, NULL);
+        rs_ep_close(ep);
+    }
+    for (size_t i = 0; i < w->n_dead; i++)
+        rs_ep_close(w->dead[i]);
+    free(w->dead);
+    wstore_cleanup(&w->st);
+    rs_mem_free(w->arena_mr);
+    rs_ctx_destroy(w->ctx);
+    pthread_mutex_destroy(&w->stats_lock);
+    free(w);
+}
