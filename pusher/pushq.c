@@ -25,7 +25,7 @@
 
 #define PUSHQ_CLASSES  8     /* distinct idle buffer lengths kept */
 #define PUSHQ_SPIN_NS  50000 /* engine spins this long before sleeping */
-#define PUSHQ_SLEEP_MS 100   /* engine sleep bound without a hook fd */
+#define PUSHQ_SLEEP_MS 20    /* engine sleep bound without a hook fd */
 #define PUSHQ_NAP_MS   10    /* writer wait slice (guards against a lost wake) */
 
 typedef struct pushq_class {
@@ -539,6 +539,26 @@ rs_status_t rs_pushq_swap(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *full, si
     return RS_OK;
 }
 
+rs_status_t rs__pushq_submit(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, size_t used)
+{
+    rs_status_t st = (rs_status_t)atomic_load_explicit(&q->error, memory_order_relaxed);
+    if (st != RS_OK)
+        return st;
+    rs_pbuf_int_t *b = rs_pbuf_int(buf);
+    b->partition = partition;
+    b->used = used;
+    return queue_push(q, b);
+}
+
+rs_status_t rs__pushq_try_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p)
+{
+    rs_pbuf_int_t *b;
+    rs_status_t st = try_take(q, len, &b);
+    if (st == RS_OK)
+        *buf_p = &b->pub;
+    return st;
+}
+
 rs_status_t rs_pushq_copy(rs_pushq_t *q, uint32_t partition, const void *src, size_t len)
 {
     rs_status_t st = (rs_status_t)atomic_load_explicit(&q->error, memory_order_relaxed);
@@ -560,12 +580,11 @@ rs_status_t rs_pushq_copy(rs_pushq_t *q, uint32_t partition, const void *src, si
 void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf)
 {
     rs_pbuf_int_t *b = rs_pbuf_int(buf);
-    if (b->transient) {
+    if (b->transient) { /* engine-made: never counted as handed over */
         pthread_mutex_lock(&q->lock);
         desc_drop_locked(q, b);
         atomic_store(&q->engine_starved, 0);
         pthread_mutex_unlock(&q->lock);
-        atomic_fetch_add_explicit(&q->released, 1, memory_order_release);
         writer_signal(q);
         return;
     }
@@ -635,16 +654,22 @@ rs_status_t rs__pushq_error(rs_pushq_t *q)
     return (rs_status_t)atomic_load(&q->error);
 }
 
-void rs_pushq_destroy(rs_pushq_t *q)
+void rs__pushq_stop(rs_pushq_t *q)
 {
-    if (q == NULL)
-        return;
     atomic_store(&q->stop, 1);
     uint64_t one = 1;
     ssize_t n = write(q->efd, &one, sizeof(one));
     (void)n;
     if (q->thread_started)
         pthread_join(q->thread, NULL);
+    q->thread_started = 0;
+}
+
+void rs_pushq_destroy(rs_pushq_t *q)
+{
+    if (q == NULL)
+        return;
+    rs__pushq_stop(q);
     close(q->efd);
     for (rs_pbuf_int_t *b = q->all, *next; b != NULL; b = next) {
         next = b->all;

@@ -7,6 +7,8 @@
 
 #include <rshuffle/pusher.h>
 
+#include "common/list.h"
+
 /* A buffer's private side; pub comes first so rs_pbuf_t * converts back. */
 typedef struct rs_pbuf_int {
     rs_pbuf_t pub;
@@ -16,6 +18,13 @@ typedef struct rs_pbuf_int {
     size_t used;
     struct rs_pbuf_int *next; /* idle list */
     void *user[2];            /* engine scratch while it owns the buffer */
+    rs_list_t link;           /* engine: waiting for space */
+    const uint8_t *frame;     /* engine: the sealed frame to write */
+    uint32_t frame_len;
+    uint32_t refs; /* engine: puts in flight from this buffer */
+    uint32_t dup;  /* fault injection: sends left beyond the first */
+    uint32_t full; /* the writer filled it to its length (a streaming partition) */
+    uint64_t checksum;
     int transient;            /* engine-made: its block is freed on release */
     struct rs_pbuf_int *all;  /* every descriptor, for cleanup */
 } rs_pbuf_int_t;
@@ -49,12 +58,21 @@ rs_status_t rs__pushq_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_
  */
 rs_status_t rs__pushq_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p);
 
+/* Hands a buffer to the engine without taking one back (append mode). */
+rs_status_t rs__pushq_submit(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, size_t used);
+
+/* A writer buffer without waiting: RS_ERR_BUSY when none is idle and the slab is full. */
+rs_status_t rs__pushq_try_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p);
+
 /* The registered slab (NULL without a context). */
 rs_mr_t *rs__pushq_mr(rs_pushq_t *q);
 
 /* Makes every later writer call fail with status (the first error sticks). */
 void rs__pushq_fail(rs_pushq_t *q, rs_status_t status);
 rs_status_t rs__pushq_error(rs_pushq_t *q);
+
+/* Stops and joins the engine thread (idempotent); the pool stays usable. */
+void rs__pushq_stop(rs_pushq_t *q);
 
 /* Wakes the engine thread (from another thread). */
 void rs__pushq_wake(rs_pushq_t *q);

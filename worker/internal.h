@@ -101,7 +101,9 @@ typedef struct wconn {
     uint32_t n_slots;
     wgrant_t **cur;     /* current grant per partition */
     wpstat_t *stats;    /* per partition, batches that arrived from this pusher */
-    uint64_t batches;
+    uint64_t batches;     /* arrivals, repeats of a batch included */
+    uint8_t *seen;        /* bitmap of batch sequence numbers that arrived */
+    uint64_t seen_bits;
     rs_commit_entry_t *commit; /* chunks of a commit being received */
     uint32_t commit_n, commit_cap;
     uint64_t commit_total; /* set by the last chunk: waiting for the batches */

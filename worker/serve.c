@@ -201,6 +201,25 @@ static void nack(rs_worker_t *w, wconn_t *c, uint32_t partition, uint32_t imm, u
     rs_msg_send(c->ep, RS_SMSG_NACK, &n, sizeof(n), NULL, NULL);
 }
 
+/* Marks seq as arrived; returns whether it had arrived before. */
+static int seen_test_set(wconn_t *c, uint64_t seq)
+{
+    if (seq >= c->seen_bits) {
+        uint64_t bits = c->seen_bits ? c->seen_bits : 4096;
+        while (bits <= seq)
+            bits *= 2;
+        uint8_t *n = realloc(c->seen, bits / 8);
+        if (n == NULL)
+            return 0;
+        memset(n + c->seen_bits / 8, 0, (bits - c->seen_bits) / 8);
+        c->seen = n;
+        c->seen_bits = bits;
+    }
+    int was = (c->seen[seq / 8] >> (seq % 8)) & 1;
+    c->seen[seq / 8] |= (uint8_t)(1u << (seq % 8));
+    return was;
+}
+
 static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
 {
     rs_worker_t *w = arg;
@@ -244,10 +263,13 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
         nack(w, c, g->partition, imm, f.ids.seq, s);
         return;
     }
-    wpstat_t *ps = &c->stats[g->partition];
-    ps->batches++;
-    ps->bytes += f.frame_len;
-    ps->checksum += f.checksum;
+    /* A repeated batch (a retry) stays in the index for readers to drop, but counts once. */
+    if (!seen_test_set(c, f.ids.seq)) {
+        wpstat_t *ps = &c->stats[g->partition];
+        ps->batches++;
+        ps->bytes += f.frame_len;
+        ps->checksum += f.checksum;
+    }
     c->batches++;
     wstore_settle(&w->st, g, f.frame_len);
     if (g->retired && wgrant_done(g) && c->cur[g->partition] != g)
@@ -548,6 +570,7 @@ void rs__worker_conn_free(rs_worker_t *w, wconn_t *c)
     free(c->cur);
     free(c->stats);
     free(c->commit);
+    free(c->seen);
     rs_list_del(&c->link);
     free(c);
 }

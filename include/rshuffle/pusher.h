@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <rshuffle/codec.h>
 #include <rshuffle/config.h>
 #include <rshuffle/shuffle.h>
 #include <rshuffle/status.h>
@@ -99,6 +100,85 @@ RS_API rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms);
 
 /* Stops the engine (buffers still queued are released unconsumed) and frees the pool. */
 RS_API void rs_pushq_destroy(rs_pushq_t *q);
+
+/* ------------------------------------------------------------- the pusher */
+
+typedef struct rs_pusher rs_pusher_t;
+
+typedef struct rs_pusher_config {
+    rs_codec_t codec;       /* RSHUFFLE_CODEC: none|lz4|snappy (none) */
+    size_t buf_len;         /* RSHUFFLE_PUSH_BUF: a full push buffer, bytes (256 KiB) */
+    size_t min_buf;         /* first buffer of a partition; doubles up to buf_len (4 KiB) */
+    size_t pool_bytes;      /* RSHUFFLE_PUSH_POOL: the registered slab, bytes (32 MiB) */
+    uint32_t queue_depth;   /* full buffers queued for the engine (16) */
+    uint64_t max_inflight;  /* RSHUFFLE_PUSH_INFLIGHT: bytes in flight per worker (4 MiB) */
+    uint32_t wait_ms;       /* RSHUFFLE_PUSH_WAIT_MS: every wait of append/swap/close (30000) */
+    uint32_t backpressure_ms; /* RSHUFFLE_PUSH_BACKPRESSURE_MS: then RS_ERR_BACKPRESSURE (30000) */
+    const rs_config_t *transport; /* NULL: rs_config_init */
+} rs_pusher_config_t;
+
+/* Fills *cfg with the defaults above. */
+RS_API void rs_pusher_config_defaults(rs_pusher_config_t *cfg);
+
+/* Applies the RSHUFFLE_* variables named above; RS_ERR_CONFIG names a bad one. */
+RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
+
+/*
+ * Opens the map side of one attempt of one map task: connects to every
+ * worker of desc (registering the shuffle there), carves the pool and starts
+ * the push engine. cfg NULL: defaults and environment.
+ */
+RS_API rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id,
+                                  uint32_t attempt, const rs_pusher_config_t *cfg,
+                                  rs_pusher_t **pusher_p);
+
+/*
+ * Appends one record (framed as in shuffle.h) to the partition's current
+ * registered buffer: the only copy of its bytes. A full buffer goes to the
+ * engine. A partition's buffers start small and double up to buf_len.
+ */
+RS_API rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec,
+                                    uint32_t len);
+
+/* A registered buffer of len bytes for rs_pusher_swap (len <= the pool). */
+RS_API rs_status_t rs_pusher_buf_get(rs_pusher_t *p, size_t len, rs_pbuf_t **buf_p);
+
+/* Gives back a buffer from rs_pusher_buf_get that will not be swapped. */
+RS_API void rs_pusher_buf_put(rs_pusher_t *p, rs_pbuf_t *buf);
+
+/*
+ * Hands a buffer of framed records (used bytes) to the engine as one batch
+ * of partition, and returns an idle buffer of the same length in *fresh_p.
+ */
+RS_API rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full,
+                                  size_t used, rs_pbuf_t **fresh_p);
+
+typedef struct rs_pusher_stats {
+    uint64_t records;   /* appended */
+    uint64_t batches;   /* pushed (retries not counted) */
+    uint64_t raw_bytes; /* payload bytes before the codec */
+    uint64_t bytes;     /* frame bytes written */
+    uint64_t grant_requests;
+    uint64_t backpressure; /* grant answers that said "full" */
+} rs_pusher_stats_t;
+
+/*
+ * Map commit: flushes every partition, waits (bounded) for every write to
+ * complete, sends per-partition counts to every worker and waits for their
+ * answers. The first error of the pusher's life is returned (a worker that
+ * died: RS_ERR_UNREACHABLE / RS_ERR_TIMEOUT; backpressure beyond the bound:
+ * RS_ERR_BACKPRESSURE; a refused batch: its reason). stats may be NULL.
+ */
+RS_API rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats);
+
+/* Frees the pusher (closed or not: an unclosed attempt is simply never committed). */
+RS_API void rs_pusher_destroy(rs_pusher_t *p);
+
+/*
+ * Asks every worker of desc to free a shuffle's storage (after its reads).
+ * tcfg NULL: defaults and environment.
+ */
+RS_API rs_status_t rs_shuffle_drop(const rs_shuffle_desc_t *desc, const rs_config_t *tcfg);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,72 @@
+/* rs_shuffle_drop: ask every worker to free a shuffle's storage. */
+#include "pusher/internal.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct drop_state {
+    int answered;
+    rs_status_t status;
+} drop_state_t;
+
+static void on_drop_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    (void)ep;
+    drop_state_t *d = arg;
+    rs_smsg_hdr_t h;
+    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_DROP_REPLY, sizeof(h), 0, 0);
+    if (s == RS_OK) {
+        memcpy(&h, data, sizeof(h));
+        s = (rs_status_t)h.status;
+    }
+    d->status = s;
+    d->answered = 1;
+}
+
+rs_status_t rs_shuffle_drop(const rs_shuffle_desc_t *desc, const rs_config_t *tcfg)
+{
+    rs_ctx_t *ctx;
+    rs_status_t s = rs_ctx_create(tcfg, &ctx), first = RS_OK;
+    if (s != RS_OK)
+        return s;
+    drop_state_t d;
+    rs_set_msg_handler(ctx, RS_SMSG_DROP_REPLY, on_drop_reply, &d);
+    for (uint32_t i = 0; i < desc->n_workers; i++) {
+        char host[RS_SHUFFLE_ADDR_MAX];
+        const char *colon = strrchr(desc->workers[i], ':');
+        if (colon == NULL || (size_t)(colon - desc->workers[i]) >= sizeof(host)) {
+            first = first ? first : RS_ERR_INVALID;
+            continue;
+        }
+        memcpy(host, desc->workers[i], (size_t)(colon - desc->workers[i]));
+        host[colon - desc->workers[i]] = '\0';
+        rs_ep_t *ep;
+        s = rs_connect(ctx, host, (uint16_t)atoi(colon + 1), &ep);
+        if (s == RS_OK) {
+            d.answered = 0;
+            d.status = RS_ERR_TIMEOUT;
+            rs_smsg_drop_t m = {.shuffle_id = desc->shuffle_id};
+            rs_smsg_init(&m.h, RS_SMSG_DROP, RS_OK);
+            s = rs_msg_send(ep, RS_SMSG_DROP, &m, sizeof(m), NULL, NULL);
+            uint64_t deadline =
+                rs_now_coarse_ns() + RS_MS_TO_NS(rs_ctx_config(ctx)->connect_timeout_ms);
+            while (s == RS_OK && !d.answered && rs_ep_status(ep) == RS_OK &&
+                   rs_now_coarse_ns() < deadline)
+                rs_wait(ctx, 10);
+            if (s == RS_OK)
+                s = d.status;
+            rs_ep_close(ep);
+        }
+        if (s != RS_OK) {
+            rs_warn("drop of shuffle %u at worker %s: %s", desc->shuffle_id, desc->workers[i],
+                    rs_strerror(s));
+            if (first == RS_OK)
+                first = s;
+        }
+    }
+    rs_ctx_destroy(ctx);
+    return first;
+}

@@ -1,0 +1,510 @@
+/*
+ * The push engine: runs on the push queue's thread. Frames each full buffer
+ * (codec none: sealed in place; lz4/snappy: compressed into a sized
+ * registered buffer), asks the buffer's worker for space in bulk, writes the
+ * frame with a notified put into the granted range, keeps at most
+ * max_inflight bytes in flight per worker, and finally sends the map commit.
+ */
+#include "pusher/internal.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void rs__pusher_fail(rs_pusher_t *p, rs_status_t status, const char *why)
+{
+    int expected = RS_OK;
+    if (atomic_compare_exchange_strong(&p->error, &expected, (int)status))
+        rs_error("pusher (shuffle %u map %u attempt %u): %s: %s", p->desc.shuffle_id, p->map_id,
+                 p->attempt, why, rs_strerror(status));
+    rs__pushq_fail(p->q, status);
+}
+
+static rs_status_t perr(rs_pusher_t *p)
+{
+    return (rs_status_t)atomic_load(&p->error);
+}
+
+static void batch_release(rs_pusher_t *p, rs_pbuf_int_t *b)
+{
+    rs_pushq_release(p->q, &b->pub);
+}
+
+/* ----------------------------------------------------------------- grants */
+
+static void request_grants(pworker_t *w)
+{
+    rs_pusher_t *p = w->p;
+    if (w->req_out || rs_list_empty(&w->pending) || rs_now_coarse_ns() < w->retry_at)
+        return;
+    size_t max_n = (p->msg_max - sizeof(rs_smsg_grant_t)) / sizeof(rs_grant_t);
+    size_t max_req = (p->msg_max - sizeof(rs_smsg_grant_req_t)) / sizeof(rs_grant_want_t);
+    if (max_req < max_n)
+        max_n = max_req;
+    size_t len = sizeof(rs_smsg_grant_req_t) + max_n * sizeof(rs_grant_want_t);
+    uint8_t *buf = malloc(len);
+    if (buf == NULL)
+        return;
+    rs_grant_want_t *wants = (rs_grant_want_t *)(buf + sizeof(rs_smsg_grant_req_t));
+    uint32_t n = 0;
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &w->pending)
+    {
+        rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
+        pgrant_t *g = &w->grants[b->partition];
+        uint64_t need = rs_sproto_round(b->frame_len);
+        uint32_t i;
+        for (i = 0; i < n; i++)
+            if (wants[i].partition == b->partition)
+                break;
+        if (i < n) {
+            if (wants[i].want + need <= RS_GRANT_MAX)
+                wants[i].want += need;
+            wants[i].flags |= b->full ? RS_GRANT_BULK : 0;
+            continue;
+        }
+        if (g->len - g->used >= need)
+            continue; /* it has room: only waiting behind others */
+        if (n == max_n)
+            break;
+        wants[n] = (rs_grant_want_t){.partition = b->partition,
+                                     .flags = b->full ? RS_GRANT_BULK : 0,
+                                     .want = need,
+                                     .prev_used = g->used};
+        n++;
+    }
+    if (n == 0) {
+        free(buf);
+        return;
+    }
+    rs_smsg_grant_req_t m = {.req_id = ++w->req_id, .n = n};
+    rs_smsg_init(&m.h, RS_SMSG_GRANT_REQ, RS_OK);
+    memcpy(buf, &m, sizeof(m));
+    rs_status_t s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, buf,
+                                sizeof(m) + n * sizeof(rs_grant_want_t), NULL, NULL);
+    free(buf);
+    if (s != RS_OK) {
+        rs__pusher_fail(p, s, "grant request");
+        return;
+    }
+    /* The old ranges retire with the request: nothing more goes into them. */
+    for (uint32_t i = 0; i < n; i++)
+        w->grants[wants[i].partition] = (pgrant_t){0};
+    w->req_out = 1;
+    p->stats.grant_requests++;
+}
+
+/* ------------------------------------------------------------------ puts */
+
+static void try_post(pworker_t *w);
+
+static void drop_pending(pworker_t *w)
+{
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &w->pending)
+    {
+        rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
+        rs_list_del(&b->link);
+        if (b->refs == 0)
+            batch_release(w->p, b);
+    }
+}
+
+static void on_put_done(void *arg, rs_status_t status)
+{
+    rs_pbuf_int_t *b = arg;
+    pworker_t *w = b->user[0];
+    rs_pusher_t *p = w->p;
+    w->inflight -= b->frame_len;
+    if (status != RS_OK)
+        rs__pusher_fail(p, status, "write to a worker");
+    if (--b->refs == 0 && b->link.next == &b->link)
+        batch_release(p, b);
+    if (perr(p) != RS_OK)
+        drop_pending(w);
+    else
+        try_post(w);
+}
+
+static void try_post(pworker_t *w)
+{
+    rs_pusher_t *p = w->p;
+    if (perr(p) != RS_OK) {
+        drop_pending(w);
+        return;
+    }
+    while (!rs_list_empty(&w->pending)) {
+        rs_pbuf_int_t *b = rs_list_first(&w->pending, rs_pbuf_int_t, link);
+        pgrant_t *g = &w->grants[b->partition];
+        uint64_t need = rs_sproto_round(b->frame_len);
+        if (g->len - g->used < need) {
+            request_grants(w);
+            return;
+        }
+        if (w->inflight > 0 && w->inflight + b->frame_len > p->cfg.max_inflight)
+            return;
+        uint64_t roff = g->off + g->used;
+        uint32_t imm = rs_imm_make(g->slot, g->used);
+        g->used += need;
+        rs_list_del(&b->link);
+        if (b->dup > 0) { /* fault injection: the same batch again, to the next range */
+            b->dup--;
+            rs_list_add_head(&w->pending, &b->link);
+        }
+        b->user[0] = w;
+        b->refs++;
+        w->inflight += b->frame_len;
+        w->batches++;
+        rs_status_t s = rs_put_notify(w->ep, b->frame, b->frame_len, rs__pushq_mr(p->q), w->rkey,
+                                      roff, imm, on_put_done, b);
+        if (s != RS_OK) {
+            w->inflight -= b->frame_len;
+            w->batches--;
+            b->refs--;
+            rs__pusher_fail(p, s, "posting a write");
+            if (b->refs == 0) {
+                if (b->link.next != &b->link)
+                    rs_list_del(&b->link);
+                batch_release(p, b);
+            }
+            drop_pending(w);
+            return;
+        }
+    }
+}
+
+/* ----------------------------------------------------------------- take */
+
+static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
+{
+    rs_pusher_t *p = arg;
+    if (perr(p) != RS_OK) {
+        rs_pushq_release(q, &b->pub);
+        return RS_OK;
+    }
+    if (b->used == 0) { /* nothing to push (an empty swap) */
+        rs_pushq_release(q, &b->pub);
+        return RS_OK;
+    }
+    rs_frame_ids_t ids = {.shuffle_id = p->desc.shuffle_id,
+                          .map_id = p->map_id,
+                          .attempt = p->attempt,
+                          .partition = b->partition,
+                          .seq = p->next_seq};
+    rs_pbuf_int_t *out = b;
+    size_t flen;
+    rs_status_t s;
+    if (p->cfg.codec == RS_CODEC_NONE) {
+        /* Zero copy: the header goes into the room before the records. */
+        uint8_t *frame = b->pub.data - RS_FRAME_HEADER_SIZE;
+        s = rs_frame_seal(frame, RS_FRAME_HEADER_SIZE + b->pub.len, b->used, 0, &ids, &flen);
+        out->frame = frame;
+    } else {
+        size_t bound = rs_frame_bound(p->cfg.codec, b->used);
+        s = rs__pushq_alloc_now(q, bound, &out);
+        if (s == RS_ERR_BUSY)
+            return RS_ERR_BUSY; /* in-flight batches free room as they complete */
+        if (s == RS_OK) {
+            s = rs_frame_encode(p->cfg.codec, 0, &ids, b->pub.data, b->used, out->pub.data,
+                                out->pub.len, &flen);
+            out->frame = out->pub.data;
+            out->partition = b->partition;
+            if (s != RS_OK)
+                rs_pushq_release(q, &out->pub);
+        }
+    }
+    if (s != RS_OK) {
+        rs__pusher_fail(p, s, "framing a batch");
+        rs_pushq_release(q, &b->pub);
+        return RS_OK;
+    }
+    rs_frame_t f;
+    rs_frame_parse(out->frame, flen, &f);
+    out->frame_len = (uint32_t)flen;
+    out->checksum = f.checksum;
+    out->full = b->used + RS_RECORD_HDR > b->pub.len / 2 && b->pub.len >= p->cfg.buf_len / 2;
+    out->refs = 0;
+    out->dup = 0;
+    rs_list_init(&out->link);
+    p->next_seq++;
+
+    pworker_t *w = &p->workers[p->place[b->partition]];
+    rs_commit_entry_t *c = &w->counts[b->partition];
+    c->batches++;
+    c->bytes += flen;
+    c->checksum += f.checksum;
+    p->stats.batches++;
+    p->stats.raw_bytes += b->used;
+    p->stats.bytes += flen;
+    if (out != b) /* compressed: the raw buffer is free for the writer again */
+        rs_pushq_release(q, &b->pub);
+
+#ifdef RS_FAULT_INJECTION
+    if (p->fault != RS_FAULT_NONE && ++p->fault_count % (uint64_t)p->fault_every == 0) {
+        if (p->fault == RS_FAULT_CORRUPT) /* after the checksum: as if damaged on the way */
+            ((uint8_t *)out->frame)[flen - 1] ^= 0x5a;
+        else if (p->fault == RS_FAULT_DUPLICATE)
+            out->dup = 1;
+    }
+#endif
+    rs_list_add_tail(&w->pending, &out->link);
+    try_post(w);
+    return RS_OK;
+}
+
+/* ---------------------------------------------------------------- commit */
+
+static void send_commit(pworker_t *w)
+{
+    rs_pusher_t *p = w->p;
+    size_t per = (p->msg_max - sizeof(rs_smsg_commit_t)) / sizeof(rs_commit_entry_t);
+    uint8_t *buf = malloc(p->msg_max);
+    if (buf == NULL) {
+        w->commit_done = 1;
+        w->commit_status = RS_ERR_NOMEM;
+        return;
+    }
+    uint32_t part = 0;
+    for (;;) {
+        rs_commit_entry_t *e = (rs_commit_entry_t *)(buf + sizeof(rs_smsg_commit_t));
+        uint32_t n = 0;
+        for (; part < p->desc.n_partitions && n < per; part++) {
+            if (w->counts[part].batches == 0)
+                continue;
+            e[n] = w->counts[part];
+            e[n].partition = part;
+            n++;
+        }
+        int last = part >= p->desc.n_partitions;
+        rs_smsg_commit_t m = {.n = n, .last = (uint32_t)last, .total_batches = w->batches};
+        rs_smsg_init(&m.h, RS_SMSG_COMMIT, RS_OK);
+        memcpy(buf, &m, sizeof(m));
+        rs_status_t s = rs_msg_send(w->ep, RS_SMSG_COMMIT, buf,
+                                    sizeof(m) + n * sizeof(rs_commit_entry_t), NULL, NULL);
+        if (s != RS_OK) {
+            w->commit_done = 1;
+            w->commit_status = s;
+            break;
+        }
+        if (last)
+            break;
+    }
+    free(buf);
+    w->commit_sent = 1;
+}
+
+static void commit_progress(rs_pusher_t *p)
+{
+    if (!atomic_load(&p->closing) || p->commit_finished)
+        return;
+    if (perr(p) == RS_OK && rs__pushq_outstanding(p->q) != 0)
+        return;
+    int all = 1;
+    for (uint32_t i = 0; i < p->desc.n_workers; i++) {
+        pworker_t *w = &p->workers[i];
+        if (perr(p) != RS_OK && !w->commit_done) {
+            w->commit_done = 1;
+            w->commit_status = perr(p);
+        }
+        if (!w->commit_sent && !w->commit_done)
+            send_commit(w);
+        all &= w->commit_done;
+    }
+    if (!all)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->commit_finished = 1;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* ---------------------------------------------------------------- hooks */
+
+static unsigned engine_poll(void *arg)
+{
+    rs_pusher_t *p = arg;
+    unsigned n = rs_progress(p->ctx);
+    uint64_t now = rs_now_coarse_ns();
+    for (uint32_t i = 0; i < p->desc.n_workers; i++) {
+        pworker_t *w = &p->workers[i];
+        if (!w->req_out && w->retry_at != 0 && now >= w->retry_at && !rs_list_empty(&w->pending)) {
+            w->retry_at = 0;
+            try_post(w);
+        }
+    }
+    commit_progress(p);
+    return n;
+}
+
+static int engine_arm(void *arg)
+{
+    rs_pusher_t *p = arg;
+    for (uint32_t i = 0; i < p->desc.n_workers; i++)
+        if (p->workers[i].retry_at != 0)
+            return 1; /* a timed retry is due soon: keep polling */
+    return rs_ctx_arm(p->ctx) == RS_OK ? 0 : 1;
+}
+
+const rs_pushq_hooks_t rs__pusher_hooks_template = {
+    .take = engine_take,
+    .poll = engine_poll,
+    .arm = engine_arm,
+    .fd = -1,
+};
+
+/* -------------------------------------------------------------- messages */
+
+static pworker_t *worker_of(rs_pusher_t *p, rs_ep_t *ep)
+{
+    pworker_t *w = rs_ep_user(ep);
+    return (w != NULL && w->p == p) ? w : NULL;
+}
+
+static void on_attach_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_pusher_t *p = arg;
+    pworker_t *w = worker_of(p, ep);
+    rs_smsg_attach_reply_t r;
+    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_ATTACH_REPLY, sizeof(rs_smsg_hdr_t), 0, 0);
+    if (w == NULL)
+        return;
+    if (s == RS_OK) {
+        rs_smsg_hdr_t h;
+        memcpy(&h, data, sizeof(h));
+        s = (rs_status_t)h.status;
+    }
+    if (s == RS_OK) {
+        s = rs_smsg_check(data, len, RS_SMSG_ATTACH_REPLY, sizeof(r), 0, 0);
+        if (s == RS_OK) {
+            memcpy(&r, data, sizeof(r));
+            if (r.rkey_len > len - sizeof(r))
+                s = RS_ERR_TRUNCATED;
+            else
+                s = rs_rkey_unpack(ep, (const uint8_t *)data + sizeof(r), r.rkey_len, &w->rkey);
+        }
+    }
+    w->attach_status = s;
+    w->attached = 1;
+}
+
+static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_pusher_t *p = arg;
+    pworker_t *w = worker_of(p, ep);
+    rs_smsg_grant_t r;
+    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_GRANT, sizeof(r), 0, 0);
+    if (w == NULL)
+        return;
+    if (s == RS_OK) {
+        memcpy(&r, data, sizeof(r));
+        s = (rs_status_t)r.h.status;
+        if (s == RS_OK)
+            s = rs_smsg_check(data, len, RS_SMSG_GRANT, sizeof(r), sizeof(rs_grant_t), r.n);
+    }
+    w->req_out = 0;
+    if (s != RS_OK) {
+        rs__pusher_fail(p, s, "grant request refused by a worker");
+        drop_pending(w);
+        return;
+    }
+    int backpressure = 0;
+    const rs_grant_t *gr = (const rs_grant_t *)((const uint8_t *)data + sizeof(r));
+    for (uint32_t i = 0; i < r.n; i++) {
+        rs_grant_t g;
+        memcpy(&g, &gr[i], sizeof(g));
+        if (g.status == RS_ERR_BACKPRESSURE) {
+            backpressure = 1;
+            continue;
+        }
+        if (g.status != RS_OK || g.partition >= p->desc.n_partitions ||
+            g.len > RS_GRANT_MAX || g.slot >= RS_GRANT_SLOTS) {
+            rs__pusher_fail(p, g.status != RS_OK ? (rs_status_t)g.status : RS_ERR_PROTOCOL,
+                            "grant refused by a worker");
+            drop_pending(w);
+            return;
+        }
+        w->grants[g.partition] = (pgrant_t){.slot = g.slot, .off = g.off, .len = g.len};
+    }
+    uint64_t now = rs_now_coarse_ns();
+    if (backpressure) {
+        p->stats.backpressure++;
+        if (w->bp_since == 0)
+            w->bp_since = now;
+        if (now - w->bp_since > RS_MS_TO_NS(p->cfg.backpressure_ms)) {
+            rs__pusher_fail(p, RS_ERR_BACKPRESSURE, "worker memory full for too long");
+            drop_pending(w);
+            return;
+        }
+        w->retry_at = now + RS_MS_TO_NS(r.retry_ms ? r.retry_ms : 10);
+    } else {
+        w->bp_since = 0;
+    }
+    try_post(w);
+}
+
+static void on_nack(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_pusher_t *p = arg;
+    rs_smsg_nack_t n;
+    if (worker_of(p, ep) == NULL || rs_smsg_check(data, len, RS_SMSG_NACK, sizeof(n), 0, 0) != RS_OK)
+        return;
+    memcpy(&n, data, sizeof(n));
+    rs_error("pusher: a worker refused a batch of partition %u: %s", n.partition,
+             rs_strerror((rs_status_t)n.h.status));
+    rs__pusher_fail(p, (rs_status_t)n.h.status, "batch refused");
+}
+
+static void on_commit_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_pusher_t *p = arg;
+    pworker_t *w = worker_of(p, ep);
+    rs_smsg_hdr_t h;
+    if (w == NULL)
+        return;
+    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_COMMIT_REPLY, sizeof(h), 0, 0);
+    if (s == RS_OK) {
+        memcpy(&h, data, sizeof(h));
+        s = (rs_status_t)h.status;
+    }
+    if (s != RS_OK)
+        rs_error("pusher: worker %s refused the commit of map %u attempt %u: %s",
+                 p->desc.workers[w->index], p->map_id, p->attempt, rs_strerror(s));
+    w->commit_status = s;
+    w->commit_done = 1;
+}
+
+static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
+{
+    rs_pusher_t *p = arg;
+    pworker_t *w = worker_of(p, ep);
+    if (w == NULL || status == RS_OK)
+        return;
+    rs_error("pusher: worker %s is gone: %s", p->desc.workers[w->index], rs_strerror(status));
+    rs__pusher_fail(p, status, "worker connection lost");
+    w->req_out = 0;
+    drop_pending(w);
+    if (!w->commit_done) {
+        w->commit_done = 1;
+        w->commit_status = status;
+    }
+}
+
+rs_status_t rs__pusher_install_handlers(rs_pusher_t *p)
+{
+    rs_status_t s;
+    if ((s = rs_set_msg_handler(p->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, p)) != RS_OK ||
+        (s = rs_set_msg_handler(p->ctx, RS_SMSG_GRANT, on_grant, p)) != RS_OK ||
+        (s = rs_set_msg_handler(p->ctx, RS_SMSG_NACK, on_nack, p)) != RS_OK ||
+        (s = rs_set_msg_handler(p->ctx, RS_SMSG_COMMIT_REPLY, on_commit_reply, p)) != RS_OK)
+        return s;
+    rs_set_ep_handler(p->ctx, on_ep, p);
+    return RS_OK;
+}
+
+void rs__pusher_fault(rs_pusher_t *p, int fault, int every)
+{
+    p->fault = fault;
+    p->fault_every = every > 0 ? every : 1;
+}

@@ -1,0 +1,79 @@
+/* Pusher internals: the writer side (pusher.c) and the push engine (engine.c). */
+#ifndef RS_PUSHER_INTERNAL_H
+#define RS_PUSHER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <rshuffle/pusher.h>
+
+#include "common/list.h"
+#include "common/shuffle_proto.h"
+#include "pusher/pushq.h"
+
+/* The pusher's current grant of one partition at its worker. */
+typedef struct pgrant {
+    uint32_t slot;
+    uint64_t off, len, used;
+} pgrant_t;
+
+/* The pusher's view of one worker. */
+typedef struct pworker {
+    struct rs_pusher *p;
+    uint32_t index;
+    rs_ep_t *ep;
+    rs_rkey_t *rkey;
+    int attached;
+    rs_status_t attach_status;
+    rs_list_t pending; /* framed batches waiting for space or in-flight room */
+    uint64_t inflight;
+    pgrant_t *grants;          /* per partition */
+    rs_commit_entry_t *counts; /* per partition: what this worker should hold */
+    uint64_t batches;          /* sends, retries included */
+    int req_out;
+    uint32_t req_id;
+    uint64_t bp_since, retry_at;
+    int commit_sent, commit_done;
+    rs_status_t commit_status;
+} pworker_t;
+
+/* Test-only faults (compiled with RS_FAULT_INJECTION). */
+enum { RS_FAULT_NONE = 0, RS_FAULT_CORRUPT = 1, RS_FAULT_DUPLICATE = 2 };
+
+struct rs_pusher {
+    rs_pusher_config_t cfg;
+    rs_shuffle_desc_t desc;
+    uint32_t map_id, attempt;
+    rs_ctx_t *ctx;
+    rs_pushq_t *q;
+    pworker_t *workers;
+    uint32_t *place; /* partition -> worker index */
+
+    /* writer side */
+    rs_pbuf_t **cur; /* per partition, append mode */
+    size_t *fill;
+    size_t *next_len;
+    uint64_t records;
+
+    /* engine side */
+    uint64_t next_seq;
+    uint32_t msg_max;
+    rs_pusher_stats_t stats;
+    _Atomic int error;
+    atomic_int closing; /* close asked the engine to commit */
+    int fault, fault_every;
+    uint64_t fault_count;
+
+    pthread_mutex_t lock; /* close waits for the engine's commit */
+    pthread_cond_t cond;
+    int commit_finished;
+};
+
+/* engine.c */
+extern const rs_pushq_hooks_t rs__pusher_hooks_template;
+void rs__pusher_fail(struct rs_pusher *p, rs_status_t status, const char *why);
+rs_status_t rs__pusher_install_handlers(struct rs_pusher *p);
+
+/* Test-only: every every-th batch is corrupted after sealing or sent twice. */
+void rs__pusher_fault(struct rs_pusher *p, int fault, int every);
+
+#endif

@@ -1,0 +1,357 @@
+/* The map side's writer calls: open, append, swap, close (docs/shuffle.md). */
+#include "pusher/internal.h"
+
+#include "common/clock.h"
+#include "common/env.h"
+#include "common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rs_pusher_config_defaults(rs_pusher_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->codec = RS_CODEC_NONE;
+    cfg->buf_len = 256 << 10;
+    cfg->min_buf = 4 << 10;
+    cfg->pool_bytes = 32 << 20;
+    cfg->queue_depth = 16;
+    cfg->max_inflight = 4 << 20;
+    cfg->wait_ms = 30000;
+    cfg->backpressure_ms = 30000;
+}
+
+rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
+{
+    rs_pusher_config_t c = *cfg;
+    static const char *const codecs[] = {"none", "lz4", "snappy", NULL};
+    int codec = (int)c.codec;
+    uint64_t buf = c.buf_len, pool = c.pool_bytes;
+    rs_status_t s;
+    if ((s = rs_env_choice("RSHUFFLE_CODEC", codecs, &codec)) != RS_OK ||
+        (s = rs_env_u64("RSHUFFLE_PUSH_BUF", 1024, 16 << 20, &buf)) != RS_OK ||
+        (s = rs_env_u64("RSHUFFLE_PUSH_POOL", 1 << 20, 1ull << 36, &pool)) != RS_OK ||
+        (s = rs_env_u64("RSHUFFLE_PUSH_INFLIGHT", 4096, 1ull << 36, &c.max_inflight)) != RS_OK ||
+        (s = rs_env_u32("RSHUFFLE_PUSH_WAIT_MS", 10, 3600000, &c.wait_ms)) != RS_OK ||
+        (s = rs_env_u32("RSHUFFLE_PUSH_BACKPRESSURE_MS", 10, 3600000, &c.backpressure_ms)) !=
+            RS_OK)
+        return s;
+    c.codec = (rs_codec_t)codec;
+    c.buf_len = buf;
+    c.pool_bytes = pool;
+    *cfg = c;
+    return RS_OK;
+}
+
+/* Splits "host:port". */
+static rs_status_t parse_addr(const char *addr, char *host, size_t cap, uint16_t *port)
+{
+    const char *colon = strrchr(addr, ':');
+    if (colon == NULL || (size_t)(colon - addr) >= cap)
+        return RS_ERR_INVALID;
+    char *end;
+    unsigned long v = strtoul(colon + 1, &end, 10);
+    if (*end != '\0' || v == 0 || v > 65535)
+        return RS_ERR_INVALID;
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    *port = (uint16_t)v;
+    return RS_OK;
+}
+
+static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
+{
+    char host[RS_SHUFFLE_ADDR_MAX];
+    uint16_t port;
+    const char *addr = p->desc.workers[w->index];
+    rs_status_t s = parse_addr(addr, host, sizeof(host), &port);
+    if (s != RS_OK) {
+        rs_error("pusher: bad worker address '%s' (want host:port)", addr);
+        return s;
+    }
+    s = rs_connect(p->ctx, host, port, &w->ep);
+    if (s != RS_OK) {
+        rs_error("pusher: cannot connect to worker %s: %s", addr, rs_strerror(s));
+        return s;
+    }
+    rs_ep_set_user(w->ep, w);
+    rs_smsg_attach_t m = {.role = RS_ROLE_PUSHER,
+                          .shuffle_id = p->desc.shuffle_id,
+                          .n_partitions = p->desc.n_partitions,
+                          .map_id = p->map_id,
+                          .attempt = p->attempt};
+    rs_smsg_init(&m.h, RS_SMSG_ATTACH, RS_OK);
+    s = rs_msg_send(w->ep, RS_SMSG_ATTACH, &m, sizeof(m), NULL, NULL);
+    if (s != RS_OK)
+        return s;
+    uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(rs_ctx_config(p->ctx)->connect_timeout_ms);
+    while (!w->attached && rs_ep_status(w->ep) == RS_OK && rs_now_coarse_ns() < deadline)
+        rs_wait(p->ctx, 10);
+    if (!w->attached) {
+        s = rs_ep_status(w->ep) != RS_OK ? rs_ep_status(w->ep) : RS_ERR_TIMEOUT;
+        rs_error("pusher: worker %s did not answer the attach: %s", addr, rs_strerror(s));
+        return s;
+    }
+    if (w->attach_status != RS_OK)
+        rs_error("pusher: worker %s refused shuffle %u: %s", addr, p->desc.shuffle_id,
+                 rs_strerror(w->attach_status));
+    return w->attach_status;
+}
+
+static void pusher_free(rs_pusher_t *p)
+{
+    /* Order: no engine thread, then endpoints (their canceled writes release buffers into the
+     * pool), then the pool's registered slab, then the context. */
+    if (p->q != NULL)
+        rs__pushq_stop(p->q);
+    int expected = RS_OK;
+    atomic_compare_exchange_strong(&p->error, &expected, (int)RS_ERR_CANCELED);
+    for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++) {
+        pworker_t *w = &p->workers[i];
+        if (w->ep != NULL)
+            rs_ep_close(w->ep); /* also releases the rkeys unpacked for it */
+    }
+    if (p->q != NULL)
+        rs_pushq_destroy(p->q);
+    if (p->ctx != NULL)
+        rs_ctx_destroy(p->ctx);
+    for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++) {
+        free(p->workers[i].grants);
+        free(p->workers[i].counts);
+    }
+    free(p->workers);
+    free(p->place);
+    free(p->cur);
+    free(p->fill);
+    free(p->next_len);
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint32_t attempt,
+                           const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p)
+{
+    if (desc == NULL || desc->n_partitions == 0 || desc->n_workers == 0 || desc->workers == NULL)
+        return RS_ERR_INVALID;
+    rs_pusher_t *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return RS_ERR_NOMEM;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    rs_status_t s;
+    if (cfg != NULL) {
+        p->cfg = *cfg;
+    } else {
+        rs_pusher_config_defaults(&p->cfg);
+        if ((s = rs_pusher_config_from_env(&p->cfg)) != RS_OK)
+            goto err_free;
+    }
+    if (p->cfg.buf_len == 0 || p->cfg.min_buf == 0 || p->cfg.max_inflight == 0 ||
+        p->cfg.buf_len + RS_FRAME_HEADER_SIZE > RS_GRANT_MAX ||
+        p->cfg.pool_bytes < 4 * (p->cfg.buf_len + RS_PBUF_HEAD_ROOM)) {
+        rs_error("pusher: invalid configuration (buffer %zu, pool %zu)", p->cfg.buf_len,
+                 p->cfg.pool_bytes);
+        s = RS_ERR_CONFIG;
+        goto err_free;
+    }
+    p->desc = *desc;
+    p->desc.placement = NULL; /* resolved once into p->place */
+    p->map_id = map_id;
+    p->attempt = attempt;
+    uint32_t np = desc->n_partitions, nw = desc->n_workers;
+    p->place = calloc(np, sizeof(*p->place));
+    p->cur = calloc(np, sizeof(*p->cur));
+    p->fill = calloc(np, sizeof(*p->fill));
+    p->next_len = calloc(np, sizeof(*p->next_len));
+    p->workers = calloc(nw, sizeof(*p->workers));
+    s = RS_ERR_NOMEM;
+    if (p->place == NULL || p->cur == NULL || p->fill == NULL || p->next_len == NULL ||
+        p->workers == NULL)
+        goto err_free;
+    for (uint32_t i = 0; i < np; i++) {
+        if ((s = rs_shuffle_place(desc, i, &p->place[i])) != RS_OK)
+            goto err_free;
+    }
+    for (uint32_t i = 0; i < nw; i++) {
+        pworker_t *w = &p->workers[i];
+        w->p = p;
+        w->index = i;
+        rs_list_init(&w->pending);
+        w->grants = calloc(np, sizeof(*w->grants));
+        w->counts = calloc(np, sizeof(*w->counts));
+        if (w->grants == NULL || w->counts == NULL) {
+            s = RS_ERR_NOMEM;
+            goto err_free;
+        }
+    }
+    if ((s = rs_ctx_create(p->cfg.transport, &p->ctx)) != RS_OK)
+        goto err_free;
+    p->msg_max = rs_ctx_config(p->ctx)->msg_max;
+    if ((s = rs__pusher_install_handlers(p)) != RS_OK)
+        goto err_free;
+    for (uint32_t i = 0; i < nw; i++)
+        if ((s = connect_worker(p, &p->workers[i])) != RS_OK)
+            goto err_free;
+
+    rs_pushq_config_t qc = {.buf_len = p->cfg.buf_len,
+                            .slab_bytes = p->cfg.pool_bytes,
+                            .queue_depth = p->cfg.queue_depth ? p->cfg.queue_depth : 16,
+                            .wait_ms = p->cfg.wait_ms,
+                            .ctx = p->ctx};
+    rs_pushq_hooks_t hooks = rs__pusher_hooks_template;
+    hooks.arg = p;
+    hooks.fd = rs_ctx_fd(p->ctx);
+    if ((s = rs__pushq_create(&qc, &hooks, &p->q)) != RS_OK)
+        goto err_free;
+    *pusher_p = p;
+    return RS_OK;
+
+err_free:
+    pusher_free(p);
+    return s;
+}
+
+static rs_status_t werr(rs_pusher_t *p)
+{
+    return (rs_status_t)atomic_load(&p->error);
+}
+
+/* Hands the partition's current buffer to the engine. */
+static rs_status_t flush_partition(rs_pusher_t *p, uint32_t part)
+{
+    rs_pbuf_t *b = p->cur[part];
+    if (b == NULL)
+        return RS_OK;
+    p->cur[part] = NULL;
+    size_t used = p->fill[part];
+    p->fill[part] = 0;
+    if (used == 0) {
+        rs_pushq_buf_put(p->q, b);
+        return RS_OK;
+    }
+    return rs__pushq_submit(p->q, part, b, used);
+}
+
+/* A buffer for the partition: sized to its history, making room by flushing others. */
+static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
+{
+    size_t len = p->next_len[part] ? p->next_len[part] : p->cfg.min_buf;
+    if (len < need)
+        len = need;
+    p->next_len[part] = len * 2 < p->cfg.buf_len ? len * 2 : p->cfg.buf_len;
+    if (p->next_len[part] < need)
+        p->next_len[part] = need;
+    rs_status_t s;
+    while ((s = rs__pushq_try_get(p->q, len, &p->cur[part])) == RS_ERR_BUSY) {
+        /* The pool is full of partly filled buffers: push the fullest one. */
+        uint32_t best = UINT32_MAX;
+        for (uint32_t i = 0; i < p->desc.n_partitions; i++)
+            if (p->cur[i] != NULL && p->fill[i] > 0 &&
+                (best == UINT32_MAX || p->fill[i] > p->fill[best]))
+                best = i;
+        if (best == UINT32_MAX)
+            return rs_pushq_buf_get(p->q, len, &p->cur[part]); /* bounded wait */
+        if ((s = flush_partition(p, best)) != RS_OK)
+            return s;
+    }
+    return s;
+}
+
+rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec, uint32_t len)
+{
+    rs_status_t s = werr(p);
+    if (s != RS_OK)
+        return s;
+    if (partition >= p->desc.n_partitions || (rec == NULL && len > 0))
+        return RS_ERR_INVALID;
+    size_t need = rs_record_size(len);
+    if (need + RS_FRAME_HEADER_SIZE > RS_GRANT_MAX || need > RS_CODEC_RAW_MAX)
+        return RS_ERR_INVALID;
+    rs_pbuf_t *b = p->cur[partition];
+    if (b != NULL && p->fill[partition] + need > b->len) {
+        if ((s = flush_partition(p, partition)) != RS_OK)
+            return s;
+        b = NULL;
+    }
+    if (b == NULL) {
+        if ((s = partition_buffer(p, partition, need)) != RS_OK)
+            return s;
+        b = p->cur[partition];
+    }
+    p->fill[partition] += rs_record_put(b->data + p->fill[partition], rec, len);
+    p->records++;
+    return RS_OK;
+}
+
+rs_status_t rs_pusher_buf_get(rs_pusher_t *p, size_t len, rs_pbuf_t **buf_p)
+{
+    if (len + RS_FRAME_HEADER_SIZE > RS_GRANT_MAX)
+        return RS_ERR_INVALID;
+    return rs_pushq_buf_get(p->q, len, buf_p);
+}
+
+void rs_pusher_buf_put(rs_pusher_t *p, rs_pbuf_t *buf)
+{
+    rs_pushq_buf_put(p->q, buf);
+}
+
+rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, size_t used,
+                           rs_pbuf_t **fresh_p)
+{
+    rs_status_t s = werr(p);
+    if (s != RS_OK)
+        return s;
+    if (partition >= p->desc.n_partitions)
+        return RS_ERR_INVALID;
+    return rs_pushq_swap(p->q, partition, full, used, fresh_p);
+}
+
+rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
+{
+    rs_status_t s = RS_OK;
+    for (uint32_t i = 0; i < p->desc.n_partitions && s == RS_OK; i++)
+        s = flush_partition(p, i);
+    if (s != RS_OK)
+        rs__pusher_fail(p, s, "flushing at close");
+    atomic_store(&p->closing, 1);
+    rs__pushq_wake(p->q);
+    uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(p->cfg.wait_ms);
+    pthread_mutex_lock(&p->lock);
+    while (!p->commit_finished) {
+        if (rs_now_coarse_ns() >= deadline) {
+            pthread_mutex_unlock(&p->lock);
+            rs__pusher_fail(p, RS_ERR_TIMEOUT, "close: writes or commits not done in time");
+            pthread_mutex_lock(&p->lock);
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+    }
+    int finished = p->commit_finished;
+    pthread_mutex_unlock(&p->lock);
+    s = werr(p);
+    if (s == RS_OK && finished) {
+        for (uint32_t i = 0; i < p->desc.n_workers && s == RS_OK; i++)
+            s = p->workers[i].commit_status;
+    }
+    if (stats != NULL && s == RS_OK) {
+        *stats = p->stats;
+        stats->records = p->records;
+    }
+    return s;
+}
+
+void rs_pusher_destroy(rs_pusher_t *p)
+{
+    if (p == NULL)
+        return;
+    pusher_free(p);
+}
