@@ -64,6 +64,7 @@ rs_status_t rs_ctx_create(const rs_config_t *cfg, rs_ctx_t **ctx_p)
     rs_list_init(&ctx->orphans);
     rs_list_init(&ctx->op_free);
     rs_list_init(&ctx->op_chunks);
+    rs_list_init(&ctx->early_eps);
     ctx->timeout_ns = RS_MS_TO_NS(c.peer_timeout_ms);
     /* Deadlines are checked this often: a tenth of the timeout, 1..100 ms. */
     ctx->scan_period_ns = ctx->timeout_ns / 10;

@@ -23,6 +23,8 @@ rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx)
         return NULL;
     }
     rs_ep_t *ep = &p->ep;
+    rs_list_init(&p->early);
+    rs_list_init(&p->early_link);
     ep->ctx = ctx;
     rs_list_init(&ep->ops);
     rs_list_init(&ep->rkeys);
@@ -38,6 +40,7 @@ void rs__ep_free(rs_ep_t *ep)
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     if (p->reap)
         ep->ctx->n_reap--;
+    rs__early_free(ep);
     rs_list_del(&ep->link);
     free(p);
 }
@@ -233,7 +236,11 @@ rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
 
     rs__lock(ctx);
     if (st == RS_OK && ep->state == RS_EP_READY) {
-        RS_EP_PRIV(ep)->told = 1;
+        rs_ep_priv_t *p = RS_EP_PRIV(ep);
+        p->told = 1;
+        /* Messages that came with the WELCOME go out from the next progress. */
+        if (!rs_list_empty(&p->early))
+            rs_list_add_tail(&ctx->early_eps, &p->early_link);
         *ep_p = ep;
     } else {
         if (st == RS_OK)

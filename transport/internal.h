@@ -21,11 +21,23 @@ typedef struct rs_op_priv {
 } rs_op_priv_t;
 
 /* An endpoint as the generic layer allocates it; backends see only .ep. */
+/* A message or notification that arrived before rs_connect returned its ep. */
+typedef struct rs_early {
+    rs_list_t link;
+    int notify;
+    unsigned type;
+    uint32_t imm;
+    size_t len;
+    unsigned char data[];
+} rs_early_t;
+
 typedef struct rs_ep_priv {
     rs_ep_t ep;
-    uint64_t reap_ns;  /* accepted, not handed to the user: close at this time (0: never) */
-    unsigned told : 1; /* the user knows the endpoint (connect returned it, or accept event) */
-    unsigned reap : 1; /* close it from progress (internal endpoints, deferred closes) */
+    rs_list_t early;      /* rs_early_t, oldest first */
+    rs_list_t early_link; /* in ctx->early_eps once the user knows the ep */
+    uint64_t reap_ns;     /* accepted, not handed to the user: close at this time (0: never) */
+    unsigned told : 1;    /* the user knows the endpoint (connect returned it, or accept event) */
+    unsigned reap : 1;    /* close it from progress (internal endpoints, deferred closes) */
     unsigned hs_client : 1;
 } rs_ep_priv_t;
 
@@ -56,7 +68,8 @@ struct rs_ctx {
     uint64_t timeout_ns;     /* peer_timeout_ms */
     uint64_t scan_period_ns; /* how often progress checks deadlines */
     uint64_t next_scan_ns;
-    unsigned n_reap; /* endpoints flagged reap */
+    unsigned n_reap;     /* endpoints flagged reap */
+    rs_list_t early_eps; /* known endpoints with early messages to deliver */
 
     rs_msg_handler_t msg_handlers[RS_MSG_TYPES];
     rs_notify_cb_t notify_cb;
@@ -127,6 +140,12 @@ unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now);
 unsigned rs__eps_reap(rs_ctx_t *ctx);
 /* Waits for the client handshake of ep; closes ep on failure. */
 rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p);
+
+/* Early messages (msg.c): queue one, deliver those of known endpoints. */
+int rs__early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,
+                    size_t len);
+unsigned rs__early_deliver(rs_ctx_t *ctx);
+void rs__early_free(rs_ep_t *ep);
 
 /* Handshake (handshake.c). */
 void rs__hs_start_client(rs_ep_t *ep);

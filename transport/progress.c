@@ -30,6 +30,8 @@ unsigned rs__progress_locked(rs_ctx_t *ctx)
     }
     if (ctx->n_reap > 0)
         n += rs__eps_reap(ctx);
+    if (!rs_list_empty(&ctx->early_eps))
+        n += rs__early_deliver(ctx);
     n += rs__ops_drain(ctx);
     return n;
 }
@@ -52,7 +54,7 @@ unsigned rs_progress(rs_ctx_t *ctx)
 
 static rs_status_t arm_locked(rs_ctx_t *ctx)
 {
-    if (!rs_list_empty(&ctx->done) || ctx->n_reap > 0)
+    if (!rs_list_empty(&ctx->done) || ctx->n_reap > 0 || !rs_list_empty(&ctx->early_eps))
         return RS_ERR_BUSY;
     return ctx->be_ops->arm(ctx);
 }
