@@ -135,8 +135,8 @@ typedef struct rs_commit_entry {
 
 typedef struct rs_smsg_commit {
     rs_smsg_hdr_t h;
-    uint32_t n;    /* rs_commit_entry_t follow */
-    uint32_t last; /* the final chunk: the worker replies after it */
+    uint32_t n;             /* rs_commit_entry_t follow */
+    uint32_t last;          /* the final chunk: the worker replies after it */
     uint64_t total_batches; /* last chunk: every batch sent to this worker */
 } rs_smsg_commit_t;
 

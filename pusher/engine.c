@@ -84,14 +84,14 @@ static void request_grants(pworker_t *w)
     memcpy(buf, &m, sizeof(m));
     rs_status_t s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, buf,
                                 sizeof(m) + n * sizeof(rs_grant_want_t), NULL, NULL);
+    if (s == RS_OK) /* the old ranges retire with the request: nothing more goes into them */
+        for (uint32_t i = 0; i < n; i++)
+            w->grants[wants[i].partition] = (pgrant_t){0};
     free(buf);
     if (s != RS_OK) {
         rs__pusher_fail(p, s, "grant request");
         return;
     }
-    /* The old ranges retire with the request: nothing more goes into them. */
-    for (uint32_t i = 0; i < n; i++)
-        w->grants[wants[i].partition] = (pgrant_t){0};
     w->req_out = 1;
     p->stats.grant_requests++;
 }
@@ -244,7 +244,7 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
 #ifdef RS_FAULT_INJECTION
     if (p->fault != RS_FAULT_NONE && ++p->fault_count % (uint64_t)p->fault_every == 0) {
         if (p->fault == RS_FAULT_CORRUPT) /* after the checksum: as if damaged on the way */
-            ((uint8_t *)out->frame)[flen - 1] ^= 0x5a;
+            out->pub.data[(out->frame + flen - 1) - out->pub.data] ^= 0x5a;
         else if (p->fault == RS_FAULT_DUPLICATE)
             out->dup = 1;
     }
@@ -418,8 +418,8 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
             backpressure = 1;
             continue;
         }
-        if (g.status != RS_OK || g.partition >= p->desc.n_partitions ||
-            g.len > RS_GRANT_MAX || g.slot >= RS_GRANT_SLOTS) {
+        if (g.status != RS_OK || g.partition >= p->desc.n_partitions || g.len > RS_GRANT_MAX ||
+            g.slot >= RS_GRANT_SLOTS) {
             rs__pusher_fail(p, g.status != RS_OK ? (rs_status_t)g.status : RS_ERR_PROTOCOL,
                             "grant refused by a worker");
             drop_pending(w);
@@ -448,7 +448,8 @@ static void on_nack(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_pusher_t *p = arg;
     rs_smsg_nack_t n;
-    if (worker_of(p, ep) == NULL || rs_smsg_check(data, len, RS_SMSG_NACK, sizeof(n), 0, 0) != RS_OK)
+    if (worker_of(p, ep) == NULL ||
+        rs_smsg_check(data, len, RS_SMSG_NACK, sizeof(n), 0, 0) != RS_OK)
         return;
     memcpy(&n, data, sizeof(n));
     rs_error("pusher: a worker refused a batch of partition %u: %s", n.partition,

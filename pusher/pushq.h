@@ -25,8 +25,8 @@ typedef struct rs_pbuf_int {
     uint32_t dup;  /* fault injection: sends left beyond the first */
     uint32_t full; /* the writer filled it to its length (a streaming partition) */
     uint64_t checksum;
-    int transient;            /* engine-made: its block is freed on release */
-    struct rs_pbuf_int *all;  /* every descriptor, for cleanup */
+    int transient;           /* engine-made: its block is freed on release */
+    struct rs_pbuf_int *all; /* every descriptor, for cleanup */
 } rs_pbuf_int_t;
 
 static inline rs_pbuf_int_t *rs_pbuf_int(rs_pbuf_t *b)

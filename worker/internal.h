@@ -22,10 +22,10 @@ typedef struct extent {
     rs_list_t link; /* in part->extents */
     wpart_t *part;
     uint64_t off, len;
-    uint64_t fill;         /* bytes handed out as grants */
-    uint32_t live_grants;  /* grants not yet settled */
-    uint32_t n_batches;    /* committed batches still in memory */
-    int closed;            /* no more grants from it; trimmed to fill */
+    uint64_t fill;        /* bytes handed out as grants */
+    uint32_t live_grants; /* grants not yet settled */
+    uint32_t n_batches;   /* committed batches still in memory */
+    int closed;           /* no more grants from it; trimmed to fill */
 } extent_t;
 
 /* A range of an extent granted to one pusher endpoint. */
@@ -79,9 +79,9 @@ typedef struct wsnap {
     uint32_t id;
     wshuffle_t *sh;
     uint32_t partition;
-    uint64_t off, len;           /* the snapshot in the arena (len 0: sent inline) */
+    uint64_t off, len;             /* the snapshot in the arena (len 0: sent inline) */
     uint64_t stage_off, stage_len; /* spilled batches staged for the reader */
-    rs_snap_entry_t *entries;    /* the snapshot's entries, for spill loads */
+    rs_snap_entry_t *entries;      /* the snapshot's entries, for spill loads */
     uint32_t n_entries;
 } wsnap_t;
 
@@ -97,12 +97,12 @@ typedef struct wconn {
     int role; /* 0 until attached */
     wshuffle_t *sh;
     uint32_t map_id, attempt;
-    wgrant_t **slots;   /* by slot number */
+    wgrant_t **slots; /* by slot number */
     uint32_t n_slots;
-    wgrant_t **cur;     /* current grant per partition */
-    wpstat_t *stats;    /* per partition, batches that arrived from this pusher */
-    uint64_t batches;     /* arrivals, repeats of a batch included */
-    uint8_t *seen;        /* bitmap of batch sequence numbers that arrived */
+    wgrant_t **cur;   /* current grant per partition */
+    wpstat_t *stats;  /* per partition, batches that arrived from this pusher */
+    uint64_t batches; /* arrivals, repeats of a batch included */
+    uint8_t *seen;    /* bitmap of batch sequence numbers that arrived */
     uint64_t seen_bits;
     rs_commit_entry_t *commit; /* chunks of a commit being received */
     uint32_t commit_n, commit_cap;
@@ -168,8 +168,7 @@ void wstore_commit(wstore_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attem
 /* Spills settled extents until the arena is below the mark or need bytes fit. */
 void wstore_spill(wstore_t *st, uint64_t need);
 /* Builds a partition's snapshot (header, commits, entries) in malloc'ed memory. */
-rs_status_t wstore_snapshot(wstore_t *st, wshuffle_t *sh, uint32_t p, void **buf_p,
-                            size_t *len_p);
+rs_status_t wstore_snapshot(wstore_t *st, wshuffle_t *sh, uint32_t p, void **buf_p, size_t *len_p);
 /* Copies spilled frames [first, first+n) of snap into a staging range of the arena. */
 rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n);
 void wstore_snap_close(wstore_t *st, wsnap_t *snap);

@@ -240,7 +240,8 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
     const uint8_t *frame = w->st.arena + g->off + in;
     size_t room = (size_t)(g->len - in);
     rs_frame_t f;
-    rs_status_t s = w->st.cfg.verify ? rs_frame_verify(frame, room, &f) : rs_frame_parse(frame, room, &f);
+    rs_status_t s =
+        w->st.cfg.verify ? rs_frame_verify(frame, room, &f) : rs_frame_parse(frame, room, &f);
     if (s == RS_OK && f.frame_len > room)
         s = RS_ERR_BAD_LENGTH;
     if (s == RS_OK && (f.ids.shuffle_id != c->sh->id || f.ids.partition != g->partition ||
@@ -564,8 +565,7 @@ void rs__worker_conn_free(rs_worker_t *w, wconn_t *c)
         if (c->slots[i] != NULL)
             wstore_grant_free(&w->st, c->slots[i]);
     rs_list_t *pos, *tmp;
-    rs_list_for_each_safe(pos, tmp, &c->snaps)
-    snap_close(w, RS_CONTAINER_OF(pos, wsnap_t, link));
+    rs_list_for_each_safe(pos, tmp, &c->snaps) snap_close(w, RS_CONTAINER_OF(pos, wsnap_t, link));
     free(c->slots);
     free(c->cur);
     free(c->stats);
@@ -603,9 +603,12 @@ rs_status_t rs__worker_handlers(rs_worker_t *w)
         unsigned type;
         rs_msg_cb_t cb;
     } h[] = {
-        {RS_SMSG_ATTACH, on_attach},       {RS_SMSG_GRANT_REQ, on_grant_req},
-        {RS_SMSG_COMMIT, on_commit},       {RS_SMSG_READ_OPEN, on_read_open},
-        {RS_SMSG_SPILL_LOAD, on_spill_load}, {RS_SMSG_READ_CLOSE, on_read_close},
+        {RS_SMSG_ATTACH, on_attach},
+        {RS_SMSG_GRANT_REQ, on_grant_req},
+        {RS_SMSG_COMMIT, on_commit},
+        {RS_SMSG_READ_OPEN, on_read_open},
+        {RS_SMSG_SPILL_LOAD, on_spill_load},
+        {RS_SMSG_READ_CLOSE, on_read_close},
         {RS_SMSG_DROP, on_drop},
     };
     for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++) {

@@ -385,15 +385,13 @@ void wstore_spill(wstore_t *st, uint64_t need)
 
 /* ------------------------------------------------------------- snapshots */
 
-rs_status_t wstore_snapshot(wstore_t *st, wshuffle_t *sh, uint32_t p, void **buf_p,
-                            size_t *len_p)
+rs_status_t wstore_snapshot(wstore_t *st, wshuffle_t *sh, uint32_t p, void **buf_p, size_t *len_p)
 {
     (void)st;
     wpart_t *part = &sh->parts[p];
     uint32_t n_commits = 0;
     rs_list_t *pos, *tmp;
-    rs_list_for_each_safe(pos, tmp, &sh->commits)
-    n_commits++;
+    rs_list_for_each_safe(pos, tmp, &sh->commits) n_commits++;
     size_t len = sizeof(rs_snap_hdr_t) + n_commits * sizeof(rs_snap_commit_t) +
                  part->n_entries * sizeof(rs_snap_entry_t);
     uint8_t *buf = malloc(len);
@@ -489,7 +487,7 @@ static void shuffle_free(wstore_t *st, wshuffle_t *sh)
         wpart_t *part = &sh->parts[p];
         rs_list_t *pos, *tmp;
         rs_list_for_each_safe(pos, tmp, &part->extents)
-        extent_free(st, RS_CONTAINER_OF(pos, extent_t, link));
+            extent_free(st, RS_CONTAINER_OF(pos, extent_t, link));
         free(part->entries);
         if (part->spill_fd >= 0)
             close(part->spill_fd);
@@ -530,6 +528,6 @@ void wstore_cleanup(wstore_t *st)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &st->shuffles)
-    shuffle_free(st, RS_CONTAINER_OF(pos, wshuffle_t, link));
+        shuffle_free(st, RS_CONTAINER_OF(pos, wshuffle_t, link));
     rs_range_alloc_cleanup(&st->ra);
 }

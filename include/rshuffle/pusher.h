@@ -106,13 +106,13 @@ RS_API void rs_pushq_destroy(rs_pushq_t *q);
 typedef struct rs_pusher rs_pusher_t;
 
 typedef struct rs_pusher_config {
-    rs_codec_t codec;       /* RSHUFFLE_CODEC: none|lz4|snappy (none) */
-    size_t buf_len;         /* RSHUFFLE_PUSH_BUF: a full push buffer, bytes (256 KiB) */
-    size_t min_buf;         /* first buffer of a partition; doubles up to buf_len (4 KiB) */
-    size_t pool_bytes;      /* RSHUFFLE_PUSH_POOL: the registered slab, bytes (32 MiB) */
-    uint32_t queue_depth;   /* full buffers queued for the engine (16) */
-    uint64_t max_inflight;  /* RSHUFFLE_PUSH_INFLIGHT: bytes in flight per worker (4 MiB) */
-    uint32_t wait_ms;       /* RSHUFFLE_PUSH_WAIT_MS: every wait of append/swap/close (30000) */
+    rs_codec_t codec;         /* RSHUFFLE_CODEC: none|lz4|snappy (none) */
+    size_t buf_len;           /* RSHUFFLE_PUSH_BUF: a full push buffer, bytes (256 KiB) */
+    size_t min_buf;           /* first buffer of a partition; doubles up to buf_len (4 KiB) */
+    size_t pool_bytes;        /* RSHUFFLE_PUSH_POOL: the registered slab, bytes (32 MiB) */
+    uint32_t queue_depth;     /* full buffers queued for the engine (16) */
+    uint64_t max_inflight;    /* RSHUFFLE_PUSH_INFLIGHT: bytes in flight per worker (4 MiB) */
+    uint32_t wait_ms;         /* RSHUFFLE_PUSH_WAIT_MS: every wait of append/swap/close (30000) */
     uint32_t backpressure_ms; /* RSHUFFLE_PUSH_BACKPRESSURE_MS: then RS_ERR_BACKPRESSURE (30000) */
     const rs_config_t *transport; /* NULL: rs_config_init */
 } rs_pusher_config_t;
@@ -128,9 +128,8 @@ RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
  * worker of desc (registering the shuffle there), carves the pool and starts
  * the push engine. cfg NULL: defaults and environment.
  */
-RS_API rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id,
-                                  uint32_t attempt, const rs_pusher_config_t *cfg,
-                                  rs_pusher_t **pusher_p);
+RS_API rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint32_t attempt,
+                                  const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p);
 
 /*
  * Appends one record (framed as in shuffle.h) to the partition's current
@@ -150,8 +149,8 @@ RS_API void rs_pusher_buf_put(rs_pusher_t *p, rs_pbuf_t *buf);
  * Hands a buffer of framed records (used bytes) to the engine as one batch
  * of partition, and returns an idle buffer of the same length in *fresh_p.
  */
-RS_API rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full,
-                                  size_t used, rs_pbuf_t **fresh_p);
+RS_API rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, size_t used,
+                                  rs_pbuf_t **fresh_p);
 
 typedef struct rs_pusher_stats {
     uint64_t records;   /* appended */

@@ -23,16 +23,16 @@ extern "C" {
 #define RS_SPILL_DIR_MAX 256
 
 typedef struct rs_worker_config {
-    uint64_t mem_limit;        /* RSHUFFLE_WORKER_MEM: the registered arena, bytes (256 MiB) */
-    uint32_t high_water_pct;   /* RSHUFFLE_WORKER_HIGH_WATER: spill above this % (75) */
+    uint64_t mem_limit;      /* RSHUFFLE_WORKER_MEM: the registered arena, bytes (256 MiB) */
+    uint32_t high_water_pct; /* RSHUFFLE_WORKER_HIGH_WATER: spill above this % (75) */
     char spill_dir[RS_SPILL_DIR_MAX]; /* RSHUFFLE_WORKER_SPILL_DIR ("/tmp") */
-    uint64_t extent_min;       /* RSHUFFLE_WORKER_EXTENT_MIN: first extent of a partition (64 KiB) */
-    uint64_t extent_max;       /* RSHUFFLE_WORKER_EXTENT_MAX: extents double up to this (8 MiB) */
-    uint64_t grant_bulk;       /* RSHUFFLE_WORKER_GRANT_BULK: extra space per bulk grant (1 MiB) */
-    int verify;                /* RSHUFFLE_WORKER_VERIFY: check checksums on arrival (1) */
-    int sink;                  /* RSHUFFLE_WORKER_SINK: perf only, free batches once committed (0) */
-    uint32_t commit_wait_ms;   /* longest wait for a commit's batches to arrive (5000) */
-    uint32_t retry_ms;         /* backpressure: when a pusher should ask again (20) */
+    uint64_t extent_min;     /* RSHUFFLE_WORKER_EXTENT_MIN: first extent of a partition (64 KiB) */
+    uint64_t extent_max;     /* RSHUFFLE_WORKER_EXTENT_MAX: extents double up to this (8 MiB) */
+    uint64_t grant_bulk;     /* RSHUFFLE_WORKER_GRANT_BULK: extra space per bulk grant (1 MiB) */
+    int verify;              /* RSHUFFLE_WORKER_VERIFY: check checksums on arrival (1) */
+    int sink;                /* RSHUFFLE_WORKER_SINK: perf only, free batches once committed (0) */
+    uint32_t commit_wait_ms; /* longest wait for a commit's batches to arrive (5000) */
+    uint32_t retry_ms;       /* backpressure: when a pusher should ask again (20) */
 } rs_worker_config_t;
 
 /* Fills *cfg with the defaults above. */
@@ -55,15 +55,15 @@ RS_API rs_status_t rs_worker_listen(rs_worker_t *worker, const char *host, uint1
 RS_API uint16_t rs_worker_port(const rs_worker_t *worker);
 
 typedef struct rs_worker_stats {
-    uint64_t batches;          /* batches committed (notified, checked) */
-    uint64_t bytes;            /* their frame bytes */
-    uint64_t refused;          /* batches refused (bad range, header or checksum) */
-    uint64_t spilled_bytes;    /* frame bytes written to spill files */
-    uint64_t backpressure;     /* grant requests answered with backpressure */
-    uint64_t arena_used;       /* bytes of the arena in use now */
+    uint64_t batches;       /* batches committed (notified, checked) */
+    uint64_t bytes;         /* their frame bytes */
+    uint64_t refused;       /* batches refused (bad range, header or checksum) */
+    uint64_t spilled_bytes; /* frame bytes written to spill files */
+    uint64_t backpressure;  /* grant requests answered with backpressure */
+    uint64_t arena_used;    /* bytes of the arena in use now */
     uint64_t arena_peak;
-    uint64_t commits;          /* map attempts committed */
-    uint64_t shuffles;         /* shuffles held now */
+    uint64_t commits;  /* map attempts committed */
+    uint64_t shuffles; /* shuffles held now */
 } rs_worker_stats_t;
 
 /* A snapshot of the worker's counters (thread-safe). */

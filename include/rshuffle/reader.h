@@ -1,0 +1,68 @@
+/*
+ * The reduce side: reads one partition of a shuffle from the worker that
+ * holds it. The partition's index is fetched in one request; committed
+ * extents are pulled with large one-sided reads (spilled batches are staged
+ * by the worker and pulled the same way); every batch is verified, batches
+ * of losing map attempts and repeated batches are dropped, and the result
+ * is checked against each winning attempt's commit.
+ */
+#ifndef RSHUFFLE_READER_H
+#define RSHUFFLE_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rshuffle/config.h>
+#include <rshuffle/shuffle.h>
+#include <rshuffle/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rs_reader rs_reader_t;
+
+typedef struct rs_reader_config {
+    size_t read_max;  /* RSHUFFLE_READ_MAX: bytes per read, the registered buffer (16 MiB) */
+    uint32_t wait_ms; /* RSHUFFLE_READ_WAIT_MS: any single wait (30000) */
+    const rs_config_t *transport; /* NULL: rs_config_init */
+} rs_reader_config_t;
+
+/* Fills *cfg with the defaults above. */
+RS_API void rs_reader_config_defaults(rs_reader_config_t *cfg);
+
+/*
+ * Opens partition of desc. attempts[m] is the winning attempt of map m (maps
+ * 0 .. n_maps-1); every one of them must have committed. cfg NULL: defaults.
+ * RS_ERR_NOT_FOUND: unknown shuffle or partition at the worker; RS_ERR_STATE:
+ * a winning attempt never committed there.
+ */
+RS_API rs_status_t rs_reader_open(const rs_shuffle_desc_t *desc, uint32_t partition,
+                                  uint32_t n_maps, const uint32_t *attempts,
+                                  const rs_reader_config_t *cfg, rs_reader_t **reader_p);
+
+/*
+ * The next record: *rec_p and *len_p point into the reader's memory until the
+ * next call. At the end *rec_p is NULL (and the commit counts were checked:
+ * a missing or extra batch is an error, RS_ERR_CHECKSUM).
+ */
+RS_API rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p);
+
+typedef struct rs_reader_stats {
+    uint64_t records;
+    uint64_t batches;        /* delivered */
+    uint64_t bytes;          /* frame bytes read */
+    uint64_t duplicates;     /* repeated batches dropped */
+    uint64_t other_attempts; /* batches of losing attempts dropped */
+    uint64_t reads;          /* one-sided reads issued */
+    uint64_t spill_loads;    /* staging requests for spilled batches */
+} rs_reader_stats_t;
+
+RS_API void rs_reader_stats(const rs_reader_t *r, rs_reader_stats_t *stats);
+
+/* Releases the worker's snapshot and frees the reader. */
+RS_API void rs_reader_close(rs_reader_t *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

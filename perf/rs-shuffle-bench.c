@@ -1,0 +1,629 @@
+/*
+ * rs-shuffle-bench: a whole shuffle on a local cluster of processes.
+ * Forks W workers, then M mappers that push generated 100-byte records,
+ * then R reducers that read every partition back and verify each record
+ * (content, exactly once); prints a summary and, with --json, one object.
+ *
+ *   rs-shuffle-bench [--size 1G] [--mappers 2] [--workers 2] [--reducers 2]
+ *                    [--partitions 16] [--codec none|lz4|snappy]
+ *                    [--transport ucx|verbs] [--tls shm|tcp] [--host H]
+ *                    [--buf BYTES] [--worker-mem BYTES] [--speculative]
+ *                    [--sink] [--json]
+ *
+ * --speculative runs every map twice (attempts 0 and 1; 1 wins). --sink
+ * measures the push protocol alone: one mapper swaps pre-filled registered
+ * buffers (codec none) into one worker that frees each batch once committed.
+ * Throughputs are in gigabits per second (10^9 bit/s) of record bytes.
+ */
+#include <rshuffle/pusher.h>
+#include <rshuffle/reader.h>
+#include <rshuffle/worker.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REC_LEN   100
+#define MAX_PROCS 256
+
+typedef struct opts {
+    uint64_t size;
+    uint32_t mappers, workers, reducers, partitions;
+    rs_codec_t codec;
+    const char *transport, *tls, *host;
+    uint64_t buf, worker_mem;
+    int speculative, sink, json;
+} opts_t;
+
+typedef struct pcount {
+    uint64_t records, sum;
+} pcount_t;
+
+/* Shared with the children (MAP_SHARED before fork): progress counters. */
+typedef struct shared {
+    volatile uint64_t pushed[MAX_PROCS];
+    volatile uint64_t read[MAX_PROCS];
+} shared_t;
+
+static opts_t o;
+static shared_t *sh;
+static char addrs[MAX_PROCS][RS_SHUFFLE_ADDR_MAX];
+static const char *addr_ptrs[MAX_PROCS];
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static uint64_t records_of(uint32_t m)
+{
+    uint64_t total = o.size / REC_LEN;
+    return total / o.mappers + (m < total % o.mappers ? 1 : 0);
+}
+
+static uint64_t first_of(uint32_t m)
+{
+    uint64_t total = o.size / REC_LEN, first = 0;
+    for (uint32_t i = 0; i < m; i++)
+        first += total / o.mappers + (i < total % o.mappers ? 1 : 0);
+    return first;
+}
+
+/* Record id -> its 100 bytes: the id, then bytes derived from it. */
+static void make_record(uint64_t id, uint8_t *rec)
+{
+    memcpy(rec, &id, 8);
+    uint64_t x = id;
+    for (int i = 8; i < REC_LEN; i += 8) {
+        x = mix(x);
+        memcpy(rec + i, &x, REC_LEN - i < 8 ? (size_t)(REC_LEN - i) : 8);
+    }
+}
+
+static uint32_t partition_of(uint64_t id)
+{
+    return (uint32_t)(mix(id ^ 0x5bd1e995u) % o.partitions);
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = read(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static rs_shuffle_desc_t desc(void)
+{
+    rs_shuffle_desc_t d = {.shuffle_id = 7,
+                           .n_partitions = o.partitions,
+                           .n_workers = o.workers,
+                           .workers = addr_ptrs};
+    return d;
+}
+
+/* ---------------------------------------------------------------- worker */
+
+static void worker_main(int fd)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    rs_worker_config_t wc;
+    rs_worker_config_defaults(&wc);
+    if (rs_worker_config_from_env(&wc) != RS_OK)
+        _exit(2);
+    wc.mem_limit = o.worker_mem;
+    wc.sink = o.sink;
+    rs_worker_t *w;
+    uint16_t port = 0;
+    rs_status_t s = rs_worker_create(NULL, &wc, &w);
+    if (s == RS_OK && (s = rs_worker_listen(w, o.host, 0)) == RS_OK)
+        port = rs_worker_port(w);
+    if (s != RS_OK)
+        fprintf(stderr, "rs-shuffle-bench: worker: %s\n", rs_strerror(s));
+    write_all(fd, &port, sizeof(port));
+    if (s != RS_OK)
+        _exit(1);
+    int sig;
+    sigwait(&set, &sig);
+    rs_worker_stats_t st;
+    rs_worker_stats(w, &st);
+    write_all(fd, &st, sizeof(st));
+    rs_worker_destroy(w);
+    _exit(0);
+}
+
+/* ---------------------------------------------------------------- mapper */
+
+typedef struct map_result {
+    int32_t status;
+    uint64_t bytes, batches;
+} map_result_t;
+
+static rs_status_t map_append(rs_pusher_t *p, uint32_t m, pcount_t *counts)
+{
+    uint8_t rec[REC_LEN];
+    uint64_t first = first_of(m), n = records_of(m);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t id = first + i;
+        make_record(id, rec);
+        uint32_t part = partition_of(id);
+        rs_status_t s = rs_pusher_append(p, part, rec, REC_LEN);
+        if (s != RS_OK)
+            return s;
+        counts[part].records++;
+        counts[part].sum += mix(id);
+        if ((i & 4095) == 0)
+            sh->pushed[m] = i * REC_LEN;
+    }
+    sh->pushed[m] = n * REC_LEN;
+    return RS_OK;
+}
+
+/* Sink mode: pre-filled buffers, swapped again and again (the records repeat). */
+static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed)
+{
+    enum { NBUF = 8 };
+    rs_pbuf_t *bufs[NBUF];
+    size_t per = o.buf / rs_record_size(REC_LEN), used = per * rs_record_size(REC_LEN);
+    uint8_t rec[REC_LEN];
+    for (int b = 0; b < NBUF; b++) {
+        rs_status_t s = rs_pusher_buf_get(p, o.buf, &bufs[b]);
+        if (s != RS_OK)
+            return s;
+        for (size_t i = 0; i < per; i++) {
+            make_record(i, rec);
+            rs_record_put(bufs[b]->data + i * rs_record_size(REC_LEN), rec, REC_LEN);
+        }
+    }
+    for (int b = 1; b < NBUF; b++)
+        rs_pusher_buf_put(p, bufs[b]);
+    rs_pbuf_t *buf = bufs[0];
+    uint64_t n = o.size / o.buf;
+    for (uint64_t i = 0; i < n; i++) {
+        rs_status_t s = rs_pusher_swap(p, 0, buf, used, &buf);
+        if (s != RS_OK)
+            return s;
+        *pushed += used;
+        sh->pushed[m] = *pushed;
+    }
+    rs_pusher_buf_put(p, buf);
+    return RS_OK;
+}
+
+static void mapper_main(int fd, uint32_t m, uint32_t attempt)
+{
+    pcount_t *counts = calloc(o.partitions, sizeof(*counts));
+    map_result_t r = {0};
+    rs_pusher_config_t pc;
+    rs_pusher_config_defaults(&pc);
+    rs_status_t s = rs_pusher_config_from_env(&pc);
+    pc.codec = o.codec;
+    pc.buf_len = o.buf;
+    rs_shuffle_desc_t d = desc();
+    rs_pusher_t *p = NULL;
+    if (s == RS_OK)
+        s = rs_pusher_open(&d, m, attempt, &pc, &p);
+    uint64_t pushed = 0;
+    if (s == RS_OK)
+        s = o.sink ? map_swap(p, m, &pushed) : map_append(p, m, counts);
+    rs_pusher_stats_t ps = {0};
+    if (s == RS_OK)
+        s = rs_pusher_close(p, &ps);
+    rs_pusher_destroy(p);
+    if (s != RS_OK)
+        fprintf(stderr, "rs-shuffle-bench: mapper %u attempt %u: %s\n", m, attempt, rs_strerror(s));
+    r.status = s;
+    r.bytes = o.sink ? pushed : ps.raw_bytes;
+    r.batches = ps.batches;
+    write_all(fd, &r, sizeof(r));
+    write_all(fd, counts, o.partitions * sizeof(*counts));
+    free(counts);
+    _exit(s == RS_OK ? 0 : 1);
+}
+
+/* --------------------------------------------------------------- reducer */
+
+typedef struct red_result {
+    int32_t status;
+    uint64_t records, bad, dups, bytes;
+} red_result_t;
+
+static void reducer_main(int fd, uint32_t r)
+{
+    uint64_t total = o.size / REC_LEN;
+    uint8_t *seen = calloc(total / 8 + 1, 1);
+    pcount_t *counts = calloc(o.partitions, sizeof(*counts));
+    uint32_t *attempts = calloc(o.mappers, sizeof(*attempts));
+    red_result_t res = {0};
+    rs_status_t s = RS_OK;
+    for (uint32_t m = 0; m < o.mappers; m++)
+        attempts[m] = o.speculative ? 1 : 0;
+    rs_shuffle_desc_t d = desc();
+    for (uint32_t part = r; part < o.partitions && s == RS_OK; part += o.reducers) {
+        rs_reader_t *rd;
+        s = rs_reader_open(&d, part, o.mappers, attempts, NULL, &rd);
+        if (s != RS_OK)
+            break;
+        const void *rec;
+        uint32_t len;
+        while ((s = rs_reader_next(rd, &rec, &len)) == RS_OK && rec != NULL) {
+            uint64_t id;
+            uint8_t want[REC_LEN];
+            memcpy(&id, rec, 8);
+            make_record(id < total ? id : 0, want);
+            if (len != REC_LEN || id >= total || memcmp(rec, want, REC_LEN) != 0 ||
+                partition_of(id) != part) {
+                res.bad++;
+                continue;
+            }
+            if (seen[id / 8] & (1u << (id % 8)))
+                res.dups++;
+            seen[id / 8] |= (uint8_t)(1u << (id % 8));
+            counts[part].records++;
+            counts[part].sum += mix(id);
+            res.records++;
+            res.bytes += REC_LEN;
+            if ((res.records & 4095) == 0)
+                sh->read[r] = res.bytes;
+        }
+        rs_reader_close(rd);
+    }
+    sh->read[r] = res.bytes;
+    if (s != RS_OK)
+        fprintf(stderr, "rs-shuffle-bench: reducer %u: %s\n", r, rs_strerror(s));
+    res.status = s;
+    write_all(fd, &res, sizeof(res));
+    write_all(fd, counts, o.partitions * sizeof(*counts));
+    write_all(fd, seen, total / 8 + 1);
+    _exit(s == RS_OK ? 0 : 1);
+}
+
+/* ---------------------------------------------------------------- parent */
+
+static pid_t spawn(int *fd_p, void (*fn)(int, uint32_t, uint32_t), uint32_t a, uint32_t b)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        fn(p[1], a, b);
+        _exit(0);
+    }
+    close(p[1]);
+    *fd_p = p[0];
+    return pid;
+}
+
+static void worker_fn(int fd, uint32_t a, uint32_t b)
+{
+    (void)a;
+    (void)b;
+    worker_main(fd);
+}
+static void mapper_fn(int fd, uint32_t m, uint32_t attempt)
+{
+    mapper_main(fd, m, attempt);
+}
+static void reducer_fn(int fd, uint32_t r, uint32_t b)
+{
+    (void)b;
+    reducer_main(fd, r);
+}
+
+static void progress(const char *what, volatile uint64_t *v, uint32_t n, uint64_t total,
+                     pid_t *pids, uint32_t npids)
+{
+    if (!isatty(STDOUT_FILENO))
+        return;
+    for (;;) {
+        int running = 0;
+        for (uint32_t i = 0; i < npids; i++)
+            if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0)
+                running = 1;
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < n; i++)
+            sum += v[i];
+        printf("\r%s: %5.1f%% of %.2f GiB", what, total ? 100.0 * (double)sum / (double)total : 0,
+               (double)total / (1 << 30));
+        fflush(stdout);
+        if (!running)
+            break;
+        usleep(200000);
+    }
+    printf("\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (end == s)
+        return -1;
+    if (*end == 'k' || *end == 'K')
+        shift = 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30, end++;
+    if (*end != '\0')
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv)
+{
+    o = (opts_t){.size = 1ull << 30,
+                 .mappers = 2,
+                 .workers = 2,
+                 .reducers = 2,
+                 .partitions = 16,
+                 .codec = RS_CODEC_NONE,
+                 .transport = "ucx",
+                 .tls = "shm",
+                 .host = getenv("RSHUFFLE_TEST_HOST") ? getenv("RSHUFFLE_TEST_HOST") : "127.0.0.1",
+                 .buf = 256 << 10};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        int val = 1;
+        if (strcmp(a, "--json") == 0)
+            o.json = 1, val = 0;
+        else if (strcmp(a, "--speculative") == 0)
+            o.speculative = 1, val = 0;
+        else if (strcmp(a, "--sink") == 0)
+            o.sink = 1, val = 0;
+        else if (strcmp(a, "--size") == 0)
+            val = parse_size(v, &o.size) == 0 ? 1 : -1;
+        else if (strcmp(a, "--buf") == 0)
+            val = parse_size(v, &o.buf) == 0 ? 1 : -1;
+        else if (strcmp(a, "--worker-mem") == 0)
+            val = parse_size(v, &o.worker_mem) == 0 ? 1 : -1;
+        else if (strcmp(a, "--mappers") == 0)
+            o.mappers = (uint32_t)atoi(v);
+        else if (strcmp(a, "--workers") == 0)
+            o.workers = (uint32_t)atoi(v);
+        else if (strcmp(a, "--reducers") == 0)
+            o.reducers = (uint32_t)atoi(v);
+        else if (strcmp(a, "--partitions") == 0)
+            o.partitions = (uint32_t)atoi(v);
+        else if (strcmp(a, "--codec") == 0)
+            val = rs_codec_from_name(v, &o.codec) == RS_OK ? 1 : -1;
+        else if (strcmp(a, "--transport") == 0)
+            o.transport = v;
+        else if (strcmp(a, "--tls") == 0)
+            o.tls = v;
+        else if (strcmp(a, "--host") == 0)
+            o.host = v;
+        else
+            val = -1;
+        if (val < 0 || (val == 1 && i + 1 >= argc)) {
+            fprintf(stderr,
+                    "rs-shuffle-bench: bad argument '%s' (see the header of "
+                    "perf/rs-shuffle-bench.c)\n",
+                    a);
+            return -1;
+        }
+        i += val;
+    }
+    if (o.sink)
+        o.mappers = 1, o.workers = 1, o.reducers = 0, o.partitions = 1, o.codec = RS_CODEC_NONE;
+    if (o.mappers == 0 || o.mappers > MAX_PROCS / 2 || o.workers == 0 || o.workers > MAX_PROCS ||
+        o.reducers > MAX_PROCS || (!o.sink && o.reducers == 0) || o.partitions == 0 ||
+        o.size < REC_LEN || o.buf < 4096) {
+        fprintf(stderr, "rs-shuffle-bench: invalid sizes or counts\n");
+        return -1;
+    }
+    if (o.worker_mem == 0) { /* room for the data with no spill, unless asked */
+        o.worker_mem = o.sink ? 64ull << 20 : (o.size / o.workers) * 3 / 2 + (64ull << 20);
+        if (o.speculative)
+            o.worker_mem += (o.size / o.workers) * 3 / 2;
+    }
+    if (strcmp(o.transport, "ucx") != 0 && strcmp(o.transport, "verbs") != 0 &&
+        strcmp(o.transport, "auto") != 0) {
+        fprintf(stderr, "rs-shuffle-bench: --transport is ucx, verbs or auto\n");
+        return -1;
+    }
+    setenv("RSHUFFLE_TRANSPORT", o.transport, 1);
+    if (strcmp(o.transport, "ucx") == 0 && getenv("UCX_TLS") == NULL) {
+        /* tcp stays enabled with shm: UCX's connection manager needs it. */
+        if (strcmp(o.tls, "shm") == 0)
+            setenv("UCX_TLS", "posix,sysv,self,tcp", 1);
+        else if (strcmp(o.tls, "tcp") == 0)
+            setenv("UCX_TLS", "tcp,self", 1);
+        if (strncmp(o.host, "127.", 4) == 0)
+            setenv("UCX_NET_DEVICES", "lo", 0);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (parse_args(argc, argv) != 0)
+        return 2;
+    sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        return 1;
+    memset(sh, 0, sizeof(*sh));
+    int failed = 0;
+    pid_t wpid[MAX_PROCS], mpid[MAX_PROCS], rpid[MAX_PROCS];
+    int wfd[MAX_PROCS], mfd[MAX_PROCS], rfd[MAX_PROCS];
+    uint32_t n_maps_run = o.mappers * (o.speculative ? 2 : 1);
+
+    for (uint32_t i = 0; i < o.workers; i++) {
+        uint16_t port = 0;
+        wpid[i] = spawn(&wfd[i], worker_fn, i, 0);
+        if (wpid[i] < 0 || read_all(wfd[i], &port, sizeof(port)) != 0 || port == 0) {
+            fprintf(stderr, "rs-shuffle-bench: worker %u did not start\n", i);
+            for (uint32_t j = 0; j <= i; j++)
+                if (wpid[j] > 0)
+                    kill(wpid[j], SIGTERM), waitpid(wpid[j], NULL, 0);
+            return 1;
+        }
+        snprintf(addrs[i], sizeof(addrs[i]), "%s:%u", o.host, port);
+        addr_ptrs[i] = addrs[i];
+    }
+
+    double t0 = now_s();
+    for (uint32_t i = 0; i < n_maps_run; i++)
+        mpid[i] = spawn(&mfd[i], mapper_fn, i % o.mappers, i / o.mappers);
+    progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mpid,
+             n_maps_run);
+    pcount_t *want = calloc(o.partitions, sizeof(*want));
+    pcount_t *tmp = calloc(o.partitions, sizeof(*tmp));
+    uint64_t pushed_bytes = 0;
+    for (uint32_t i = 0; i < n_maps_run; i++) {
+        map_result_t r = {.status = RS_ERR_IO};
+        if (read_all(mfd[i], &r, sizeof(r)) != 0 ||
+            read_all(mfd[i], tmp, o.partitions * sizeof(*tmp)) != 0 || r.status != RS_OK)
+            failed = 1;
+        close(mfd[i]);
+        waitpid(mpid[i], NULL, 0);
+        if (i / o.mappers == (o.speculative ? 1u : 0u)) { /* the winning attempts */
+            pushed_bytes += r.bytes;
+            for (uint32_t p = 0; p < o.partitions; p++) {
+                want[p].records += tmp[p].records;
+                want[p].sum += tmp[p].sum;
+            }
+        }
+    }
+    double t1 = now_s();
+
+    uint64_t total = o.size / REC_LEN, got_records = 0, dups = 0, bad = 0, read_bytes = 0;
+    uint8_t *seen_all = calloc(total / 8 + 1, 1), *seen = calloc(total / 8 + 1, 1);
+    pcount_t *got = calloc(o.partitions, sizeof(*got));
+    if (!failed && !o.sink) {
+        for (uint32_t r = 0; r < o.reducers; r++)
+            rpid[r] = spawn(&rfd[r], reducer_fn, r, 0);
+        progress("read", sh->read, o.reducers, o.size / REC_LEN * REC_LEN, rpid, o.reducers);
+        for (uint32_t r = 0; r < o.reducers; r++) {
+            red_result_t res = {.status = RS_ERR_IO};
+            if (read_all(rfd[r], &res, sizeof(res)) != 0 ||
+                read_all(rfd[r], tmp, o.partitions * sizeof(*tmp)) != 0 ||
+                read_all(rfd[r], seen, total / 8 + 1) != 0 || res.status != RS_OK)
+                failed = 1;
+            close(rfd[r]);
+            waitpid(rpid[r], NULL, 0);
+            got_records += res.records;
+            dups += res.dups;
+            bad += res.bad;
+            read_bytes += res.bytes;
+            for (uint32_t p = 0; p < o.partitions; p++) {
+                got[p].records += tmp[p].records;
+                got[p].sum += tmp[p].sum;
+            }
+            for (uint64_t i = 0; i < total / 8 + 1; i++) {
+                dups += (uint64_t)__builtin_popcount(seen_all[i] & seen[i]);
+                seen_all[i] |= seen[i];
+            }
+        }
+    }
+    double t2 = now_s();
+
+    rs_worker_stats_t wst_sum = {0};
+    for (uint32_t i = 0; i < o.workers; i++) {
+        rs_worker_stats_t st = {0};
+        kill(wpid[i], SIGTERM);
+        if (read_all(wfd[i], &st, sizeof(st)) != 0)
+            failed = 1;
+        close(wfd[i]);
+        waitpid(wpid[i], NULL, 0);
+        wst_sum.batches += st.batches;
+        wst_sum.spilled_bytes += st.spilled_bytes;
+        wst_sum.refused += st.refused;
+    }
+
+    uint64_t lost = 0, distinct = 0;
+    if (o.sink) {
+        /* Every pushed batch must have been committed once at the worker. */
+        uint64_t batches =
+            pushed_bytes / (o.buf / rs_record_size(REC_LEN) * rs_record_size(REC_LEN));
+        lost = batches > wst_sum.batches ? batches - wst_sum.batches : 0;
+        dups = wst_sum.batches > batches ? wst_sum.batches - batches : 0;
+    } else {
+        for (uint64_t i = 0; i < total / 8 + 1; i++)
+            distinct += (uint64_t)__builtin_popcount(seen_all[i]);
+        lost = total - (distinct < total ? distinct : total) + bad;
+        for (uint32_t p = 0; p < o.partitions; p++)
+            if (!failed && (got[p].records != want[p].records || got[p].sum != want[p].sum)) {
+                fprintf(stderr, "rs-shuffle-bench: partition %u: wrote %llu records, read %llu\n",
+                        p, (unsigned long long)want[p].records, (unsigned long long)got[p].records);
+                failed = 1;
+            }
+    }
+    if (lost || dups)
+        failed = 1;
+    double push_s = t1 - t0, read_s = t2 - t1, secs = t2 - t0;
+    uint64_t bytes = o.sink ? pushed_bytes : total * REC_LEN;
+    double push_gbps = push_s > 0 ? (double)bytes * 8 / push_s / 1e9 : 0;
+    double read_gbps = read_s > 0 && !o.sink ? (double)read_bytes * 8 / read_s / 1e9 : 0;
+    double gbps = secs > 0 ? (double)bytes * 8 / secs / 1e9 : 0;
+    printf("shuffle %s: %s/%s, codec %s, %.2f GiB, %llu records, %u mappers%s, %u workers, "
+           "%u reducers, %u partitions\n",
+           failed ? "FAILED" : "verified", o.transport, o.tls, rs_codec_name(o.codec),
+           (double)bytes / (1 << 30), (unsigned long long)(o.sink ? 0 : total), o.mappers,
+           o.speculative ? " (x2 attempts)" : "", o.workers, o.reducers, o.partitions);
+    printf("push %.3f s (%.2f Gbit/s), read %.3f s (%.2f Gbit/s), total %.3f s (%.2f Gbit/s); "
+           "lost %llu, duplicates %llu, spilled %.1f MiB\n",
+           push_s, push_gbps, read_s, read_gbps, secs, gbps, (unsigned long long)lost,
+           (unsigned long long)dups, (double)wst_sum.spilled_bytes / (1 << 20));
+    if (o.json)
+        printf("{\"transport\": \"%s\", \"tls\": \"%s\", \"codec\": \"%s\", \"bytes\": %llu, "
+               "\"records\": %llu, \"seconds\": %.4f, \"push_gbps\": %.3f, \"read_gbps\": %.3f, "
+               "\"gbps\": %.3f, \"lost\": %llu, \"duplicates\": %llu, \"spilled_bytes\": %llu, "
+               "\"ok\": %s}\n",
+               o.transport, o.tls, rs_codec_name(o.codec), (unsigned long long)bytes,
+               (unsigned long long)(o.sink ? 0 : total), secs, push_gbps, read_gbps, gbps,
+               (unsigned long long)lost, (unsigned long long)dups,
+               (unsigned long long)wst_sum.spilled_bytes, failed ? "false" : "true");
+    free(want);
+    free(tmp);
+    free(got);
+    free(seen);
+    free(seen_all);
+    return failed ? 1 : 0;
+}
