@@ -301,6 +301,10 @@ static void commit_progress(rs_pusher_t *p)
         return;
     if (perr(p) == RS_OK && rs__pushq_outstanding(p->q) != 0)
         return;
+    /* Compressed batches outlive their raw buffers: wait for them too. */
+    for (uint32_t i = 0; perr(p) == RS_OK && i < p->desc.n_workers; i++)
+        if (!rs_list_empty(&p->workers[i].pending) || p->workers[i].inflight != 0)
+            return;
     int all = 1;
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];

@@ -265,7 +265,11 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
         return;
     }
     /* A repeated batch (a retry) stays in the index for readers to drop, but counts once. */
-    if (!seen_test_set(c, f.ids.seq)) {
+    if (seen_test_set(c, f.ids.seq)) {
+        rs_info("worker: batch %llu of map %u partition %u arrived again (slot %u offset %llu)",
+                (unsigned long long)f.ids.seq, c->map_id, g->partition, slot,
+                (unsigned long long)in);
+    } else {
         wpstat_t *ps = &c->stats[g->partition];
         ps->batches++;
         ps->bytes += f.frame_len;

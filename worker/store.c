@@ -208,10 +208,11 @@ void wstore_settle(wstore_t *st, wgrant_t *g, uint64_t bytes)
 {
     int was_done = wgrant_done(g);
     g->settled += rs_sproto_round(bytes);
-    if (!was_done && wgrant_done(g) && !g->retired) {
-        /* A grant filled to the last byte is done without a retire. */
-        g->retired = 1;
-        g->used = g->len;
+    if (!was_done && wgrant_done(g)) {
+        if (!g->retired) { /* a grant filled to the last byte is done without a retire */
+            g->retired = 1;
+            g->used = g->len;
+        }
         grant_settled(st, g);
     }
 }
