@@ -99,10 +99,11 @@ typedef struct wconn {
     uint32_t map_id, attempt;
     wgrant_t **slots; /* by slot number */
     uint32_t n_slots;
-    wgrant_t **cur;   /* current grant per partition */
-    wpstat_t *stats;  /* per partition, batches that arrived from this pusher */
-    uint64_t batches; /* arrivals, repeats of a batch included */
-    uint8_t *seen;    /* bitmap of batch sequence numbers that arrived */
+    wgrant_t **cur;    /* current grant per partition */
+    wpstat_t *stats;   /* per partition, batches that arrived from this pusher */
+    uint64_t batches;  /* arrivals, repeats of a batch included */
+    uint64_t distinct; /* arrivals of distinct batches */
+    uint8_t *seen;     /* bitmap of batch sequence numbers that arrived */
     uint64_t seen_bits;
     rs_commit_entry_t *commit; /* chunks of a commit being received */
     uint32_t commit_n, commit_cap;

@@ -270,6 +270,7 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
                 (unsigned long long)f.ids.seq, c->map_id, g->partition, slot,
                 (unsigned long long)in);
     } else {
+        c->distinct++;
         wpstat_t *ps = &c->stats[g->partition];
         ps->batches++;
         ps->bytes += f.frame_len;
@@ -323,7 +324,7 @@ void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
             s = RS_ERR_CHECKSUM;
         }
     }
-    if (s == RS_OK && listed != c->batches)
+    if (s == RS_OK && listed != c->distinct)
         s = RS_ERR_PROTOCOL;
     if (s == RS_OK) {
         qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);

@@ -1,0 +1,26 @@
+# cmake -DCMD="prog;arg;..." -DFIELDS="a;b" [-DEXPECT="key=value;..."] -P check_json.cmake
+# Runs CMD; its last stdout line must be one JSON object with every field of
+# FIELDS, and each key=value of EXPECT must hold (numbers and true/false).
+execute_process(COMMAND ${CMD} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc
+                TIMEOUT 600)
+string(STRIP "${out}" out)
+string(REGEX REPLACE ".*\n" "" last "${out}")
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}):\n${out}\n${err}")
+endif()
+foreach(f ${FIELDS})
+    string(JSON v ERROR_VARIABLE jerr GET "${last}" ${f})
+    if(jerr)
+        message(FATAL_ERROR "last line lacks '${f}': ${last}")
+    endif()
+endforeach()
+foreach(kv ${EXPECT})
+    string(REPLACE "=" ";" kv "${kv}")
+    list(GET kv 0 k)
+    list(GET kv 1 want)
+    string(JSON v GET "${last}" ${k})
+    if(NOT "${v}" STREQUAL "${want}")
+        message(FATAL_ERROR "${k} is ${v}, expected ${want}: ${last}")
+    endif()
+endforeach()
+message(STATUS "${last}")
