@@ -1,6 +1,6 @@
 # cmake -DCMD="prog;arg;..." -DFIELDS="a;b" [-DEXPECT="key=value;..."] -P check_json.cmake
 # Runs CMD; its last stdout line must be one JSON object with every field of
-# FIELDS, and each key=value of EXPECT must hold (numbers and true/false).
+# FIELDS, and each key=value of EXPECT must hold (numbers; booleans read ON/OFF).
 execute_process(COMMAND ${CMD} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc
                 TIMEOUT 600)
 string(STRIP "${out}" out)
