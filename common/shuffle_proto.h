@@ -34,7 +34,8 @@ enum {
 };
 
 #define RS_SPROTO_VERSION 1
-#define RS_SPROTO_ALIGN   64u /* grants, batches and arena offsets are multiples */
+#define RS_SPROTO_ALIGN   64u                 /* grants, batches and arena offsets are multiples */
+#define RS_STAGE_MAX      ((uint64_t)8 << 20) /* spilled bytes staged per SPILL_LOAD at most */
 
 /*
  * A notified put's 32 bits: the grant slot (per endpoint, assigned by the

@@ -356,7 +356,7 @@ static rs_status_t next_span(rs_reader_t *r)
     uint32_t first = r->next_spill, last = first;
     uint64_t total = rs_sproto_round(r->spill[first].e.len);
     while (last + 1 < r->n_spill && r->spill[last + 1].index == r->spill[last].index + 1 &&
-           total + rs_sproto_round(r->spill[last + 1].e.len) <= r->cfg.read_max / 2)
+           total + rs_sproto_round(r->spill[last + 1].e.len) <= RS_STAGE_MAX)
         total += rs_sproto_round(r->spill[++last].e.len);
     rs_smsg_spill_load_t m = {
         .snap_id = r->snap_id, .first = r->spill[first].index, .n = last - first + 1};

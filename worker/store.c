@@ -22,6 +22,11 @@ rs_status_t wstore_init(wstore_t *st, const rs_worker_config_t *cfg, uint8_t *ar
     st->arena = arena;
     st->arena_len = len;
     st->high_water = len / 100 * cfg->high_water_pct;
+    /* Many small extents in a small arena: settled ones can then be spilled early. */
+    if (st->cfg.extent_max > len / 16)
+        st->cfg.extent_max = len / 16 > st->cfg.extent_min ? len / 16 : st->cfg.extent_min;
+    if (st->cfg.grant_bulk > st->cfg.extent_max)
+        st->cfg.grant_bulk = st->cfg.extent_max;
     rs_list_init(&st->shuffles);
     st->next_snap = 1;
     return rs_range_alloc_init(&st->ra, len, RS_SPROTO_ALIGN);
@@ -453,7 +458,7 @@ rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n
             return RS_ERR_OUT_OF_RANGE;
         total += rs_sproto_round(e->len);
     }
-    if (total > st->cfg.extent_max * 2 && n > 1)
+    if (total > RS_STAGE_MAX && n > 1)
         return RS_ERR_BAD_LENGTH; /* readers ask for at most this much at once */
     if (snap->stage_len > 0) {
         arena_put(st, snap->stage_off, snap->stage_len);
