@@ -1,4 +1,8 @@
-/* none / lz4 / snappy behind one interface; output goes straight to the caller's buffer. */
+/*
+ * none / lz4 / snappy behind one interface; output goes straight to the
+ * caller's buffer. Malformed compressed bytes (from a peer) are logged at
+ * debug level, like rejected frames (frame.c).
+ */
 #include <limits.h>
 #include <string.h>
 #include <lz4.h>
@@ -108,12 +112,12 @@ rs_status_t rs_codec_compress(rs_codec_t codec, const void *src, size_t src_len,
 static rs_status_t lz4_decompress(const void *src, size_t src_len, void *dst, size_t raw_len)
 {
     if (src_len > INT_MAX || raw_len > RS_CODEC_RAW_MAX) {
-        rs_error("lz4 block of %zu -> %zu bytes is out of range", src_len, raw_len);
+        rs_debug("lz4 block of %zu -> %zu bytes is out of range", src_len, raw_len);
         return RS_ERR_DECOMPRESS;
     }
     int n = LZ4_decompress_safe(src, dst, (int)src_len, (int)raw_len);
     if (n < 0 || (size_t)n != raw_len) {
-        rs_error("lz4 block of %zu bytes is malformed or not %zu bytes raw (got %d)", src_len,
+        rs_debug("lz4 block of %zu bytes is malformed or not %zu bytes raw (got %d)", src_len,
                  raw_len, n);
         return RS_ERR_DECOMPRESS;
     }
@@ -124,12 +128,12 @@ static rs_status_t snappy_decompress(const void *src, size_t src_len, void *dst,
 {
     size_t n = 0;
     if (snappy_uncompressed_length(src, src_len, &n) != SNAPPY_OK || n != raw_len) {
-        rs_error("snappy block of %zu bytes is malformed or not %zu bytes raw", src_len, raw_len);
+        rs_debug("snappy block of %zu bytes is malformed or not %zu bytes raw", src_len, raw_len);
         return RS_ERR_DECOMPRESS;
     }
     n = raw_len;
     if (snappy_uncompress(src, src_len, dst, &n) != SNAPPY_OK || n != raw_len) {
-        rs_error("snappy block of %zu bytes is malformed", src_len);
+        rs_debug("snappy block of %zu bytes is malformed", src_len);
         return RS_ERR_DECOMPRESS;
     }
     return RS_OK;
@@ -150,7 +154,7 @@ rs_status_t rs_codec_decompress(rs_codec_t codec, const void *src, size_t src_le
     switch (codec) {
         case RS_CODEC_NONE:
             if (src_len != raw_len) {
-                rs_error("uncompressed block of %zu bytes claims %zu raw", src_len, raw_len);
+                rs_debug("uncompressed block of %zu bytes claims %zu raw", src_len, raw_len);
                 return RS_ERR_DECOMPRESS;
             }
             if (raw_len > 0 && dst != src)
@@ -161,6 +165,6 @@ rs_status_t rs_codec_decompress(rs_codec_t codec, const void *src, size_t src_le
         case RS_CODEC_SNAPPY:
             return snappy_decompress(src, src_len, dst, raw_len);
     }
-    rs_error("unknown codec id %d", (int)codec);
+    rs_debug("unknown codec id %d", (int)codec);
     return RS_ERR_BAD_CODEC;
 }

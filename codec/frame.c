@@ -1,4 +1,9 @@
-/* Batch frames: header + payload, sealed with an XXH3 checksum; parsing trusts nothing. */
+/*
+ * Batch frames: header + payload, sealed with an XXH3 checksum; parsing
+ * trusts nothing. Rejected peer bytes are logged at debug level only: the
+ * status says what was wrong, and the caller, who knows the peer, reports
+ * it (a hostile or broken peer must not be able to flood the log).
+ */
 #include <string.h>
 
 #include <rshuffle/codec.h>
@@ -88,12 +93,12 @@ rs_status_t rs_frame_seal(void *frame, size_t frame_cap, size_t payload_len, uin
 static rs_status_t check_lengths(rs_codec_t codec, uint32_t raw_len, uint32_t stored_len)
 {
     if (raw_len > RS_CODEC_RAW_MAX) {
-        rs_error("frame raw length %u exceeds the limit %zu", raw_len, RS_CODEC_RAW_MAX);
+        rs_debug("frame raw length %u exceeds the limit %zu", raw_len, RS_CODEC_RAW_MAX);
         return RS_ERR_BAD_LENGTH;
     }
     if (codec == RS_CODEC_NONE ? stored_len != raw_len
                                : stored_len == 0 || stored_len > rs_codec_bound(codec, raw_len)) {
-        rs_error("%s frame: stored length %u impossible for raw length %u", rs_codec_name(codec),
+        rs_debug("%s frame: stored length %u impossible for raw length %u", rs_codec_name(codec),
                  stored_len, raw_len);
         return RS_ERR_BAD_LENGTH;
     }
@@ -108,21 +113,21 @@ rs_status_t rs_frame_parse(const void *buf, size_t len, rs_frame_t *frame_p)
         return RS_ERR_INVALID;
     }
     if (len < RS_FRAME_HEADER_SIZE) {
-        rs_error("frame truncated: %zu bytes, the header needs %d", len, RS_FRAME_HEADER_SIZE);
+        rs_debug("frame truncated: %zu bytes, the header needs %d", len, RS_FRAME_HEADER_SIZE);
         return RS_ERR_TRUNCATED;
     }
     if (rs_get_le32(h + RS_FRAME_OFF_MAGIC) != RS_FRAME_MAGIC) {
-        rs_error("not a frame: magic 0x%08x", rs_get_le32(h + RS_FRAME_OFF_MAGIC));
+        rs_debug("not a frame: magic 0x%08x", rs_get_le32(h + RS_FRAME_OFF_MAGIC));
         return RS_ERR_BAD_MAGIC;
     }
     if (h[RS_FRAME_OFF_VERSION] != RS_FRAME_VERSION) {
-        rs_error("frame version %u not understood (this is %d)", h[RS_FRAME_OFF_VERSION],
+        rs_debug("frame version %u not understood (this is %d)", h[RS_FRAME_OFF_VERSION],
                  RS_FRAME_VERSION);
         return RS_ERR_BAD_VERSION;
     }
     uint8_t codec = h[RS_FRAME_OFF_CODEC];
     if (codec > RS_CODEC_SNAPPY) {
-        rs_error("frame codec id %u unknown", codec);
+        rs_debug("frame codec id %u unknown", codec);
         return RS_ERR_BAD_CODEC;
     }
     uint32_t raw_len = rs_get_le32(h + RS_FRAME_OFF_RAW_LEN);
@@ -153,12 +158,12 @@ rs_status_t rs_frame_verify(const void *buf, size_t len, rs_frame_t *frame_p)
     if (st != RS_OK)
         return st;
     if (len < f.frame_len) {
-        rs_error("frame truncated: %zu bytes of a %zu-byte frame", len, f.frame_len);
+        rs_debug("frame truncated: %zu bytes of a %zu-byte frame", len, f.frame_len);
         return RS_ERR_TRUNCATED;
     }
     uint64_t sum = rs_frame_checksum(buf, f.payload, f.stored_len);
     if (sum != f.checksum) {
-        rs_error("frame checksum mismatch (seq %llu, partition %u): 0x%016llx != 0x%016llx",
+        rs_debug("frame checksum mismatch (seq %llu, partition %u): 0x%016llx != 0x%016llx",
                  (unsigned long long)f.ids.seq, f.ids.partition, (unsigned long long)sum,
                  (unsigned long long)f.checksum);
         return RS_ERR_CHECKSUM;
