@@ -91,6 +91,15 @@ static void ep_tell_user(rs_ep_t *ep, rs_status_t status)
     ctx->in_cb--;
 }
 
+void rs__ep_be_fail(rs_ep_t *ep)
+{
+    rs_ep_priv_t *p = RS_EP_PRIV(ep);
+    if (!p->be_failed) {
+        p->be_failed = 1;
+        ep->ctx->be_ops->ep_fail(ep);
+    }
+}
+
 void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
 {
     rs_ctx_t *ctx = ep->ctx;
@@ -106,7 +115,7 @@ void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
         rs_warn("endpoint %p died: %s", (void *)ep, rs_strerror(status));
     else
         rs_debug("endpoint %p failed while connecting: %s", (void *)ep, rs_strerror(status));
-    ctx->be_ops->ep_fail(ep);
+    rs__ep_be_fail(ep);
 
     /* Whatever the backend still holds completes for the user soon. */
     uint64_t limit = rs_now_coarse_ns() + RS_EP_FAIL_GRACE_NS;
@@ -132,8 +141,7 @@ void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status)
     p->told = 0; /* no more endpoint events for it */
     if (!was_dead)
         ep->state = RS_EP_CLOSING;
-    if (!was_dead)
-        ctx->be_ops->ep_fail(ep);
+    rs__ep_be_fail(ep);
 
     /* Let the backend cancel what it holds, within a bound. */
     uint64_t end = rs_now_ns() + RS_EP_CLOSE_WAIT_NS;

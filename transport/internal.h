@@ -39,6 +39,7 @@ typedef struct rs_ep_priv {
     unsigned told : 1;    /* the user knows the endpoint (connect returned it, or accept event) */
     unsigned reap : 1;    /* close it from progress (internal endpoints, deferred closes) */
     unsigned hs_client : 1;
+    unsigned be_failed : 1; /* backend ep_fail was called (once only) */
 } rs_ep_priv_t;
 
 #define RS_EP_PRIV(e) ((rs_ep_priv_t *)(e))
@@ -131,6 +132,8 @@ void rs__ops_pool_free(rs_ctx_t *ctx);
 /* Endpoints (ep.c). */
 rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx);
 void rs__ep_free(rs_ep_t *ep);
+/* Calls the backend's ep_fail once per endpoint. */
+void rs__ep_be_fail(rs_ep_t *ep);
 /* Marks ep dead with status, tells the backend and (if known) the user. */
 void rs__ep_kill(rs_ep_t *ep, rs_status_t status);
 /* Fails, drains (bounded) and releases ep. Lock held, not inside backend progress. */

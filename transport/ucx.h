@@ -47,7 +47,7 @@ typedef struct rs_ucx_ep {
     unsigned ucp_failed : 1;    /* UCX reported an error on uep */
     unsigned close_pending : 1; /* force-close uep after worker progress */
     ucs_status_t fail_status;
-    unsigned ctl_inflight; /* control AMs whose headers live here */
+    unsigned ctl_inflight; /* control AMs (headers live here) and drain flushes */
     rs_list_t pend_link;   /* ctx pending list (failure reports) */
     rs_list_t wait_link;   /* ctx awaiting list, or zombie list once released */
     rs_list_t close_link;  /* ctx close list */
