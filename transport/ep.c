@@ -102,7 +102,6 @@ void rs__ep_be_fail(rs_ep_t *ep)
 
 void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
 {
-    rs_ctx_t *ctx = ep->ctx;
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     if (ep->state == RS_EP_DEAD || ep->state == RS_EP_CLOSING)
         return;
