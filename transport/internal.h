@@ -20,6 +20,14 @@ typedef struct rs_op_priv {
     unsigned orphan : 1;  /* callback ran before the backend finished: on ctx->orphans */
 } rs_op_priv_t;
 
+/* Who a process is, sent in the handshake (peer_alive.c). */
+typedef struct rs_proc_id {
+    uint32_t pid;
+    uint32_t reserved;
+    uint64_t pidns;   /* inode of /proc/self/ns/pid */
+    char boot_id[40]; /* /proc/sys/kernel/random/boot_id */
+} rs_proc_id_t;
+
 /* An endpoint as the generic layer allocates it; backends see only .ep. */
 /* A message or notification that arrived before rs_connect returned its ep. */
 typedef struct rs_early {
@@ -39,6 +47,9 @@ typedef struct rs_ep_priv {
     unsigned told : 1;    /* the user knows the endpoint (connect returned it, or accept event) */
     unsigned reap : 1;    /* close it from progress (internal endpoints, deferred closes) */
     unsigned hs_client : 1;
+    unsigned be_failed : 1; /* backend ep_fail was called (once only) */
+    unsigned peer_gone : 1; /* the peer's process exited */
+    int peer_pidfd;         /* the peer's process, when it runs on this host; else -1 */
 } rs_ep_priv_t;
 
 #define RS_EP_PRIV(e) ((rs_ep_priv_t *)(e))
@@ -131,10 +142,16 @@ void rs__ops_pool_free(rs_ctx_t *ctx);
 /* Endpoints (ep.c). */
 rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx);
 void rs__ep_free(rs_ep_t *ep);
+/* Calls the backend's ep_fail once per endpoint. */
+void rs__ep_be_fail(rs_ep_t *ep);
 /* Marks ep dead with status, tells the backend and (if known) the user. */
 void rs__ep_kill(rs_ep_t *ep, rs_status_t status);
-/* Fails, drains (bounded) and releases ep. Lock held, not inside backend progress. */
-void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status);
+/*
+ * Fails, drains (until end, rs_now_ns) and releases ep. Lock held, not
+ * inside backend progress. rs__close_deadline gives the usual end.
+ */
+void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end);
+uint64_t rs__close_deadline(const rs_ctx_t *ctx);
 /* Deadline scan and deferred closes, from progress. */
 unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now);
 unsigned rs__eps_reap(rs_ctx_t *ctx);
@@ -146,6 +163,12 @@ int rs__early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const 
                     size_t len);
 unsigned rs__early_deliver(rs_ctx_t *ctx);
 void rs__early_free(rs_ep_t *ep);
+
+/* Liveness of peers on this host (peer_alive.c). */
+void rs__proc_identity(rs_proc_id_t *id);
+void rs__peer_watch(rs_ep_t *ep, const rs_proc_id_t *peer);
+int rs__peer_exited(rs_ep_t *ep);
+void rs__peer_unwatch(rs_ep_t *ep);
 
 /* Handshake (handshake.c). */
 void rs__hs_start_client(rs_ep_t *ep);
