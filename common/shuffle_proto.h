@@ -29,11 +29,12 @@ enum {
     RS_SMSG_READ_CLOSE = 27,   /* reader: done with a snapshot */
     RS_SMSG_DROP = 28,         /* anyone: free a shuffle's storage */
     RS_SMSG_DROP_REPLY = 29,
+    RS_SMSG_RECLAIM = 30, /* worker -> pusher: memory is short, give back unused grant room */
     RS_SMSG_FIRST = 16,
-    RS_SMSG_LAST = 29,
+    RS_SMSG_LAST = 30,
 };
 
-#define RS_SPROTO_VERSION 1
+#define RS_SPROTO_VERSION 2
 #define RS_SPROTO_ALIGN   64u                 /* grants, batches and arena offsets are multiples */
 #define RS_STAGE_MAX      ((uint64_t)8 << 20) /* spilled bytes staged per SPILL_LOAD at most */
 
@@ -88,13 +89,24 @@ typedef struct rs_smsg_attach_reply {
     uint32_t pad;
 } rs_smsg_attach_reply_t;
 
-enum { RS_GRANT_BULK = 1 }; /* the partition streams: grant more than asked */
+enum {
+    RS_GRANT_BULK = 1,  /* the partition streams: grant more than asked */
+    RS_GRANT_AHEAD = 2, /* the next grant before it is needed: refused (RS_ERR_BUSY) when short */
+};
+#define RS_SLOT_NONE UINT32_MAX
 
+/*
+ * One entry of a grant request: retire a grant the pusher is done with
+ * (retire_slot, after retire_used bytes), ask for a new one (want > 0), or
+ * both. Retires are processed before grants.
+ */
 typedef struct rs_grant_want {
     uint32_t partition;
     uint32_t flags;
-    uint64_t want;      /* bytes of batches waiting now (rounded) */
-    uint64_t prev_used; /* bytes written into this partition's previous grant (it retires) */
+    uint64_t want; /* bytes of batches waiting now (rounded); 0: retire only */
+    uint32_t retire_slot;
+    uint32_t pad;
+    uint64_t retire_used;
 } rs_grant_want_t;
 
 typedef struct rs_smsg_grant_req {
@@ -105,7 +117,7 @@ typedef struct rs_smsg_grant_req {
 
 typedef struct rs_grant {
     uint32_t partition;
-    int32_t status; /* RS_OK, RS_ERR_NOT_FOUND (no such partition), RS_ERR_BACKPRESSURE */
+    int32_t status; /* RS_OK, RS_ERR_NOT_FOUND, RS_ERR_BACKPRESSURE, RS_ERR_BUSY (ahead refused) */
     uint32_t slot;
     uint32_t pad;
     uint64_t off; /* arena offset */
@@ -141,17 +153,21 @@ typedef struct rs_smsg_commit {
     uint64_t total_batches; /* last chunk: every batch sent to this worker */
 } rs_smsg_commit_t;
 
+/* RECLAIM carries only the header: the pusher retires every grant it holds without a use. */
+
 typedef struct rs_smsg_read_open {
     rs_smsg_hdr_t h;
     uint32_t shuffle_id;
     uint32_t partition;
+    uint32_t tag; /* echoed in the reply */
+    uint32_t pad;
 } rs_smsg_read_open_t;
 
 typedef struct rs_smsg_read_reply {
     rs_smsg_hdr_t h;
     uint32_t snap_id;
-    uint32_t pad;
-    uint64_t index_off; /* arena offset of the snapshot */
+    uint32_t tag;
+    uint64_t index_off; /* arena offset of the snapshot; UINT64_MAX: it follows inline */
     uint64_t index_len;
 } rs_smsg_read_reply_t;
 
@@ -189,11 +205,15 @@ typedef struct rs_smsg_spill_load {
     uint32_t snap_id;
     uint32_t first; /* entry index */
     uint32_t n;     /* entries, all spilled */
-    uint32_t pad;
+    uint32_t tag;   /* echoed in the reply */
 } rs_smsg_spill_load_t;
 
 typedef struct rs_smsg_spill_reply {
-    rs_smsg_hdr_t h;
+    rs_smsg_hdr_t h; /* RS_ERR_BACKPRESSURE: no room to stage even one frame now, ask again */
+    uint32_t n;      /* entries staged: the first n asked for (at least 1) */
+    uint32_t tag;
+    uint32_t retry_ms;
+    uint32_t pad;
     uint64_t off; /* arena offset: the n frames back to back, each RS_SPROTO_ALIGN-aligned */
     uint64_t len;
 } rs_smsg_spill_reply_t;

@@ -280,9 +280,11 @@ static void reducer_main(int fd, uint32_t r)
     for (uint32_t m = 0; m < o.mappers; m++)
         attempts[m] = o.speculative ? 1 : 0;
     rs_shuffle_desc_t d = desc();
+    rs_reader_session_t *sess = NULL;
+    s = rs_reader_session_open(&d, o.mappers, attempts, NULL, &sess);
     for (uint32_t part = r; part < o.partitions && s == RS_OK; part += o.reducers) {
         rs_reader_t *rd;
-        s = rs_reader_open(&d, part, o.mappers, attempts, NULL, &rd);
+        s = rs_reader_open_in(sess, part, &rd);
         if (s != RS_OK)
             break;
         const void *rec;
@@ -309,6 +311,7 @@ static void reducer_main(int fd, uint32_t r)
         }
         rs_reader_close(rd);
     }
+    rs_reader_session_close(sess);
     sh->read[r] = res.bytes;
     if (s != RS_OK)
         fprintf(stderr, "rs-shuffle-bench: reducer %u: %s\n", r, rs_strerror(s));

@@ -34,11 +34,64 @@ static void batch_release(rs_pusher_t *p, rs_pbuf_int_t *b)
 
 /* ----------------------------------------------------------------- grants */
 
+static uint64_t room(const pgrant_t *g)
+{
+    return g->len - g->used;
+}
+
+/* Remembers that the pusher is done with g; the next request tells the worker. */
+static void retire(pworker_t *w, uint32_t partition, pgrant_t *g)
+{
+    if (g->len == 0)
+        return;
+    if (w->n_retires == w->cap_retires) {
+        uint32_t cap = w->cap_retires ? 2 * w->cap_retires : 64;
+        pretire_t *n = realloc(w->retires, cap * sizeof(*n));
+        if (n == NULL) {
+            /* The worker then learns at the commit; until then the room stays held. */
+            rs_warn("pusher: out of memory queueing a grant retire");
+            *g = (pgrant_t){0};
+            return;
+        }
+        w->retires = n;
+        w->cap_retires = cap;
+    }
+    w->retires[w->n_retires++] =
+        (pretire_t){.partition = partition, .slot = g->slot, .used = g->used};
+    *g = (pgrant_t){0};
+}
+
+/* Worker short of memory: every grant not needed by a waiting batch goes back. */
+static void reclaim(pworker_t *w)
+{
+    w->reclaim = 0;
+    for (uint32_t i = 0; i < w->p->desc.n_partitions; i++) {
+        ppart_t *pp = &w->parts[i];
+        retire(w, i, &pp->next);
+        if (pp->n_pending == 0)
+            retire(w, i, &pp->cur);
+        pp->ahead_refused = 1; /* no asking ahead until a grant comes without pressure */
+    }
+}
+
+static int in_backoff(const pworker_t *w)
+{
+    return w->retry_at != 0 && rs_now_coarse_ns() < w->retry_at;
+}
+
+/*
+ * One request per worker at a time: retires first, then space for the
+ * partitions whose waiting batches do not fit (their exhausted grant
+ * retires with it), then next grants asked ahead for streaming partitions.
+ */
 static void request_grants(pworker_t *w)
 {
     rs_pusher_t *p = w->p;
-    if (w->req_out || rs_list_empty(&w->pending) || rs_now_coarse_ns() < w->retry_at)
+    if (w->req_out)
         return;
+    if (w->reclaim)
+        reclaim(w);
+    int backoff = in_backoff(w);
     size_t max_n = (p->msg_max - sizeof(rs_smsg_grant_t)) / sizeof(rs_grant_t);
     size_t max_req = (p->msg_max - sizeof(rs_smsg_grant_req_t)) / sizeof(rs_grant_want_t);
     if (max_req < max_n)
@@ -48,33 +101,70 @@ static void request_grants(pworker_t *w)
     if (buf == NULL)
         return;
     rs_grant_want_t *wants = (rs_grant_want_t *)(buf + sizeof(rs_smsg_grant_req_t));
-    uint32_t n = 0;
+    uint32_t n = 0, n_ret = 0;
+    for (; n_ret < w->n_retires && n < max_n; n_ret++, n++)
+        wants[n] = (rs_grant_want_t){.partition = w->retires[n_ret].partition,
+                                     .retire_slot = w->retires[n_ret].slot,
+                                     .retire_used = w->retires[n_ret].used};
+    uint32_t first_want = n;
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &w->pending)
     {
+        if (backoff)
+            break;
         rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
-        pgrant_t *g = &w->grants[b->partition];
+        ppart_t *pp = &w->parts[b->partition];
         uint64_t need = rs_sproto_round(b->frame_len);
-        uint32_t i;
-        for (i = 0; i < n; i++)
-            if (wants[i].partition == b->partition)
-                break;
-        if (i < n) {
-            if (wants[i].want + need <= RS_GRANT_MAX)
-                wants[i].want += need;
-            wants[i].flags |= b->full ? RS_GRANT_BULK : 0;
+        if (pp->in_req) { /* more of its batches: ask for them in the same entry */
+            for (uint32_t i = first_want; i < n; i++) {
+                if (wants[i].partition == b->partition) {
+                    if (wants[i].want + need <= RS_GRANT_MAX)
+                        wants[i].want += need;
+                    wants[i].flags |= b->full ? RS_GRANT_BULK : 0;
+                    break;
+                }
+            }
             continue;
         }
-        if (g->len - g->used >= need)
+        if (room(&pp->cur) >= need || room(&pp->next) >= need)
             continue; /* it has room: only waiting behind others */
         if (n == max_n)
             break;
-        wants[n] = (rs_grant_want_t){.partition = b->partition,
-                                     .flags = b->full ? RS_GRANT_BULK : 0,
-                                     .want = need,
-                                     .prev_used = g->used};
-        n++;
+        rs_grant_want_t wt = {.partition = b->partition,
+                              .flags = b->full ? RS_GRANT_BULK : 0,
+                              .want = need,
+                              .retire_slot = RS_SLOT_NONE};
+        if (pp->cur.len > 0) { /* exhausted: it retires with this request */
+            wt.retire_slot = pp->cur.slot;
+            wt.retire_used = pp->cur.used;
+            pp->cur = (pgrant_t){0};
+        }
+        retire(w, b->partition, &pp->next); /* too small for this batch */
+        wants[n++] = wt;
+        pp->in_req = 1;
     }
+    /* Next grants for streaming partitions, so their writes never wait for a round trip. */
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < w->n_ahead; i++) {
+        uint32_t part = w->ahead[i];
+        ppart_t *pp = &w->parts[part];
+        if (pp->in_req || pp->next.len > 0 || pp->cur.len == 0 || pp->ahead_refused) {
+            pp->ahead_queued = 0;
+            continue;
+        }
+        if (backoff || n == max_n) {
+            w->ahead[kept++] = part;
+            continue;
+        }
+        pp->ahead_queued = 0;
+        pp->ahead_out = 1;
+        pp->in_req = 1;
+        wants[n++] = (rs_grant_want_t){.partition = part,
+                                       .flags = RS_GRANT_AHEAD | RS_GRANT_BULK,
+                                       .want = pp->ahead_want,
+                                       .retire_slot = RS_SLOT_NONE};
+    }
+    w->n_ahead = kept;
     if (n == 0) {
         free(buf);
         return;
@@ -84,14 +174,13 @@ static void request_grants(pworker_t *w)
     memcpy(buf, &m, sizeof(m));
     rs_status_t s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, buf,
                                 sizeof(m) + n * sizeof(rs_grant_want_t), NULL, NULL);
-    if (s == RS_OK) /* the old ranges retire with the request: nothing more goes into them */
-        for (uint32_t i = 0; i < n; i++)
-            w->grants[wants[i].partition] = (pgrant_t){0};
     free(buf);
     if (s != RS_OK) {
         rs__pusher_fail(p, s, "grant request");
         return;
     }
+    memmove(w->retires, w->retires + n_ret, (w->n_retires - n_ret) * sizeof(*w->retires));
+    w->n_retires -= n_ret;
     w->req_out = 1;
     p->stats.grant_requests++;
 }
@@ -107,6 +196,8 @@ static void drop_pending(pworker_t *w)
     {
         rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
         rs_list_del(&b->link);
+        rs_list_init(&b->link);
+        w->parts[b->partition].n_pending--;
         if (b->refs == 0)
             batch_release(w->p, b);
     }
@@ -128,6 +219,22 @@ static void on_put_done(void *arg, rs_status_t status)
         try_post(w);
 }
 
+/* Queues a streaming partition for a next grant once half of its current one is used. */
+static void maybe_ahead(pworker_t *w, uint32_t part, ppart_t *pp, uint64_t need)
+{
+    pp->ahead_want = need;
+    if (pp->ahead_queued || pp->ahead_out || pp->ahead_refused || pp->next.len > 0 ||
+        room(&pp->cur) > pp->cur.len / 2)
+        return;
+    pp->ahead_queued = 1;
+    w->ahead[w->n_ahead++] = part;
+}
+
+/*
+ * Posts every waiting batch that has granted room, in order within each
+ * partition (a partition stops at its first batch that does not fit), and
+ * asks for space for the rest.
+ */
 static void try_post(pworker_t *w)
 {
     rs_pusher_t *p = w->p;
@@ -135,44 +242,73 @@ static void try_post(pworker_t *w)
         drop_pending(w);
         return;
     }
-    while (!rs_list_empty(&w->pending)) {
-        rs_pbuf_int_t *b = rs_list_first(&w->pending, rs_pbuf_int_t, link);
-        pgrant_t *g = &w->grants[b->partition];
-        uint64_t need = rs_sproto_round(b->frame_len);
-        if (g->len - g->used < need) {
-            request_grants(w);
-            return;
-        }
-        if (w->inflight > 0 && w->inflight + b->frame_len > p->cfg.max_inflight)
-            return;
-        uint64_t roff = g->off + g->used;
-        uint32_t imm = rs_imm_make(g->slot, g->used);
-        g->used += need;
-        rs_list_del(&b->link);
-        if (b->dup > 0) { /* fault injection: the same batch again, to the next range */
-            b->dup--;
-            rs_list_add_head(&w->pending, &b->link);
-        }
-        b->user[0] = w;
-        b->refs++;
-        w->inflight += b->frame_len;
-        w->batches++;
-        rs_status_t s = rs_put_notify(w->ep, b->frame, b->frame_len, rs__pushq_mr(p->q), w->rkey,
-                                      roff, imm, on_put_done, b);
-        if (s != RS_OK) {
-            w->inflight -= b->frame_len;
-            w->batches--;
-            b->refs--;
-            rs__pusher_fail(p, s, "posting a write");
-            if (b->refs == 0) {
-                if (b->link.next != &b->link)
-                    rs_list_del(&b->link);
-                batch_release(p, b);
+    int blocked, again;
+    do {
+        uint32_t pass = ++w->pass;
+        blocked = again = 0;
+        rs_list_t *pos, *tmp;
+        rs_list_for_each_safe(pos, tmp, &w->pending)
+        {
+            rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
+            ppart_t *pp = &w->parts[b->partition];
+            if (pp->pass == pass)
+                continue;
+            uint64_t need = rs_sproto_round(b->frame_len);
+            if (room(&pp->cur) < need && room(&pp->next) >= need) {
+                retire(w, b->partition, &pp->cur);
+                pp->cur = pp->next;
+                pp->next = (pgrant_t){0};
             }
-            drop_pending(w);
-            return;
+            if (room(&pp->cur) < need) {
+                pp->pass = pass;
+                blocked = 1;
+                continue;
+            }
+            if (w->inflight > 0 && w->inflight + b->frame_len > p->cfg.max_inflight)
+                break;
+            pgrant_t *g = &pp->cur;
+            uint64_t roff = g->off + g->used;
+            uint32_t imm = rs_imm_make(g->slot, g->used);
+            g->used += need;
+            rs_list_del(&b->link);
+            rs_list_init(&b->link);
+            pp->n_pending--;
+            if (b->dup > 0) { /* fault injection: the same batch again, to the next range */
+                b->dup--;
+                rs_list_add_head(&w->pending, &b->link);
+                pp->n_pending++;
+                again = 1;
+            }
+            b->user[0] = w;
+            b->refs++;
+            w->inflight += b->frame_len;
+            w->batches++;
+            rs_status_t s = rs_put_notify(w->ep, b->frame, b->frame_len, rs__pushq_mr(p->q),
+                                          w->rkey, roff, imm, on_put_done, b);
+            if (s != RS_OK) {
+                w->inflight -= b->frame_len;
+                w->batches--;
+                b->refs--;
+                rs__pusher_fail(p, s, "posting a write");
+                if (b->refs == 0) {
+                    if (b->link.next != &b->link) {
+                        rs_list_del(&b->link);
+                        rs_list_init(&b->link);
+                        pp->n_pending--;
+                    }
+                    batch_release(p, b);
+                }
+                drop_pending(w);
+                return;
+            }
+            if (b->full)
+                maybe_ahead(w, b->partition, pp, need);
+            if (again)
+                break; /* the copy goes in the next pass */
         }
-    }
+    } while (again);
+    if (blocked || w->n_ahead > 0 || w->n_retires > 0 || w->reclaim)
+        request_grants(w);
 }
 
 /* ----------------------------------------------------------------- take */
@@ -250,6 +386,7 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
     }
 #endif
     rs_list_add_tail(&w->pending, &out->link);
+    w->parts[b->partition].n_pending++;
     try_post(w);
     return RS_OK;
 }
@@ -333,7 +470,7 @@ static unsigned engine_poll(void *arg)
     uint64_t now = rs_now_coarse_ns();
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];
-        if (!w->req_out && w->retry_at != 0 && now >= w->retry_at && !rs_list_empty(&w->pending)) {
+        if (!w->req_out && w->retry_at != 0 && now >= w->retry_at) {
             w->retry_at = 0;
             try_post(w);
         }
@@ -342,12 +479,10 @@ static unsigned engine_poll(void *arg)
     return n;
 }
 
+/* A timed retry (backpressure) is caught by the engine's bounded sleep. */
 static int engine_arm(void *arg)
 {
     rs_pusher_t *p = arg;
-    for (uint32_t i = 0; i < p->desc.n_workers; i++)
-        if (p->workers[i].retry_at != 0)
-            return 1; /* a timed retry is due soon: keep polling */
     return rs_ctx_arm(p->ctx) == RS_OK ? 0 : 1;
 }
 
@@ -413,23 +548,47 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
         drop_pending(w);
         return;
     }
-    int backpressure = 0;
+    int backpressure = 0, granted = 0;
     const rs_grant_t *gr = (const rs_grant_t *)((const uint8_t *)data + sizeof(r));
     for (uint32_t i = 0; i < r.n; i++) {
         rs_grant_t g;
         memcpy(&g, &gr[i], sizeof(g));
+        if (g.partition >= p->desc.n_partitions) {
+            rs__pusher_fail(p, RS_ERR_PROTOCOL, "grant for an unknown partition");
+            drop_pending(w);
+            return;
+        }
+        ppart_t *pp = &w->parts[g.partition];
+        int ahead = pp->ahead_out;
+        pp->in_req = 0;
+        pp->ahead_out = 0;
         if (g.status == RS_ERR_BACKPRESSURE) {
             backpressure = 1;
             continue;
         }
-        if (g.status != RS_OK || g.partition >= p->desc.n_partitions || g.len > RS_GRANT_MAX ||
-            g.slot >= RS_GRANT_SLOTS) {
+        if (g.status == RS_ERR_BUSY) { /* no grant ahead while the worker is short */
+            pp->ahead_refused = 1;
+            continue;
+        }
+        if (g.status != RS_OK || g.len > RS_GRANT_MAX || g.slot >= RS_GRANT_SLOTS) {
             rs__pusher_fail(p, g.status != RS_OK ? (rs_status_t)g.status : RS_ERR_PROTOCOL,
                             "grant refused by a worker");
             drop_pending(w);
             return;
         }
-        w->grants[g.partition] = (pgrant_t){.slot = g.slot, .off = g.off, .len = g.len};
+        if (g.len == 0)
+            continue; /* a retire only */
+        pgrant_t ng = {.slot = g.slot, .off = g.off, .len = g.len};
+        if (pp->cur.len == 0)
+            pp->cur = ng;
+        else if (pp->next.len == 0)
+            pp->next = ng;
+        else
+            retire(w, g.partition, &ng); /* cannot happen: give it straight back */
+        if (!ahead) {
+            pp->ahead_refused = 0;
+            granted = 1;
+        }
     }
     uint64_t now = rs_now_coarse_ns();
     if (backpressure) {
@@ -442,10 +601,24 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
             return;
         }
         w->retry_at = now + RS_MS_TO_NS(r.retry_ms ? r.retry_ms : 10);
-    } else {
+        w->reclaim = 1; /* our own idle grants may be what holds the memory */
+    } else if (granted) {
         w->bp_since = 0;
     }
     try_post(w);
+}
+
+/* The worker is short of memory: give back the grants no batch waits for. */
+static void on_reclaim(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_pusher_t *p = arg;
+    pworker_t *w = worker_of(p, ep);
+    if (w == NULL ||
+        rs_smsg_check(data, len, RS_SMSG_RECLAIM, sizeof(rs_smsg_hdr_t), 0, 0) != RS_OK)
+        return;
+    w->reclaim = 1;
+    if (perr(p) == RS_OK)
+        try_post(w);
 }
 
 static void on_nack(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -502,7 +675,8 @@ rs_status_t rs__pusher_install_handlers(rs_pusher_t *p)
     if ((s = rs_set_msg_handler(p->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, p)) != RS_OK ||
         (s = rs_set_msg_handler(p->ctx, RS_SMSG_GRANT, on_grant, p)) != RS_OK ||
         (s = rs_set_msg_handler(p->ctx, RS_SMSG_NACK, on_nack, p)) != RS_OK ||
-        (s = rs_set_msg_handler(p->ctx, RS_SMSG_COMMIT_REPLY, on_commit_reply, p)) != RS_OK)
+        (s = rs_set_msg_handler(p->ctx, RS_SMSG_COMMIT_REPLY, on_commit_reply, p)) != RS_OK ||
+        (s = rs_set_msg_handler(p->ctx, RS_SMSG_RECLAIM, on_reclaim, p)) != RS_OK)
         return s;
     rs_set_ep_handler(p->ctx, on_ep, p);
     return RS_OK;

@@ -10,11 +10,25 @@
 #include "common/shuffle_proto.h"
 #include "pusher/pushq.h"
 
-/* The pusher's current grant of one partition at its worker. */
+/* A grant of one partition at its worker (len 0: none). */
 typedef struct pgrant {
     uint32_t slot;
     uint64_t off, len, used;
 } pgrant_t;
+
+/* One partition's space at its worker: the grant being filled and the next one. */
+typedef struct ppart {
+    pgrant_t cur, next;
+    uint64_t ahead_want; /* streaming: the size of its batches, asked for ahead */
+    uint32_t n_pending;  /* its batches waiting in pending */
+    uint32_t pass;       /* try_post pass in which it was found blocked */
+    uint8_t ahead_queued, ahead_out, ahead_refused, in_req;
+} ppart_t;
+
+typedef struct pretire {
+    uint32_t partition, slot;
+    uint64_t used;
+} pretire_t;
 
 /* The pusher's view of one worker. */
 typedef struct pworker {
@@ -26,9 +40,15 @@ typedef struct pworker {
     rs_status_t attach_status;
     rs_list_t pending; /* framed batches waiting for space or in-flight room */
     uint64_t inflight;
-    pgrant_t *grants;          /* per partition */
+    ppart_t *parts;            /* per partition */
     rs_commit_entry_t *counts; /* per partition: what this worker should hold */
     uint64_t batches;          /* sends, retries included */
+    pretire_t *retires;        /* grants done with, to tell the worker in the next request */
+    uint32_t n_retires, cap_retires;
+    uint32_t *ahead; /* partitions whose next grant should be asked for */
+    uint32_t n_ahead;
+    uint32_t pass;
+    int reclaim; /* the worker is short of memory: give back idle grants */
     int req_out;
     uint32_t req_id;
     uint64_t bp_since, retry_at;

@@ -116,8 +116,10 @@ static void pusher_free(rs_pusher_t *p)
     if (p->ctx != NULL)
         rs_ctx_destroy(p->ctx);
     for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++) {
-        free(p->workers[i].grants);
+        free(p->workers[i].parts);
         free(p->workers[i].counts);
+        free(p->workers[i].retires);
+        free(p->workers[i].ahead);
     }
     free(p->workers);
     free(p->place);
@@ -178,9 +180,10 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
         w->p = p;
         w->index = i;
         rs_list_init(&w->pending);
-        w->grants = calloc(np, sizeof(*w->grants));
+        w->parts = calloc(np, sizeof(*w->parts));
         w->counts = calloc(np, sizeof(*w->counts));
-        if (w->grants == NULL || w->counts == NULL) {
+        w->ahead = calloc(np, sizeof(*w->ahead));
+        if (w->parts == NULL || w->counts == NULL || w->ahead == NULL) {
             s = RS_ERR_NOMEM;
             goto err_free;
         }

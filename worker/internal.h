@@ -23,8 +23,9 @@ typedef struct extent {
     wpart_t *part;
     uint64_t off, len;
     uint64_t fill;        /* bytes handed out as grants */
-    uint32_t live_grants; /* grants not yet settled */
+    uint32_t live_grants; /* grants whose bytes have not all arrived */
     uint32_t n_batches;   /* committed batches still in memory */
+    uint32_t pins;        /* open snapshots that list its batches: never spilled meanwhile */
     int closed;           /* no more grants from it; trimmed to fill */
 } extent_t;
 
@@ -32,11 +33,12 @@ typedef struct extent {
 typedef struct wgrant {
     extent_t *ext;
     uint64_t off, len; /* arena offset */
-    uint64_t used;     /* bytes the pusher wrote (known once retired) */
+    uint64_t used;     /* bytes the pusher wrote (final once retired) */
     uint64_t settled;  /* bytes of batches that arrived (committed or refused) */
     uint32_t partition;
     uint32_t slot;
-    int retired;
+    int retired;  /* the pusher is done with it: used is final */
+    int released; /* every byte arrived: its extent no longer waits for it */
 } wgrant_t;
 
 typedef struct wentry {
@@ -70,19 +72,27 @@ struct wshuffle {
     uint32_t n_partitions;
     wpart_t *parts;
     rs_list_t commits;
-    uint32_t open_snaps;
+    uint32_t open_snaps; /* a dropped shuffle is freed when the last one closes */
     int dropped;
 };
+
+/* Room in the arena outside partition extents (snapshot indexes, staged spills). */
+typedef struct wspace {
+    uint64_t off, len; /* arena offset; len 0: none */
+    int reserve;       /* from the staging reserve, else from the data area */
+} wspace_t;
 
 typedef struct wsnap {
     rs_list_t link; /* in conn->snaps */
     uint32_t id;
     wshuffle_t *sh;
     uint32_t partition;
-    uint64_t off, len;             /* the snapshot in the arena (len 0: sent inline) */
-    uint64_t stage_off, stage_len; /* spilled batches staged for the reader */
-    rs_snap_entry_t *entries;      /* the snapshot's entries, for spill loads */
+    wspace_t index;           /* the snapshot in the arena (len 0: sent inline) */
+    wspace_t stage;           /* spilled batches staged for the reader */
+    rs_snap_entry_t *entries; /* the snapshot's entries, for spill loads */
     uint32_t n_entries;
+    extent_t **pinned; /* extents holding its in-memory batches */
+    uint32_t n_pinned;
 } wsnap_t;
 
 typedef struct wpstat {
@@ -99,11 +109,12 @@ typedef struct wconn {
     uint32_t map_id, attempt;
     wgrant_t **slots; /* by slot number */
     uint32_t n_slots;
-    wgrant_t **cur;    /* current grant per partition */
-    wpstat_t *stats;   /* per partition, batches that arrived from this pusher */
-    uint64_t batches;  /* arrivals, repeats of a batch included */
-    uint64_t distinct; /* arrivals of distinct batches */
-    uint8_t *seen;     /* bitmap of batch sequence numbers that arrived */
+    uint32_t open_grants; /* not yet retired by the pusher */
+    uint64_t reclaim_at;  /* last RECLAIM sent (coarse ns) */
+    wpstat_t *stats;      /* per partition, batches that arrived from this pusher */
+    uint64_t batches;     /* arrivals, repeats of a batch included */
+    uint64_t distinct;    /* arrivals of distinct batches */
+    uint8_t *seen;        /* bitmap of batch sequence numbers that arrived */
     uint64_t seen_bits;
     rs_commit_entry_t *commit; /* chunks of a commit being received */
     uint32_t commit_n, commit_cap;
@@ -117,10 +128,13 @@ typedef struct rs_worker_store {
     rs_worker_config_t cfg;
     uint8_t *arena;
     uint64_t arena_len;
-    rs_range_alloc_t ra;
-    uint64_t high_water;
+    rs_range_alloc_t ra;  /* the data area [0, data_len): partition extents */
+    rs_range_alloc_t rsv; /* the staging reserve [data_len, arena_len) */
+    uint64_t data_len;
+    uint64_t high_water; /* of the data area */
     rs_list_t shuffles;
     uint32_t next_snap;
+    int spill_broken; /* spilling failed once (logged once) */
     rs_worker_stats_t stats;
 } wstore_t;
 
@@ -139,6 +153,7 @@ struct rs_worker {
     size_t rkey_len;
     rs_ep_t **dead; /* endpoints to close outside callbacks */
     size_t n_dead, cap_dead;
+    uint64_t next_housekeeping;
 };
 
 /* serve.c */
@@ -154,24 +169,40 @@ void wstore_cleanup(wstore_t *st);
 wshuffle_t *wstore_find(wstore_t *st, uint32_t shuffle_id);
 rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitions,
                           wshuffle_t **sh_p);
-/* A new grant of want (+ bulk) bytes for partition p; RS_ERR_BACKPRESSURE when full. */
-rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want, int bulk,
+/*
+ * A new grant of want bytes (+ bulk room while memory is plentiful) for
+ * partition p. RS_ERR_BACKPRESSURE when even want does not fit after
+ * spilling; RS_ERR_BUSY for an RS_GRANT_AHEAD request while memory is short.
+ */
+rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want, uint32_t flags,
                          wgrant_t **g_p);
-/* Marks bytes of g as arrived; frees what became free (sink mode, settled extents). */
+/* Marks bytes of g as arrived (sink mode frees a released grant's extent at once). */
 void wstore_settle(wstore_t *st, wgrant_t *g, uint64_t bytes);
-/* The pusher is done with g after used bytes; returns 1 if g is settled (caller frees it). */
-int wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used);
-int wgrant_done(const wgrant_t *g);
+/* The pusher is done with g after used bytes (idempotent). */
+void wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used);
+/* Frees g; bytes that never arrived are given up (the pusher is gone). */
 void wstore_grant_free(wstore_t *st, wgrant_t *g);
 rs_status_t wstore_add_entry(wstore_t *st, wgrant_t *g, const rs_snap_entry_t *e);
 void wstore_commit(wstore_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
                    rs_commit_entry_t *entries, uint32_t n);
-/* Spills settled extents until the arena is below the mark or need bytes fit. */
+/* Spills unpinned settled extents until the data area is below the mark and need bytes fit. */
 void wstore_spill(wstore_t *st, uint64_t need);
-/* Builds a partition's snapshot (header, commits, entries) in malloc'ed memory. */
-rs_status_t wstore_snapshot(wstore_t *st, wshuffle_t *sh, uint32_t p, void **buf_p, size_t *len_p);
-/* Copies spilled frames [first, first+n) of snap into a staging range of the arena. */
-rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n);
+/*
+ * Opens a snapshot of partition p: its commits and entries, with every
+ * extent holding its in-memory batches pinned. The index is returned in
+ * *index_p (malloc'ed, caller frees); when longer than inline_max it is also
+ * copied into the arena (snap->index). RS_ERR_BACKPRESSURE: no room for it.
+ */
+rs_status_t wstore_snap_open(wstore_t *st, wshuffle_t *sh, uint32_t p, size_t inline_max,
+                             wsnap_t **snap_p, void **index_p, size_t *index_len_p);
+/*
+ * Stages spilled frames [first, first+n) of snap in the arena (snap->stage):
+ * all of them, or as many leading ones as fit (*staged_p). RS_ERR_BACKPRESSURE
+ * when not even one fits now.
+ */
+rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n,
+                         uint32_t *staged_p);
+/* Releases the snapshot's pins and staging room and frees it. */
 void wstore_snap_close(wstore_t *st, wsnap_t *snap);
 /* Frees a shuffle now, or when its last snapshot closes. */
 void wstore_drop(wstore_t *st, wshuffle_t *sh);

@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define W_SNAP_INLINE_SLACK 64
-
 static void reply_status(rs_ep_t *ep, unsigned type, rs_status_t status)
 {
     rs_smsg_hdr_t h;
@@ -52,13 +50,8 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
             reply_status(ep, RS_SMSG_ATTACH_REPLY, s);
             return;
         }
-        c->cur = calloc(sh->n_partitions, sizeof(*c->cur));
         c->stats = calloc(sh->n_partitions, sizeof(*c->stats));
-        if (c->cur == NULL || c->stats == NULL) {
-            free(c->cur);
-            free(c->stats);
-            c->cur = NULL;
-            c->stats = NULL;
+        if (c->stats == NULL) {
             reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_NOMEM);
             return;
         }
@@ -77,11 +70,12 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
 
 /* ---------------------------------------------------------------- grants */
 
-static void slot_free(rs_worker_t *w, wconn_t *c, wgrant_t *g)
+/* A grant leaves its slot once the pusher retired it and all its bytes arrived. */
+static void slot_maybe_free(rs_worker_t *w, wconn_t *c, wgrant_t *g)
 {
+    if (!g->retired || !g->released)
+        return;
     c->slots[g->slot] = NULL;
-    if (c->cur != NULL && c->cur[g->partition] == g)
-        c->cur[g->partition] = NULL;
     wstore_grant_free(&w->st, g);
 }
 
@@ -110,15 +104,48 @@ static rs_status_t slot_alloc(wconn_t *c, wgrant_t *g)
     return RS_OK;
 }
 
-/* Retires a pusher's previous grant of a partition (freed once its batches arrived). */
-static void grant_retire(rs_worker_t *w, wconn_t *c, uint32_t p, uint64_t used)
+/* The pusher is done with the grant in slot after used bytes. */
+static void grant_retire(rs_worker_t *w, wconn_t *c, uint32_t slot, uint32_t partition,
+                         uint64_t used)
 {
-    wgrant_t *g = c->cur[p];
-    if (g == NULL)
+    wgrant_t *g = slot < c->n_slots ? c->slots[slot] : NULL;
+    if (g == NULL || g->partition != partition || g->retired) {
+        rs_warn("worker: retire of grant slot %u (partition %u) that is not open", slot, partition);
         return;
-    c->cur[p] = NULL;
-    if (wstore_retire(&w->st, g, used))
-        slot_free(w, c, g);
+    }
+    wstore_retire(&w->st, g, used);
+    c->open_grants--;
+    slot_maybe_free(w, c, g);
+}
+
+/* Every grant the pusher still holds ends here (its commit: all its batches arrived). */
+static void grants_retire_all(rs_worker_t *w, wconn_t *c)
+{
+    for (uint32_t i = 0; i < c->n_slots; i++) {
+        wgrant_t *g = c->slots[i];
+        if (g != NULL && !g->retired)
+            grant_retire(w, c, i, g->partition, g->settled);
+    }
+}
+
+/*
+ * Memory is short: ask every pusher holding grants to give back the room it
+ * is not using (at most once per retry interval each). Their retires release
+ * extents, which can then be spilled.
+ */
+static void reclaim_broadcast(rs_worker_t *w)
+{
+    uint64_t now = rs_now_coarse_ns();
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &w->conns)
+    {
+        wconn_t *c = RS_CONTAINER_OF(pos, wconn_t, link);
+        if (c->role != RS_ROLE_PUSHER || c->open_grants == 0 ||
+            now - c->reclaim_at < RS_MS_TO_NS(w->st.cfg.retry_ms))
+            continue;
+        c->reclaim_at = now;
+        reply_status(c->ep, RS_SMSG_RECLAIM, RS_OK);
+    }
 }
 
 static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -151,6 +178,7 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_smsg_init(&r.h, RS_SMSG_GRANT, RS_OK);
     const rs_grant_want_t *want = (const rs_grant_want_t *)((const uint8_t *)data + sizeof(m));
     rs_grant_t *out = (rs_grant_t *)(buf + sizeof(r));
+    int backpressure = 0;
     for (uint32_t i = 0; i < m.n; i++) {
         rs_grant_want_t wt;
         memcpy(&wt, &want[i], sizeof(wt));
@@ -159,35 +187,38 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
             rs_warn("worker: grant for partition %u of shuffle %u (%u partitions) refused",
                     wt.partition, c->sh->id, c->sh->n_partitions);
             gr.status = RS_ERR_NOT_FOUND;
-        } else {
-            grant_retire(w, c, wt.partition, wt.prev_used);
-            wgrant_t *g = NULL;
-            s = wt.want == 0 ? RS_OK
-                             : wstore_grant(&w->st, c->sh, wt.partition, wt.want,
-                                            (wt.flags & RS_GRANT_BULK) != 0, &g);
-            if (s == RS_OK && g != NULL) {
-                s = slot_alloc(c, g);
-                if (s != RS_OK) {
-                    g->retired = 1;
-                    wstore_grant_free(&w->st, g);
-                    g = NULL;
-                }
-            }
-            if (g != NULL) {
-                c->cur[wt.partition] = g;
-                gr.slot = g->slot;
-                gr.off = g->off;
-                gr.len = g->len;
-            }
-            gr.status = s;
-            if (s == RS_ERR_BACKPRESSURE)
-                r.retry_ms = w->st.cfg.retry_ms;
+            memcpy(&out[i], &gr, sizeof(gr));
+            continue;
         }
+        if (wt.retire_slot != RS_SLOT_NONE)
+            grant_retire(w, c, wt.retire_slot, wt.partition, wt.retire_used);
+        wgrant_t *g = NULL;
+        s = wt.want == 0 ? RS_OK : wstore_grant(&w->st, c->sh, wt.partition, wt.want, wt.flags, &g);
+        if (s == RS_OK && g != NULL) {
+            s = slot_alloc(c, g);
+            if (s != RS_OK) {
+                wstore_grant_free(&w->st, g);
+                g = NULL;
+            }
+        }
+        if (g != NULL) {
+            c->open_grants++;
+            gr.slot = g->slot;
+            gr.off = g->off;
+            gr.len = g->len;
+        }
+        gr.status = s;
+        if (s == RS_ERR_BACKPRESSURE)
+            backpressure = 1;
         memcpy(&out[i], &gr, sizeof(gr));
     }
+    if (backpressure)
+        r.retry_ms = w->st.cfg.retry_ms;
     memcpy(buf, &r, sizeof(r));
     rs_msg_send(ep, RS_SMSG_GRANT, buf, rlen, NULL, NULL);
     free(buf);
+    if (backpressure)
+        reclaim_broadcast(w);
 }
 
 /* ----------------------------------------------------------- batch arrival */
@@ -252,6 +283,7 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
                 rs_strerror(s));
         wstore_settle(&w->st, g, room < RS_SPROTO_ALIGN ? room : RS_SPROTO_ALIGN);
         nack(w, c, g->partition, imm, 0, s);
+        slot_maybe_free(w, c, g);
         return;
     }
     rs_snap_entry_t e = {.loc = g->off + in,
@@ -278,8 +310,9 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
     }
     c->batches++;
     wstore_settle(&w->st, g, f.frame_len);
-    if (g->retired && wgrant_done(g) && c->cur[g->partition] != g)
-        slot_free(w, c, g);
+    slot_maybe_free(w, c, g);
+    if (c->commit_pending)
+        rs__worker_commit_check(w, c, 0);
 }
 
 /* ---------------------------------------------------------------- commit */
@@ -330,9 +363,7 @@ void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
         qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);
         wstore_commit(&w->st, c->sh, c->map_id, c->attempt, c->commit, c->commit_n);
         c->commit = NULL; /* the store owns the entries now */
-        for (uint32_t p = 0; p < c->sh->n_partitions; p++)
-            if (c->cur[p] != NULL)
-                grant_retire(w, c, p, c->cur[p]->settled);
+        grants_retire_all(w, c);
     }
     reply_status(c->ep, RS_SMSG_COMMIT_REPLY, s);
     commit_reset(c);
@@ -397,20 +428,19 @@ static wsnap_t *snap_find(wconn_t *c, uint32_t id)
     return NULL;
 }
 
-static void read_reply(rs_worker_t *w, rs_ep_t *ep, rs_status_t s, const wsnap_t *snap,
+static void read_reply(rs_ep_t *ep, rs_status_t s, uint32_t tag, const wsnap_t *snap,
                        const void *inline_buf, size_t inline_len)
 {
-    (void)w;
     size_t len = sizeof(rs_smsg_read_reply_t) + inline_len;
     uint8_t *buf = malloc(len);
     if (buf == NULL)
         return;
-    rs_smsg_read_reply_t r = {0};
+    rs_smsg_read_reply_t r = {.tag = tag};
     rs_smsg_init(&r.h, RS_SMSG_READ_REPLY, s);
     if (snap != NULL) {
         r.snap_id = snap->id;
-        r.index_off = inline_len > 0 ? UINT64_MAX : snap->off;
-        r.index_len = inline_len > 0 ? inline_len : snap->len;
+        r.index_off = inline_len > 0 ? UINT64_MAX : snap->index.off;
+        r.index_len = inline_len > 0 ? inline_len : snap->index.len;
     }
     memcpy(buf, &r, sizeof(r));
     if (inline_len > 0)
@@ -423,7 +453,7 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_worker_t *w = arg;
     wconn_t *c = conn_of(ep);
-    rs_smsg_read_open_t m;
+    rs_smsg_read_open_t m = {0};
     rs_status_t s = rs_smsg_check(data, len, RS_SMSG_READ_OPEN, sizeof(m), 0, 0);
     if (s == RS_OK && (c == NULL || c->role != RS_ROLE_READER))
         s = RS_ERR_STATE;
@@ -437,74 +467,29 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
             s = RS_ERR_NOT_FOUND;
         }
     }
-    void *snapbuf = NULL;
-    size_t snaplen = 0;
+    void *index = NULL;
+    size_t index_len = 0;
     wsnap_t *snap = NULL;
-    if (s == RS_OK)
-        s = wstore_snapshot(&w->st, sh, m.partition, &snapbuf, &snaplen);
-    if (s == RS_OK) {
-        snap = calloc(1, sizeof(*snap));
-        rs_snap_hdr_t h;
-        memcpy(&h, snapbuf, sizeof(h));
-        size_t ent_off = snaplen - h.n_entries * sizeof(rs_snap_entry_t);
-        if (snap != NULL && h.n_entries > 0) {
-            snap->entries = malloc(h.n_entries * sizeof(rs_snap_entry_t));
-            if (snap->entries == NULL) {
-                free(snap);
-                snap = NULL;
-            } else {
-                memcpy(snap->entries, (uint8_t *)snapbuf + ent_off,
-                       h.n_entries * sizeof(rs_snap_entry_t));
-            }
-        }
-        if (snap == NULL) {
-            s = RS_ERR_NOMEM;
-        } else {
-            snap->n_entries = h.n_entries;
-            snap->id = w->st.next_snap++;
-            snap->sh = sh;
-            snap->partition = m.partition;
-        }
-    }
     size_t inline_max = rs_ctx_config(w->ctx)->msg_max - sizeof(rs_smsg_read_reply_t);
-    if (s == RS_OK && snaplen > inline_max) {
-        uint64_t off;
-        s = rs_range_get(&w->st.ra, snaplen, &off);
-        if (s != RS_OK) {
-            wstore_spill(&w->st, snaplen);
-            s = rs_range_get(&w->st.ra, snaplen, &off);
-        }
-        if (s == RS_OK) {
-            memcpy(w->st.arena + off, snapbuf, snaplen);
-            snap->off = off;
-            snap->len = rs_range_round(&w->st.ra, snaplen);
-        } else {
-            s = RS_ERR_BACKPRESSURE;
-        }
-    }
+    if (s == RS_OK)
+        s = wstore_snap_open(&w->st, sh, m.partition, inline_max, &snap, &index, &index_len);
     if (s != RS_OK) {
-        if (snap != NULL) {
-            free(snap->entries);
-            free(snap);
-        }
-        free(snapbuf);
-        read_reply(w, ep, s, NULL, NULL, 0);
+        read_reply(ep, s, m.tag, NULL, NULL, 0);
         return;
     }
-    sh->open_snaps++;
     rs_list_add_tail(&c->snaps, &snap->link);
-    if (snap->len == 0)
-        read_reply(w, ep, RS_OK, snap, snapbuf, snaplen);
+    if (snap->index.len == 0)
+        read_reply(ep, RS_OK, m.tag, snap, index, index_len);
     else
-        read_reply(w, ep, RS_OK, snap, NULL, 0);
-    free(snapbuf);
+        read_reply(ep, RS_OK, m.tag, snap, NULL, 0);
+    free(index);
 }
 
 static void on_spill_load(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_worker_t *w = arg;
     wconn_t *c = conn_of(ep);
-    rs_smsg_spill_load_t m;
+    rs_smsg_spill_load_t m = {0};
     rs_smsg_spill_reply_t r = {0};
     rs_status_t s = rs_smsg_check(data, len, RS_SMSG_SPILL_LOAD, sizeof(m), 0, 0);
     wsnap_t *snap = NULL;
@@ -514,14 +499,20 @@ static void on_spill_load(void *arg, rs_ep_t *ep, const void *data, size_t len)
         if (snap == NULL)
             s = RS_ERR_NOT_FOUND;
     }
+    uint32_t staged = 0;
     if (s == RS_OK)
-        s = wstore_stage(&w->st, snap, m.first, m.n);
+        s = wstore_stage(&w->st, snap, m.first, m.n, &staged);
     if (s == RS_OK) {
-        r.off = snap->stage_off;
-        r.len = snap->stage_len;
+        r.off = snap->stage.off;
+        r.len = snap->stage.len;
+        r.n = staged;
+    } else if (s == RS_ERR_BACKPRESSURE) {
+        r.retry_ms = w->st.cfg.retry_ms;
+        reclaim_broadcast(w);
     } else {
         rs_warn("worker: spill load refused: %s", rs_strerror(s));
     }
+    r.tag = m.tag;
     rs_smsg_init(&r.h, RS_SMSG_SPILL_REPLY, s);
     rs_msg_send(ep, RS_SMSG_SPILL_REPLY, &r, sizeof(r), NULL, NULL);
 }
@@ -530,7 +521,6 @@ static void snap_close(rs_worker_t *w, wsnap_t *snap)
 {
     rs_list_del(&snap->link);
     wstore_snap_close(&w->st, snap);
-    free(snap);
 }
 
 static void on_read_close(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -572,7 +562,6 @@ void rs__worker_conn_free(rs_worker_t *w, wconn_t *c)
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &c->snaps) snap_close(w, RS_CONTAINER_OF(pos, wsnap_t, link));
     free(c->slots);
-    free(c->cur);
     free(c->stats);
     free(c->commit);
     free(c->seen);

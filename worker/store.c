@@ -1,8 +1,11 @@
 /*
- * The worker's storage: one registered arena carved into partition extents
- * by a first-fit range allocator; grants are carved from a partition's
- * current extent; committed batches are indexed per partition; settled
- * extents are spilled to (already unlinked) files above the high-water mark.
+ * The worker's storage: one registered arena, split into a data area carved
+ * into partition extents by a first-fit range allocator, and a small
+ * staging reserve for snapshot indexes and staged spills (so a reader can
+ * always make progress, however full or fragmented the data area is).
+ * Grants are carved from a partition's current extent; committed batches
+ * are indexed per partition; settled extents that no open snapshot pins are
+ * spilled to (already unlinked) files above the high-water mark.
  */
 #include "worker/internal.h"
 
@@ -15,21 +18,41 @@
 #include <string.h>
 #include <unistd.h>
 
+#define RESERVE_MIN ((uint64_t)128 << 10)
+#define RESERVE_MAX ((uint64_t)16 << 20)
+
 rs_status_t wstore_init(wstore_t *st, const rs_worker_config_t *cfg, uint8_t *arena, uint64_t len)
 {
     memset(st, 0, sizeof(*st));
     st->cfg = *cfg;
     st->arena = arena;
     st->arena_len = len;
-    st->high_water = len / 100 * cfg->high_water_pct;
+    /* An eighth of the arena (128 KiB .. 16 MiB) is kept for staging; sink mode needs none. */
+    uint64_t rsv = cfg->sink ? 0 : len / 8;
+    if (!cfg->sink && rsv < RESERVE_MIN)
+        rsv = RESERVE_MIN;
+    if (rsv > RESERVE_MAX)
+        rsv = RESERVE_MAX;
+    rsv &= ~(uint64_t)(RS_SPROTO_ALIGN - 1);
+    if (rsv >= len / 2)
+        rsv = (len / 4) & ~(uint64_t)(RS_SPROTO_ALIGN - 1);
+    st->data_len = (len - rsv) & ~(uint64_t)(RS_SPROTO_ALIGN - 1);
+    st->high_water = st->data_len / 100 * cfg->high_water_pct;
     /* Many small extents in a small arena: settled ones can then be spilled early. */
-    if (st->cfg.extent_max > len / 16)
-        st->cfg.extent_max = len / 16 > st->cfg.extent_min ? len / 16 : st->cfg.extent_min;
+    if (st->cfg.extent_max > st->data_len / 16)
+        st->cfg.extent_max =
+            st->data_len / 16 > st->cfg.extent_min ? st->data_len / 16 : st->cfg.extent_min;
     if (st->cfg.grant_bulk > st->cfg.extent_max)
         st->cfg.grant_bulk = st->cfg.extent_max;
     rs_list_init(&st->shuffles);
     st->next_snap = 1;
-    return rs_range_alloc_init(&st->ra, len, RS_SPROTO_ALIGN);
+    rs_status_t s = rs_range_alloc_init(&st->ra, st->data_len, RS_SPROTO_ALIGN);
+    if (s != RS_OK)
+        return s;
+    s = rs_range_alloc_init(&st->rsv, len - st->data_len, RS_SPROTO_ALIGN);
+    if (s != RS_OK)
+        rs_range_alloc_cleanup(&st->ra);
+    return s;
 }
 
 wshuffle_t *wstore_find(wstore_t *st, uint32_t shuffle_id)
@@ -83,21 +106,70 @@ rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitio
     return RS_OK;
 }
 
+/* ----------------------------------------------------------------- arena */
+
+static void used_update(wstore_t *st)
+{
+    st->stats.arena_used = st->ra.used + st->rsv.used;
+    if (st->stats.arena_used > st->stats.arena_peak)
+        st->stats.arena_peak = st->stats.arena_used;
+}
+
 static void arena_put(wstore_t *st, uint64_t off, uint64_t len)
 {
     if (len > 0)
         rs_range_put(&st->ra, off, len);
-    st->stats.arena_used = st->ra.used;
+    used_update(st);
 }
 
 static rs_status_t arena_get(wstore_t *st, uint64_t len, uint64_t *off_p)
 {
     rs_status_t s = rs_range_get(&st->ra, len, off_p);
-    st->stats.arena_used = st->ra.used;
-    if (st->ra.used > st->stats.arena_peak)
-        st->stats.arena_peak = st->ra.used;
+    used_update(st);
     return s;
 }
+
+/* Room for an index or a stage: the reserve first, then the data area (spilling for it). */
+static rs_status_t space_get(wstore_t *st, uint64_t len, wspace_t *sp)
+{
+    uint64_t off;
+    if (rs_range_get(&st->rsv, len, &off) == RS_OK) {
+        *sp = (wspace_t){
+            .off = st->data_len + off, .len = rs_range_round(&st->rsv, len), .reserve = 1};
+        used_update(st);
+        return RS_OK;
+    }
+    rs_status_t s = arena_get(st, len, &off);
+    if (s != RS_OK) {
+        wstore_spill(st, len);
+        s = arena_get(st, len, &off);
+    }
+    if (s != RS_OK)
+        return RS_ERR_BACKPRESSURE;
+    *sp = (wspace_t){.off = off, .len = rs_range_round(&st->ra, len), .reserve = 0};
+    return RS_OK;
+}
+
+static void space_put(wstore_t *st, wspace_t *sp)
+{
+    if (sp->len == 0)
+        return;
+    if (sp->reserve)
+        rs_range_put(&st->rsv, sp->off - st->data_len, sp->len);
+    else
+        rs_range_put(&st->ra, sp->off, sp->len);
+    sp->len = 0;
+    used_update(st);
+}
+
+/* The longest space space_get could hand out now without spilling. */
+static uint64_t space_largest(wstore_t *st)
+{
+    uint64_t a = rs_range_largest(&st->rsv), b = rs_range_largest(&st->ra);
+    return a > b ? a : b;
+}
+
+/* --------------------------------------------------------------- extents */
 
 static void extent_free(wstore_t *st, extent_t *e)
 {
@@ -126,11 +198,61 @@ static void extent_close(wstore_t *st, extent_t *e)
 /* An extent nothing will write into and no batch of which is still in memory. */
 static void extent_maybe_free(wstore_t *st, extent_t *e)
 {
-    if (e->closed && e->live_grants == 0 && e->n_batches == 0)
+    if (e->closed && e->live_grants == 0 && e->n_batches == 0 && e->pins == 0)
         extent_free(st, e);
 }
 
-rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want, int bulk,
+/* Is there room for len more bytes of grants below the high-water mark? */
+static int plenty(const wstore_t *st, uint64_t len)
+{
+    return st->ra.used + len <= st->high_water;
+}
+
+static rs_status_t extent_new(wstore_t *st, wpart_t *part, uint64_t want, uint64_t *len_p,
+                              uint32_t flags, extent_t **e_p)
+{
+    uint64_t len = *len_p;
+    uint64_t size = st->cfg.sink || !plenty(st, part->next_extent) ? len : part->next_extent;
+    if (size < len)
+        size = len;
+    uint64_t off;
+    rs_status_t s = arena_get(st, size, &off);
+    if (s != RS_OK && size > len)
+        s = arena_get(st, size = len, &off);
+    if (s != RS_OK && len > want)
+        s = arena_get(st, size = len = want, &off);
+    if (s != RS_OK && (flags & RS_GRANT_AHEAD))
+        return RS_ERR_BUSY; /* never spill for a grant nobody waits for yet */
+    if (s != RS_OK) {
+        wstore_spill(st, want);
+        s = arena_get(st, size = len = want, &off);
+    }
+    if (s != RS_OK) {
+        st->stats.backpressure++;
+        return RS_ERR_BACKPRESSURE;
+    }
+    extent_t *e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        arena_put(st, off, size);
+        return RS_ERR_NOMEM;
+    }
+    e->part = part;
+    e->off = off;
+    e->len = rs_range_round(&st->ra, size);
+    rs_list_add_tail(&part->extents, &e->link);
+    if (!st->cfg.sink) {
+        part->cur = e;
+        if (part->next_extent < st->cfg.extent_max)
+            part->next_extent *= 2;
+    }
+    *len_p = len;
+    *e_p = e;
+    return RS_OK;
+}
+
+/* ---------------------------------------------------------------- grants */
+
+rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want, uint32_t flags,
                          wgrant_t **g_p)
 {
     wpart_t *part = &sh->parts[p];
@@ -138,8 +260,11 @@ rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want
     if (want == 0 || want > RS_GRANT_MAX)
         return RS_ERR_BAD_LENGTH;
     uint64_t len = want;
-    if (bulk)
+    /* Bulk room only while memory is plentiful: a short arena grants exactly what waits. */
+    if ((flags & RS_GRANT_BULK) && plenty(st, want + st->cfg.grant_bulk))
         len = want + st->cfg.grant_bulk;
+    else if ((flags & RS_GRANT_AHEAD) && !plenty(st, want))
+        return RS_ERR_BUSY;
     if (len > RS_GRANT_MAX)
         len = RS_GRANT_MAX;
     len = rs_sproto_round(len);
@@ -150,37 +275,9 @@ rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want
     if (e != NULL && e->len - e->fill < len)
         len = e->len - e->fill; /* the rest of this extent, at least want */
     if (e == NULL) {
-        uint64_t size = st->cfg.sink ? len : part->next_extent;
-        if (size < len)
-            size = len;
-        uint64_t off;
-        rs_status_t s = arena_get(st, size, &off);
-        if (s != RS_OK && size > len)
-            s = arena_get(st, size = len, &off);
-        if (s != RS_OK && len > want)
-            s = arena_get(st, size = len = want, &off);
-        if (s != RS_OK) {
-            wstore_spill(st, want);
-            s = arena_get(st, size = len = want, &off);
-        }
-        if (s != RS_OK) {
-            st->stats.backpressure++;
-            return RS_ERR_BACKPRESSURE;
-        }
-        e = calloc(1, sizeof(*e));
-        if (e == NULL) {
-            arena_put(st, off, size);
-            return RS_ERR_NOMEM;
-        }
-        e->part = part;
-        e->off = off;
-        e->len = size;
-        rs_list_add_tail(&part->extents, &e->link);
-        if (!st->cfg.sink) {
-            part->cur = e;
-            if (part->next_extent < st->cfg.extent_max)
-                part->next_extent *= 2;
-        }
+        rs_status_t s = extent_new(st, part, want, &len, flags, &e);
+        if (s != RS_OK)
+            return s;
     }
     wgrant_t *g = calloc(1, sizeof(*g));
     if (g == NULL)
@@ -192,58 +289,44 @@ rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want
     e->fill += len;
     e->live_grants++;
     if (st->cfg.sink)
-        e->closed = 1; /* one grant per extent: it goes as soon as the grant settles */
+        e->closed = 1; /* one grant per extent: it goes as soon as the grant is released */
     *g_p = g;
     return RS_OK;
 }
 
-int wgrant_done(const wgrant_t *g)
+/* Once every byte the grant will ever hold arrived, its extent stops waiting for it. */
+static void grant_maybe_release(wstore_t *st, wgrant_t *g)
 {
-    return g->settled >= (g->retired ? g->used : g->len);
-}
-
-static void grant_settled(wstore_t *st, wgrant_t *g)
-{
-    extent_t *e = g->ext;
-    e->live_grants--;
-    extent_maybe_free(st, e);
+    if (g->released || g->settled < (g->retired ? g->used : g->len))
+        return;
+    g->released = 1;
+    g->ext->live_grants--;
+    extent_maybe_free(st, g->ext);
 }
 
 void wstore_settle(wstore_t *st, wgrant_t *g, uint64_t bytes)
 {
-    int was_done = wgrant_done(g);
     g->settled += rs_sproto_round(bytes);
-    if (!was_done && wgrant_done(g)) {
-        if (!g->retired) { /* a grant filled to the last byte is done without a retire */
-            g->retired = 1;
-            g->used = g->len;
-        }
-        grant_settled(st, g);
-    }
+    grant_maybe_release(st, g);
 }
 
-int wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used)
+void wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used)
 {
     if (g->retired)
-        return wgrant_done(g);
+        return;
     g->retired = 1;
     g->used = used > g->len ? g->len : rs_sproto_round(used);
-    if (wgrant_done(g)) {
-        grant_settled(st, g);
-        return 1;
-    }
-    return 0;
+    grant_maybe_release(st, g);
 }
 
 void wstore_grant_free(wstore_t *st, wgrant_t *g)
 {
-    if (!g->retired) { /* the pusher went away: nothing more will arrive */
+    if (!g->released) { /* the pusher went away: nothing more will arrive */
         g->retired = 1;
         g->used = g->settled;
-        grant_settled(st, g);
-    } else if (!wgrant_done(g)) {
-        g->used = g->settled;
-        grant_settled(st, g);
+        g->released = 1;
+        g->ext->live_grants--;
+        extent_maybe_free(st, g->ext);
     }
     free(g);
 }
@@ -308,8 +391,10 @@ static rs_status_t spill_open(wstore_t *st, wpart_t *part)
              part->sh->id, part->id);
     int fd = mkstemp(path);
     if (fd < 0) {
-        rs_error("worker: cannot create a spill file in %s: %s", st->cfg.spill_dir,
-                 strerror(errno));
+        if (!st->spill_broken)
+            rs_error("worker: cannot create a spill file in %s: %s", st->cfg.spill_dir,
+                     strerror(errno));
+        st->spill_broken = 1;
         return RS_ERR_IO;
     }
     unlink(path); /* the data lives as long as the descriptor: nothing left after a crash */
@@ -317,7 +402,7 @@ static rs_status_t spill_open(wstore_t *st, wpart_t *part)
     return RS_OK;
 }
 
-static rs_status_t write_all(int fd, const void *buf, size_t len, uint64_t off)
+static rs_status_t write_all(wstore_t *st, int fd, const void *buf, size_t len, uint64_t off)
 {
     const uint8_t *p = buf;
     while (len > 0) {
@@ -325,7 +410,9 @@ static rs_status_t write_all(int fd, const void *buf, size_t len, uint64_t off)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            rs_error("worker: spill write failed: %s", n < 0 ? strerror(errno) : "short write");
+            if (!st->spill_broken)
+                rs_error("worker: spill write failed: %s", n < 0 ? strerror(errno) : "short write");
+            st->spill_broken = 1;
             return RS_ERR_IO;
         }
         p += n;
@@ -335,28 +422,42 @@ static rs_status_t write_all(int fd, const void *buf, size_t len, uint64_t off)
     return RS_OK;
 }
 
-/* Writes the committed batches of a settled extent to its partition's file and frees it. */
+/*
+ * Writes the committed batches of a settled, unpinned extent to its
+ * partition's file and frees it. The entries move to the file only once
+ * all of them are written, so a failed write leaves the extent as it was.
+ */
 static rs_status_t spill_extent(wstore_t *st, extent_t *e)
 {
     wpart_t *part = e->part;
-    rs_status_t s = spill_open(st, part);
-    if (s != RS_OK)
-        return s;
-    for (size_t i = 0; i < part->n_entries; i++) {
-        wentry_t *we = &part->entries[i];
-        if (we->ext != e)
-            continue;
-        s = write_all(part->spill_fd, st->arena + we->e.loc, we->e.len, part->spill_len);
+    if (e->n_batches > 0) {
+        rs_status_t s = spill_open(st, part);
         if (s != RS_OK)
             return s;
-        we->e.loc = part->spill_len;
-        we->e.flags |= RS_SNAP_SPILLED;
-        we->ext = NULL;
-        part->spill_len += we->e.len;
-        part->mem_bytes -= we->e.len;
-        st->stats.spilled_bytes += we->e.len;
-        e->n_batches--;
+        uint64_t at = part->spill_len;
+        for (size_t i = 0; i < part->n_entries; i++) {
+            wentry_t *we = &part->entries[i];
+            if (we->ext != e)
+                continue;
+            s = write_all(st, part->spill_fd, st->arena + we->e.loc, we->e.len, at);
+            if (s != RS_OK)
+                return s;
+            at += we->e.len;
+        }
+        for (size_t i = 0; i < part->n_entries; i++) {
+            wentry_t *we = &part->entries[i];
+            if (we->ext != e)
+                continue;
+            we->e.loc = part->spill_len;
+            we->e.flags |= RS_SNAP_SPILLED;
+            we->ext = NULL;
+            part->spill_len += we->e.len;
+            part->mem_bytes -= we->e.len;
+            st->stats.spilled_bytes += we->e.len;
+            e->n_batches--;
+        }
     }
+    extent_close(st, e);
     extent_free(st, e);
     return RS_OK;
 }
@@ -369,8 +470,6 @@ void wstore_spill(wstore_t *st, uint64_t need)
     rs_list_for_each_safe(spos, stmp, &st->shuffles)
     {
         wshuffle_t *sh = RS_CONTAINER_OF(spos, wshuffle_t, link);
-        if (sh->open_snaps > 0)
-            continue; /* readers hold offsets into these extents */
         for (uint32_t p = 0; p < sh->n_partitions; p++) {
             wpart_t *part = &sh->parts[p];
             rs_list_t *pos, *tmp;
@@ -379,9 +478,9 @@ void wstore_spill(wstore_t *st, uint64_t need)
                 if (st->ra.used <= st->high_water && rs_range_largest(&st->ra) >= need)
                     return;
                 extent_t *e = RS_CONTAINER_OF(pos, extent_t, link);
-                if (e->live_grants > 0)
+                /* Live grants still receive; pinned batches are being read at their offsets. */
+                if (e->live_grants > 0 || e->pins > 0)
                     continue;
-                extent_close(st, e);
                 if (spill_extent(st, e) != RS_OK)
                     return;
             }
@@ -391,9 +490,23 @@ void wstore_spill(wstore_t *st, uint64_t need)
 
 /* ------------------------------------------------------------- snapshots */
 
-rs_status_t wstore_snapshot(wstore_t *st, wshuffle_t *sh, uint32_t p, void **buf_p, size_t *len_p)
+static void snap_free(wstore_t *st, wsnap_t *snap)
 {
-    (void)st;
+    for (uint32_t i = 0; i < snap->n_pinned; i++) {
+        extent_t *e = snap->pinned[i];
+        e->pins--;
+        extent_maybe_free(st, e);
+    }
+    space_put(st, &snap->index);
+    space_put(st, &snap->stage);
+    free(snap->pinned);
+    free(snap->entries);
+    free(snap);
+}
+
+/* Header, the shuffle's commits (this partition's counts) and the partition's entries. */
+static rs_status_t snap_build(wshuffle_t *sh, uint32_t p, uint8_t **buf_p, size_t *len_p)
+{
     wpart_t *part = &sh->parts[p];
     uint32_t n_commits = 0;
     rs_list_t *pos, *tmp;
@@ -428,6 +541,65 @@ rs_status_t wstore_snapshot(wstore_t *st, wshuffle_t *sh, uint32_t p, void **buf
     return RS_OK;
 }
 
+rs_status_t wstore_snap_open(wstore_t *st, wshuffle_t *sh, uint32_t p, size_t inline_max,
+                             wsnap_t **snap_p, void **index_p, size_t *index_len_p)
+{
+    wpart_t *part = &sh->parts[p];
+    uint8_t *buf;
+    size_t len;
+    rs_status_t s = snap_build(sh, p, &buf, &len);
+    if (s != RS_OK)
+        return s;
+    wsnap_t *snap = calloc(1, sizeof(*snap));
+    uint32_t n_ext = 0;
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &part->extents) n_ext++;
+    if (snap != NULL) {
+        snap->entries = malloc((part->n_entries ? part->n_entries : 1) * sizeof(rs_snap_entry_t));
+        snap->pinned = malloc((n_ext ? n_ext : 1) * sizeof(extent_t *));
+    }
+    if (snap == NULL || snap->entries == NULL || snap->pinned == NULL) {
+        if (snap != NULL) {
+            free(snap->entries);
+            free(snap->pinned);
+            free(snap);
+        }
+        free(buf);
+        return RS_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < part->n_entries; i++)
+        snap->entries[i] = part->entries[i].e;
+    snap->n_entries = (uint32_t)part->n_entries;
+    snap->sh = sh;
+    snap->partition = p;
+    /* Pinned before anything below may spill: the entries keep their arena offsets. */
+    rs_list_for_each_safe(pos, tmp, &part->extents)
+    {
+        extent_t *e = RS_CONTAINER_OF(pos, extent_t, link);
+        if (e->n_batches > 0) {
+            e->pins++;
+            snap->pinned[snap->n_pinned++] = e;
+        }
+    }
+    sh->open_snaps++;
+    if (len > inline_max) {
+        s = space_get(st, len, &snap->index);
+        if (s != RS_OK) {
+            st->stats.backpressure++;
+            sh->open_snaps--;
+            snap_free(st, snap);
+            free(buf);
+            return s;
+        }
+        memcpy(st->arena + snap->index.off, buf, len);
+    }
+    snap->id = st->next_snap++;
+    *snap_p = snap;
+    *index_p = buf;
+    *index_len_p = len;
+    return RS_OK;
+}
+
 static rs_status_t read_all(int fd, void *buf, size_t len, uint64_t off)
 {
     uint8_t *p = buf;
@@ -446,7 +618,8 @@ static rs_status_t read_all(int fd, void *buf, size_t len, uint64_t off)
     return RS_OK;
 }
 
-rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n)
+rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n,
+                         uint32_t *staged_p)
 {
     wpart_t *part = &snap->sh->parts[snap->partition];
     if (n == 0 || first > snap->n_entries || n > snap->n_entries - first)
@@ -460,30 +633,30 @@ rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n
     }
     if (total > RS_STAGE_MAX && n > 1)
         return RS_ERR_BAD_LENGTH; /* readers ask for at most this much at once */
-    if (snap->stage_len > 0) {
-        arena_put(st, snap->stage_off, snap->stage_len);
-        snap->stage_len = 0;
-    }
-    uint64_t off;
-    if (arena_get(st, total, &off) != RS_OK) {
-        wstore_spill(st, total);
-        if (arena_get(st, total, &off) != RS_OK) {
+    space_put(st, &snap->stage);
+    if (space_get(st, total, &snap->stage) != RS_OK) {
+        /* Stage the leading frames that fit the largest free range. */
+        uint64_t room = space_largest(st), fit = 0;
+        uint32_t k = 0;
+        while (k < n && fit + rs_sproto_round(snap->entries[first + k].len) <= room)
+            fit += rs_sproto_round(snap->entries[first + k++].len);
+        if (k == 0 || space_get(st, fit, &snap->stage) != RS_OK) {
             st->stats.backpressure++;
             return RS_ERR_BACKPRESSURE;
         }
+        n = k;
     }
-    uint64_t at = off;
+    uint64_t at = snap->stage.off;
     for (uint32_t i = first; i < first + n; i++) {
         const rs_snap_entry_t *e = &snap->entries[i];
         rs_status_t s = read_all(part->spill_fd, st->arena + at, e->len, e->loc);
         if (s != RS_OK) {
-            arena_put(st, off, total);
+            space_put(st, &snap->stage);
             return s;
         }
         at += rs_sproto_round(e->len);
     }
-    snap->stage_off = off;
-    snap->stage_len = rs_range_round(&st->ra, total);
+    *staged_p = n;
     return RS_OK;
 }
 
@@ -513,12 +686,8 @@ static void shuffle_free(wstore_t *st, wshuffle_t *sh)
 
 void wstore_snap_close(wstore_t *st, wsnap_t *snap)
 {
-    if (snap->len > 0)
-        arena_put(st, snap->off, snap->len);
-    if (snap->stage_len > 0)
-        arena_put(st, snap->stage_off, snap->stage_len);
-    free(snap->entries);
     wshuffle_t *sh = snap->sh;
+    snap_free(st, snap);
     if (--sh->open_snaps == 0 && sh->dropped)
         shuffle_free(st, sh);
 }
@@ -536,4 +705,5 @@ void wstore_cleanup(wstore_t *st)
     rs_list_for_each_safe(pos, tmp, &st->shuffles)
         shuffle_free(st, RS_CONTAINER_OF(pos, wshuffle_t, link));
     rs_range_alloc_cleanup(&st->ra);
+    rs_range_alloc_cleanup(&st->rsv);
 }

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define W_WAIT_MS 10 /* housekeeping (commit deadlines, spill) at least this often */
+#define W_WAIT_MS  10      /* housekeeping (commit deadlines, spill) at least this often */
+#define W_SPIN_NS  50000   /* keep polling this long after the last event before sleeping */
+#define W_HOUSE_NS 1000000 /* housekeeping at most this often while busy */
 
 void rs_worker_config_defaults(rs_worker_config_t *cfg)
 {
@@ -67,8 +69,8 @@ static void housekeeping(rs_worker_t *w)
     rs_list_for_each_safe(pos, tmp, &w->conns)
     {
         wconn_t *c = RS_CONTAINER_OF(pos, wconn_t, link);
-        if (c->commit_pending && now >= c->commit_deadline)
-            rs__worker_commit_check(w, c, 1);
+        if (c->commit_pending)
+            rs__worker_commit_check(w, c, now >= c->commit_deadline);
     }
     if (w->st.ra.used > w->st.high_water)
         wstore_spill(&w->st, 0);
@@ -77,20 +79,27 @@ static void housekeeping(rs_worker_t *w)
     pthread_mutex_unlock(&w->stats_lock);
 }
 
+/*
+ * Polls while events keep coming (a notification per batch: sleeping on the
+ * fd between them would cost a wake-up each), sleeps on the fd when idle.
+ */
 static void *worker_main(void *arg)
 {
     rs_worker_t *w = arg;
+    uint64_t last_event = rs_now_ns();
     while (!w->stop) {
-        rs_wait(w->ctx, W_WAIT_MS);
-        /* Commit checks after every batch arrival are cheap: do them here too. */
-        rs_list_t *pos, *tmp;
-        rs_list_for_each_safe(pos, tmp, &w->conns)
-        {
-            wconn_t *c = RS_CONTAINER_OF(pos, wconn_t, link);
-            if (c->commit_pending)
-                rs__worker_commit_check(w, c, 0);
+        uint64_t now = rs_now_ns();
+        if (now - last_event < W_SPIN_NS) {
+            if (rs_progress(w->ctx) > 0)
+                last_event = now;
+        } else if (rs_wait(w->ctx, W_WAIT_MS) == RS_OK) {
+            last_event = rs_now_ns();
         }
-        housekeeping(w);
+        uint64_t coarse = rs_now_coarse_ns();
+        if (coarse >= w->next_housekeeping) {
+            w->next_housekeeping = coarse + W_HOUSE_NS;
+            housekeeping(w);
+        }
     }
     return NULL;
 }

@@ -1,10 +1,15 @@
 /*
- * The reduce side: reads one partition of a shuffle from the worker that
- * holds it. The partition's index is fetched in one request; committed
- * extents are pulled with large one-sided reads (spilled batches are staged
- * by the worker and pulled the same way); every batch is verified, batches
- * of losing map attempts and repeated batches are dropped, and the result
- * is checked against each winning attempt's commit.
+ * The reduce side: reads partitions of a shuffle from the workers that hold
+ * them. A session holds what partitions share: one transport context, one
+ * connection per worker (made on first use) and the registered read
+ * buffers; readers opened in it cost one request each. A partition's index
+ * is fetched in one request; committed extents are pulled with large
+ * one-sided reads (spilled batches are staged by the worker and pulled the
+ * same way); every batch is verified, batches of losing map attempts and
+ * repeated batches are dropped, and the result is checked against each
+ * winning attempt's commit.
+ *
+ * A session and its readers are used by one thread at a time.
  */
 #ifndef RSHUFFLE_READER_H
 #define RSHUFFLE_READER_H
@@ -20,6 +25,7 @@ extern "C" {
 #endif
 
 typedef struct rs_reader rs_reader_t;
+typedef struct rs_reader_session rs_reader_session_t;
 
 typedef struct rs_reader_config {
     size_t read_max;  /* RSHUFFLE_READ_MAX: bytes per read, the registered buffer (16 MiB) */
@@ -30,11 +36,32 @@ typedef struct rs_reader_config {
 /* Fills *cfg with the defaults above. */
 RS_API void rs_reader_config_defaults(rs_reader_config_t *cfg);
 
+/* Applies the RSHUFFLE_READ_* variables named above; RS_ERR_CONFIG names a bad one. */
+RS_API rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg);
+
 /*
- * Opens partition of desc. attempts[m] is the winning attempt of map m (maps
- * 0 .. n_maps-1); every one of them must have committed. cfg NULL: defaults.
- * RS_ERR_NOT_FOUND: unknown shuffle or partition at the worker; RS_ERR_STATE:
- * a winning attempt never committed there.
+ * Opens a session on desc (which, with its worker strings, must outlive the
+ * session). attempts[m] is the winning attempt of map m (maps 0 ..
+ * n_maps-1; copied). cfg NULL: defaults and environment. Connects lazily.
+ */
+RS_API rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_t n_maps,
+                                          const uint32_t *attempts, const rs_reader_config_t *cfg,
+                                          rs_reader_session_t **sess_p);
+
+/*
+ * Opens one partition in the session. RS_ERR_NOT_FOUND: unknown shuffle or
+ * partition at the worker; RS_ERR_STATE: a winning attempt never committed
+ * there. Each open reader holds one read buffer (read_max bytes).
+ */
+RS_API rs_status_t rs_reader_open_in(rs_reader_session_t *sess, uint32_t partition,
+                                     rs_reader_t **reader_p);
+
+/* Closes the connections and frees the session; its readers must be closed first. */
+RS_API void rs_reader_session_close(rs_reader_session_t *sess);
+
+/*
+ * One partition with a session of its own (a connection per call: prefer
+ * a session for many partitions). Arguments and errors as above.
  */
 RS_API rs_status_t rs_reader_open(const rs_shuffle_desc_t *desc, uint32_t partition,
                                   uint32_t n_maps, const uint32_t *attempts,
@@ -57,9 +84,10 @@ typedef struct rs_reader_stats {
     uint64_t spill_loads;    /* staging requests for spilled batches */
 } rs_reader_stats_t;
 
+/* The reader's counters so far. */
 RS_API void rs_reader_stats(const rs_reader_t *r, rs_reader_stats_t *stats);
 
-/* Releases the worker's snapshot and frees the reader. */
+/* Releases the worker's snapshot (without waiting) and frees the reader. */
 RS_API void rs_reader_close(rs_reader_t *r);
 
 #ifdef __cplusplus

@@ -1,14 +1,118 @@
-/* The worker's storage without a transport: grants, settling, spill and staging. */
+/*
+ * The worker's storage without a transport: grants, settling, spill,
+ * snapshots and staging. Deterministic versions of the races the
+ * multi-process tests can only hit by chance: a spill forced while a reader
+ * holds a snapshot, a snapshot opened when the arena is full, staging with
+ * the data area full of pinned batches, and grants under memory pressure.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "common/range_alloc.h"
 #include "worker/internal.h"
+
+#define ARENA (256u << 10)
+
+typedef struct fixture {
+    wstore_t st;
+    uint8_t *arena;
+    wshuffle_t *sh;
+    uint64_t seq;
+} fixture_t;
+
+static void fx_init(fixture_t *fx, uint32_t parts, uint32_t high_water_pct)
+{
+    rs_worker_config_t cfg;
+    rs_worker_config_defaults(&cfg);
+    cfg.extent_min = 4096;
+    cfg.extent_max = 16384;
+    cfg.grant_bulk = 4096;
+    cfg.high_water_pct = high_water_pct;
+    memset(fx, 0, sizeof(*fx));
+    fx->arena = aligned_alloc(64, ARENA);
+    assert_non_null(fx->arena);
+    assert_int_equal(wstore_init(&fx->st, &cfg, fx->arena, ARENA), RS_OK);
+    assert_int_equal(wstore_attach(&fx->st, 9, parts, &fx->sh), RS_OK);
+}
+
+static void fx_fini(fixture_t *fx)
+{
+    wstore_cleanup(&fx->st);
+    free(fx->arena);
+}
+
+/* A byte pattern that names the batch: a wrong or stale range shows at once. */
+static uint8_t pattern(uint64_t seq, uint32_t i)
+{
+    return (uint8_t)(seq * 31 + i * 7 + 1);
+}
+
+/* Fills one grant of partition p with 1 KiB batches, as a pusher would, and retires it. */
+static rs_status_t fill_grant(fixture_t *fx, uint32_t p, uint32_t flags, uint32_t *batches)
+{
+    wgrant_t *g;
+    rs_status_t s = wstore_grant(&fx->st, fx->sh, p, 1024, flags, &g);
+    if (s != RS_OK)
+        return s;
+    for (uint64_t off = 0; off + 1024 <= g->len; off += 1024) {
+        uint64_t seq = fx->seq++;
+        for (uint32_t i = 0; i < 1024; i++)
+            fx->arena[g->off + off + i] = pattern(seq, i);
+        rs_snap_entry_t e = {.loc = g->off + off, .len = 1024, .seq = seq};
+        assert_int_equal(wstore_add_entry(&fx->st, g, &e), RS_OK);
+        wstore_settle(&fx->st, g, 1024);
+        (*batches)++;
+    }
+    wstore_retire(&fx->st, g, g->len);
+    assert_true(g->released);
+    wstore_grant_free(&fx->st, g);
+    return RS_OK;
+}
+
+static void check_bytes(const uint8_t *at, uint64_t seq)
+{
+    for (uint32_t i = 0; i < 1024; i++)
+        if (at[i] != pattern(seq, i))
+            fail_msg("batch %llu: byte %u is %u, expected %u", (unsigned long long)seq, i, at[i],
+                     pattern(seq, i));
+}
+
+/* Every in-memory entry of the snapshot still holds its batch at its arena offset. */
+static void check_snapshot(fixture_t *fx, const wsnap_t *snap)
+{
+    for (uint32_t i = 0; i < snap->n_entries; i++)
+        if (!(snap->entries[i].flags & RS_SNAP_SPILLED))
+            check_bytes(fx->arena + snap->entries[i].loc, snap->entries[i].seq);
+}
+
+/* Stages every spilled entry of the snapshot (in as many loads as it takes) and checks them. */
+static uint32_t stage_all(fixture_t *fx, wsnap_t *snap)
+{
+    uint32_t checked = 0;
+    for (uint32_t i = 0; i < snap->n_entries;) {
+        if (!(snap->entries[i].flags & RS_SNAP_SPILLED)) {
+            i++;
+            continue;
+        }
+        uint32_t n = 0;
+        while (i + n < snap->n_entries && (snap->entries[i + n].flags & RS_SNAP_SPILLED) && n < 64)
+            n++;
+        uint32_t staged = 0;
+        assert_int_equal(wstore_stage(&fx->st, snap, i, n, &staged), RS_OK);
+        assert_true(staged >= 1 && staged <= n);
+        for (uint32_t k = 0; k < staged; k++)
+            check_bytes(fx->arena + snap->stage.off + (uint64_t)k * 1024, snap->entries[i + k].seq);
+        checked += staged;
+        i += staged;
+    }
+    return checked;
+}
 
 static void test_range_alloc(void **state)
 {
@@ -33,71 +137,207 @@ static void test_range_alloc(void **state)
 static void test_grants_spill_stage(void **state)
 {
     (void)state;
-    rs_worker_config_t cfg;
-    rs_worker_config_defaults(&cfg);
-    cfg.extent_min = 4096;
-    cfg.extent_max = 16384;
-    cfg.grant_bulk = 4096;
-    cfg.high_water_pct = 50;
-    uint64_t len = 64 << 10;
-    uint8_t *arena = aligned_alloc(64, len);
-    wstore_t st;
-    assert_int_equal(wstore_init(&st, &cfg, arena, len), RS_OK);
-    wshuffle_t *sh;
-    assert_int_equal(wstore_attach(&st, 9, 2, &sh), RS_OK);
-    assert_int_equal(wstore_attach(&st, 9, 3, &sh), RS_ERR_INVALID);
-    /* Fill partition 0 with 1 KiB batches; each grant retires once written. */
-    int n = 0;
-    for (int round = 0; round < 40; round++) {
-        wgrant_t *g;
-        rs_status_t s = wstore_grant(&st, sh, 0, 1024, 1, &g);
+    fixture_t fx;
+    fx_init(&fx, 2, 50);
+    wshuffle_t *other;
+    assert_int_equal(wstore_attach(&fx.st, 9, 3, &other), RS_ERR_INVALID);
+    uint32_t n = 0;
+    for (int round = 0; round < 80; round++) {
+        assert_int_equal(fill_grant(&fx, 0, RS_GRANT_BULK, &n), RS_OK);
+        wstore_spill(&fx.st, 0);
+        assert_true(fx.st.ra.used <= fx.st.data_len);
+    }
+    /* Over the high-water mark, settled extents went to the spill file. */
+    assert_true(fx.st.stats.spilled_bytes > 0);
+    assert_true(fx.st.ra.used <= fx.st.high_water + fx.st.cfg.extent_max);
+    wsnap_t *snap;
+    void *index;
+    size_t index_len;
+    assert_int_equal(wstore_snap_open(&fx.st, fx.sh, 0, 1 << 20, &snap, &index, &index_len), RS_OK);
+    free(index);
+    assert_int_equal(snap->n_entries, n);
+    assert_int_equal(snap->index.len, 0); /* small enough to go inline */
+    check_snapshot(&fx, snap);
+    assert_int_equal(stage_all(&fx, snap) * 1024ull, fx.st.stats.spilled_bytes);
+    /* Past the snapshot, or a range with batches still in memory: refused. */
+    uint32_t staged;
+    assert_int_equal(wstore_stage(&fx.st, snap, snap->n_entries, 1, &staged), RS_ERR_OUT_OF_RANGE);
+    assert_int_equal(wstore_stage(&fx.st, snap, snap->n_entries - 1, 1, &staged),
+                     RS_ERR_OUT_OF_RANGE);
+    wstore_snap_close(&fx.st, snap);
+    fx_fini(&fx);
+}
+
+/* A spill forced while a reader holds a snapshot leaves the snapshot's batches in place. */
+static void test_spill_while_snapshot_open(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fx_init(&fx, 2, 90);
+    uint32_t n0 = 0, n1 = 0;
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(fill_grant(&fx, 0, 0, &n0), RS_OK);
+        assert_int_equal(fill_grant(&fx, 1, 0, &n1), RS_OK);
+    }
+    assert_int_equal(fx.st.stats.spilled_bytes, 0);
+    wsnap_t *snap;
+    void *index;
+    size_t index_len;
+    assert_int_equal(wstore_snap_open(&fx.st, fx.sh, 0, 1 << 20, &snap, &index, &index_len), RS_OK);
+    free(index);
+    assert_true(snap->n_pinned > 0);
+    /* Everything spillable goes: partition 1 only. */
+    wstore_spill(&fx.st, fx.st.data_len);
+    assert_int_equal(fx.st.stats.spilled_bytes, (uint64_t)n1 * 1024);
+    check_snapshot(&fx, snap);
+    /* New allocations (other partitions' grants) never land on the pinned batches. */
+    uint32_t more = 0;
+    while (more * 1024ull < 2 * fx.st.data_len) {
+        assert_int_equal(fill_grant(&fx, 1, 0, &more), RS_OK);
+        wstore_spill(&fx.st, 0);
+    }
+    check_snapshot(&fx, snap);
+    wstore_snap_close(&fx.st, snap);
+    /* Closed: now partition 0 can go too. */
+    wstore_spill(&fx.st, fx.st.data_len);
+    assert_int_equal(fx.st.stats.spilled_bytes, (uint64_t)(n0 + n1 + more) * 1024);
+    fx_fini(&fx);
+}
+
+/*
+ * A snapshot index too big to go inline, opened when the arena is full:
+ * making room for it spills other batches, never the ones it lists.
+ */
+static void test_snapshot_open_when_full(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fx_init(&fx, 2, 100);
+    uint32_t n0 = 0, n1 = 0;
+    while (fx.st.ra.used + 2 * fx.st.cfg.extent_max < fx.st.data_len) {
+        assert_int_equal(fill_grant(&fx, 0, 0, &n0), RS_OK);
+        assert_int_equal(fill_grant(&fx, 1, 0, &n1), RS_OK);
+    }
+    assert_int_equal(fx.st.stats.spilled_bytes, 0);
+    /* The staging reserve is taken too (other readers), so the index needs the data area. */
+    uint64_t rsv_off, rsv_len = fx.st.rsv.size;
+    assert_int_equal(rs_range_get(&fx.st.rsv, rsv_len, &rsv_off), RS_OK);
+    uint64_t hold_off; /* and what little is left of the data area */
+    while (rs_range_get(&fx.st.ra, 64, &hold_off) == RS_OK)
+        ;
+    wsnap_t *snap;
+    void *index;
+    size_t index_len;
+    assert_int_equal(wstore_snap_open(&fx.st, fx.sh, 0, 0, &snap, &index, &index_len), RS_OK);
+    assert_int_equal(snap->index.reserve, 0);
+    assert_true(snap->index.len >= index_len);
+    assert_memory_equal(fx.arena + snap->index.off, index, index_len);
+    free(index);
+    /* Room was made by spilling partition 1 only. */
+    assert_true(fx.st.stats.spilled_bytes > 0);
+    for (uint32_t i = 0; i < snap->n_entries; i++)
+        assert_false(snap->entries[i].flags & RS_SNAP_SPILLED);
+    assert_int_equal(snap->n_entries, n0);
+    check_snapshot(&fx, snap);
+    wstore_snap_close(&fx.st, snap);
+    fx_fini(&fx);
+}
+
+/* Staging works even when the data area is full of batches a snapshot pins. */
+static void test_stage_when_pinned_full(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fx_init(&fx, 1, 30);
+    uint32_t n = 0;
+    for (int i = 0; i < 400; i++) {
+        if (fill_grant(&fx, 0, 0, &n) != RS_OK)
+            break;
+        wstore_spill(&fx.st, 0);
+    }
+    uint64_t spilled = fx.st.stats.spilled_bytes;
+    assert_true(spilled > 0);
+    wsnap_t *snap;
+    void *index;
+    size_t index_len;
+    assert_int_equal(wstore_snap_open(&fx.st, fx.sh, 0, 1 << 20, &snap, &index, &index_len), RS_OK);
+    free(index);
+    /* Fill the data area to the last byte with batches of a second snapshot-pinned shuffle. */
+    wshuffle_t *sh2;
+    assert_int_equal(wstore_attach(&fx.st, 10, 1, &sh2), RS_OK);
+    wshuffle_t *keep = fx.sh;
+    fx.sh = sh2;
+    uint32_t n2 = 0;
+    while (fx.st.ra.used + 2 * fx.st.cfg.extent_max < fx.st.data_len)
+        assert_int_equal(fill_grant(&fx, 0, 0, &n2), RS_OK);
+    uint64_t hold_off;
+    while (rs_range_get(&fx.st.ra, 64, &hold_off) == RS_OK)
+        ;
+    wsnap_t *snap2;
+    assert_int_equal(wstore_snap_open(&fx.st, sh2, 0, 1 << 20, &snap2, &index, &index_len), RS_OK);
+    free(index);
+    fx.sh = keep;
+    assert_int_equal(rs_range_largest(&fx.st.ra), 0);
+    assert_int_equal(stage_all(&fx, snap) * 1024ull, spilled);
+    assert_int_equal(fx.st.stats.spilled_bytes, spilled); /* nothing else had to move */
+    check_snapshot(&fx, snap);
+    check_snapshot(&fx, snap2);
+    wstore_snap_close(&fx.st, snap2);
+    wstore_snap_close(&fx.st, snap);
+    fx_fini(&fx);
+}
+
+/* Under pressure: no bulk room, no grants ahead; idle grants retired free the arena. */
+static void test_grants_under_pressure(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fx_init(&fx, 64, 75);
+    wgrant_t *g[512];
+    int held = 0;
+    /* Pushers take grants they do not write into (idle room), one per partition, then more. */
+    for (int i = 0; i < 512; i++) {
+        int past_mark = fx.st.ra.used + 1024 + fx.st.cfg.grant_bulk > fx.st.high_water;
+        rs_status_t s =
+            wstore_grant(&fx.st, fx.sh, (uint32_t)i % 63, 1024, RS_GRANT_BULK, &g[held]);
         if (s != RS_OK) {
             assert_int_equal(s, RS_ERR_BACKPRESSURE);
             break;
         }
-        for (uint64_t off = 0; off + 1024 <= g->len; off += 1024) {
-            memset(arena + g->off + off, n, 1024);
-            rs_snap_entry_t e = {.loc = g->off + off, .len = 1024, .seq = (uint64_t)n};
-            assert_int_equal(wstore_add_entry(&st, g, &e), RS_OK);
-            wstore_settle(&st, g, 1024);
-            n++;
+        if (past_mark)
+            assert_int_equal(g[held]->len, 1024); /* exactly what waits */
+        held++;
+        if (fx.st.ra.used > fx.st.high_water) {
+            wgrant_t *x;
+            assert_int_equal(wstore_grant(&fx.st, fx.sh, 63, 1024, RS_GRANT_AHEAD, &x),
+                             RS_ERR_BUSY);
         }
-        if (wstore_retire(&st, g, g->len))
-            wstore_grant_free(&st, g);
-        wstore_spill(&st, 0);
     }
-    /* Over the high-water mark, settled extents went to the spill file. */
-    assert_true(st.stats.spilled_bytes > 0);
-    assert_true(n > 64);
-    wsnap_t snap = {.sh = sh, .partition = 0};
-    void *buf;
-    size_t blen;
-    assert_int_equal(wstore_snapshot(&st, sh, 0, &buf, &blen), RS_OK);
-    rs_snap_hdr_t h;
-    memcpy(&h, buf, sizeof(h));
-    assert_int_equal(h.n_entries, (uint32_t)n);
-    snap.entries = malloc(h.n_entries * sizeof(rs_snap_entry_t));
-    memcpy(snap.entries, (uint8_t *)buf + sizeof(h), h.n_entries * sizeof(rs_snap_entry_t));
-    snap.n_entries = h.n_entries;
-    free(buf);
-    sh->open_snaps++;
-    /* Stage the first spilled batches and check their bytes came back. */
-    assert_true(snap.entries[0].flags & RS_SNAP_SPILLED);
-    assert_int_equal(wstore_stage(&st, &snap, 0, 4), RS_OK);
-    for (int i = 0; i < 4; i++)
-        assert_int_equal(arena[snap.stage_off + (uint64_t)i * 1024], (uint8_t)snap.entries[i].seq);
-    /* Past the snapshot: refused, nothing changed. */
-    assert_int_equal(wstore_stage(&st, &snap, snap.n_entries, 1), RS_ERR_OUT_OF_RANGE);
-    wstore_snap_close(&st, &snap);
-    wstore_cleanup(&st);
-    free(arena);
+    assert_true(held > 63 && held < 512);
+    /* Full of idle grants: a batch that waits gets backpressure... */
+    uint32_t n = 0;
+    assert_int_equal(fill_grant(&fx, 63, 0, &n), RS_ERR_BACKPRESSURE);
+    assert_int_equal(fx.st.stats.spilled_bytes, 0);
+    /* ...until they are retired unused (what RECLAIM asks pushers to do). */
+    for (int i = 0; i < held; i++) {
+        wstore_retire(&fx.st, g[i], 0);
+        assert_true(g[i]->released);
+        wstore_grant_free(&fx.st, g[i]);
+    }
+    assert_int_equal(fill_grant(&fx, 63, 0, &n), RS_OK);
+    fx_fini(&fx);
 }
 
 int main(void)
 {
+    alarm(60); /* a hung test is a failed test */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_range_alloc),
         cmocka_unit_test(test_grants_spill_stage),
+        cmocka_unit_test(test_spill_while_snapshot_open),
+        cmocka_unit_test(test_snapshot_open_when_full),
+        cmocka_unit_test(test_stage_when_pinned_full),
+        cmocka_unit_test(test_grants_under_pressure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,315 @@
+/*
+ * Reader sessions (include/rshuffle/reader.h): one context, one connection
+ * per worker, a pool of registered read buffers, and request/reply matching
+ * by endpoint, type and tag (a stale reply to a request that timed out is
+ * dropped, never taken for the current one).
+ */
+#include "reader/internal.h"
+
+#include "common/clock.h"
+#include "common/env.h"
+#include "common/log.h"
+#include "common/shuffle_proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void rs_reader_config_defaults(rs_reader_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->read_max = 16 << 20;
+    cfg->wait_ms = 30000;
+}
+
+rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg)
+{
+    rs_reader_config_t c = *cfg;
+    uint64_t max = c.read_max;
+    rs_status_t s;
+    if ((s = rs_env_u64("RSHUFFLE_READ_MAX", 1 << 20, 1ull << 32, &max)) != RS_OK ||
+        (s = rs_env_u32("RSHUFFLE_READ_WAIT_MS", 10, 3600000, &c.wait_ms)) != RS_OK)
+        return s;
+    c.read_max = (size_t)max;
+    *cfg = c;
+    return RS_OK;
+}
+
+static void on_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_reader_session_t *s = arg;
+    rs_smsg_hdr_t h;
+    if (len < sizeof(h) || ep != s->want_ep || s->got)
+        return;
+    memcpy(&h, data, sizeof(h));
+    if (h.type != s->want_type)
+        return;
+    if (h.type == RS_SMSG_READ_REPLY || h.type == RS_SMSG_SPILL_REPLY) {
+        uint32_t tag; /* both replies carry it at the same offset */
+        _Static_assert(offsetof(rs_smsg_read_reply_t, tag) == 12, "tag offset");
+        _Static_assert(offsetof(rs_smsg_spill_reply_t, tag) == 12, "tag offset");
+        if (len < 16)
+            return;
+        memcpy(&tag, (const uint8_t *)data + 12, sizeof(tag));
+        if (tag != s->want_tag)
+            return; /* the late answer to a request that timed out */
+    }
+    if (len > s->reply_cap) {
+        uint8_t *n = realloc(s->reply, len);
+        if (n == NULL) {
+            s->got_status = RS_ERR_NOMEM;
+            s->got = 1;
+            return;
+        }
+        s->reply = n;
+        s->reply_cap = len;
+    }
+    memcpy(s->reply, data, len);
+    s->reply_len = len;
+    s->got_status = RS_OK;
+    s->got = 1;
+}
+
+typedef struct op_wait {
+    int done;
+    rs_status_t status;
+} op_wait_t;
+
+static void on_op(void *arg, rs_status_t status)
+{
+    op_wait_t *o = arg;
+    o->status = status;
+    o->done = 1;
+}
+
+/* Progresses until *flag is set, the endpoint dies or wait_ms passes. */
+static rs_status_t wait_for(rs_reader_session_t *s, rconn_t *c, volatile int *flag,
+                            const char *what)
+{
+    uint64_t deadline = 0;
+    while (!*flag) {
+        rs_status_t es = rs_ep_status(c->ep);
+        if (es != RS_OK) {
+            rs_error("reader: worker %s gone during %s: %s", c->addr, what, rs_strerror(es));
+            return es;
+        }
+        uint64_t now = rs_now_coarse_ns();
+        if (deadline == 0)
+            deadline = now + RS_MS_TO_NS(s->cfg.wait_ms);
+        if (now >= deadline) {
+            rs_error("reader: no answer from worker %s to %s within %u ms", c->addr, what,
+                     s->cfg.wait_ms);
+            return RS_ERR_TIMEOUT;
+        }
+        if (rs_progress(s->ctx) == 0 && !*flag)
+            rs_wait(s->ctx, 10);
+    }
+    return RS_OK;
+}
+
+rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type, const void *m,
+                              size_t len, unsigned reply_type, uint32_t tag, size_t reply_min,
+                              const char *what)
+{
+    s->want_ep = c->ep;
+    s->want_type = reply_type;
+    s->want_tag = tag;
+    s->got = 0;
+    rs_status_t st = rs_msg_send(c->ep, type, m, len, NULL, NULL);
+    if (st == RS_OK)
+        st = wait_for(s, c, &s->got, what);
+    s->want_ep = NULL;
+    if (st == RS_OK)
+        st = s->got_status;
+    if (st == RS_OK)
+        st = rs_smsg_check(s->reply, s->reply_len, reply_type, reply_min, 0, 0);
+    if (st == RS_OK) {
+        rs_smsg_hdr_t h;
+        memcpy(&h, s->reply, sizeof(h));
+        st = (rs_status_t)h.status;
+    }
+    return st;
+}
+
+rs_status_t rs__rsess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,
+                          uint64_t roff)
+{
+    op_wait_t o = {0};
+    rs_status_t st = rs_get(c->ep, dst, len, mr, c->rkey, roff, on_op, &o);
+    if (st != RS_OK) {
+        rs_error("reader: read of %zu bytes at %llu from worker %s: %s", len,
+                 (unsigned long long)roff, c->addr, rs_strerror(st));
+        return st;
+    }
+    /* Once posted, the callback runs exactly once: wait for it even past an error. */
+    st = wait_for(s, c, &o.done, "a read");
+    while (!o.done)
+        rs_wait(s->ctx, 10); /* the endpoint failed: its ops complete within a bound */
+    return st != RS_OK ? st : o.status;
+}
+
+void rs__rsess_pause(rs_reader_session_t *s, uint32_t ms)
+{
+    uint64_t end = rs_now_coarse_ns() + RS_MS_TO_NS(ms);
+    while (rs_now_coarse_ns() < end)
+        rs_wait(s->ctx, (int)ms);
+}
+
+static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
+{
+    char host[RS_SHUFFLE_ADDR_MAX];
+    const char *colon = strrchr(c->addr, ':');
+    char *end;
+    unsigned long port = colon != NULL ? strtoul(colon + 1, &end, 10) : 0;
+    if (colon == NULL || (size_t)(colon - c->addr) >= sizeof(host) || *end != '\0' || port == 0 ||
+        port > 65535) {
+        rs_error("reader: bad worker address '%s' (want host:port)", c->addr);
+        return RS_ERR_INVALID;
+    }
+    memcpy(host, c->addr, (size_t)(colon - c->addr));
+    host[colon - c->addr] = '\0';
+    rs_status_t st = rs_connect(s->ctx, host, (uint16_t)port, &c->ep);
+    if (st != RS_OK) {
+        rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
+        return st;
+    }
+    rs_smsg_attach_t a = {.role = RS_ROLE_READER, .shuffle_id = s->desc.shuffle_id};
+    rs_smsg_init(&a.h, RS_SMSG_ATTACH, RS_OK);
+    st = rs__rsess_request(s, c, RS_SMSG_ATTACH, &a, sizeof(a), RS_SMSG_ATTACH_REPLY, 0,
+                           sizeof(rs_smsg_attach_reply_t), "attach");
+    if (st != RS_OK) {
+        rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(st));
+        return st;
+    }
+    rs_smsg_attach_reply_t ar;
+    memcpy(&ar, s->reply, sizeof(ar));
+    if (ar.rkey_len > s->reply_len - sizeof(ar))
+        return RS_ERR_TRUNCATED;
+    return rs_rkey_unpack(c->ep, s->reply + sizeof(ar), ar.rkey_len, &c->rkey);
+}
+
+static void conn_close(rconn_t *c)
+{
+    if (c->ep != NULL)
+        rs_ep_close(c->ep); /* also releases the rkey unpacked for it */
+    c->ep = NULL;
+    c->rkey = NULL;
+}
+
+rs_status_t rs__rsess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p)
+{
+    rconn_t *c = &s->conns[w];
+    if (c->rkey != NULL && rs_ep_status(c->ep) == RS_OK) {
+        *conn_p = c;
+        return RS_OK;
+    }
+    conn_close(c); /* a failed or dead one is made again */
+    rs_status_t st = conn_open(s, c);
+    if (st != RS_OK) {
+        conn_close(c);
+        return st;
+    }
+    *conn_p = c;
+    return RS_OK;
+}
+
+rs_status_t rs__rsess_buf_get(rs_reader_session_t *s, rs_mr_t **mr_p)
+{
+    if (s->n_bufs > 0) {
+        *mr_p = s->bufs[--s->n_bufs];
+        return RS_OK;
+    }
+    if (s->cap_bufs == 0) {
+        s->bufs = malloc(4 * sizeof(*s->bufs));
+        if (s->bufs == NULL)
+            return RS_ERR_NOMEM;
+        s->cap_bufs = 4;
+    }
+    return rs_mem_alloc(s->ctx, s->cfg.read_max, RS_MEM_LOCAL, mr_p);
+}
+
+void rs__rsess_buf_put(rs_reader_session_t *s, rs_mr_t *mr)
+{
+    if (s->n_bufs == s->cap_bufs) {
+        rs_mr_t **n = realloc(s->bufs, 2 * s->cap_bufs * sizeof(*n));
+        if (n == NULL) {
+            rs_mem_free(mr);
+            return;
+        }
+        s->bufs = n;
+        s->cap_bufs *= 2;
+    }
+    s->bufs[s->n_bufs++] = mr;
+}
+
+rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_t n_maps,
+                                   const uint32_t *attempts, const rs_reader_config_t *cfg,
+                                   rs_reader_session_t **sess_p)
+{
+    if (desc == NULL || desc->n_workers == 0 || desc->workers == NULL ||
+        (n_maps > 0 && attempts == NULL))
+        return RS_ERR_INVALID;
+    rs_reader_session_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return RS_ERR_NOMEM;
+    rs_status_t st;
+    if (cfg != NULL) {
+        s->cfg = *cfg;
+        if (cfg->transport != NULL) {
+            s->tcfg = *cfg->transport;
+            s->cfg.transport = &s->tcfg;
+        }
+    } else {
+        rs_reader_config_defaults(&s->cfg);
+        if ((st = rs_reader_config_from_env(&s->cfg)) != RS_OK) {
+            free(s);
+            return st;
+        }
+    }
+    if (s->cfg.read_max < RS_GRANT_MAX)
+        s->cfg.read_max = RS_GRANT_MAX; /* one frame always fits */
+    if (s->cfg.wait_ms == 0)
+        s->cfg.wait_ms = 30000;
+    s->desc = *desc;
+    s->n_maps = n_maps;
+    s->attempts = malloc((n_maps ? n_maps : 1) * sizeof(*s->attempts));
+    s->conns = calloc(desc->n_workers, sizeof(*s->conns));
+    st = RS_ERR_NOMEM;
+    if (s->attempts == NULL || s->conns == NULL)
+        goto err_free;
+    if (n_maps > 0)
+        memcpy(s->attempts, attempts, n_maps * sizeof(*attempts));
+    for (uint32_t i = 0; i < desc->n_workers; i++)
+        s->conns[i].addr = desc->workers[i];
+    st = rs_ctx_create(s->cfg.transport, &s->ctx);
+    if (st != RS_OK)
+        goto err_free;
+    if ((st = rs_set_msg_handler(s->ctx, RS_SMSG_ATTACH_REPLY, on_reply, s)) != RS_OK ||
+        (st = rs_set_msg_handler(s->ctx, RS_SMSG_READ_REPLY, on_reply, s)) != RS_OK ||
+        (st = rs_set_msg_handler(s->ctx, RS_SMSG_SPILL_REPLY, on_reply, s)) != RS_OK)
+        goto err_free;
+    *sess_p = s;
+    return RS_OK;
+
+err_free:
+    rs_reader_session_close(s);
+    return st;
+}
+
+void rs_reader_session_close(rs_reader_session_t *s)
+{
+    if (s == NULL)
+        return;
+    if (s->open_readers > 0)
+        rs_warn("reader: session closed with %u readers still open", s->open_readers);
+    for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++)
+        conn_close(&s->conns[i]);
+    for (uint32_t i = 0; i < s->n_bufs; i++)
+        rs_mem_free(s->bufs[i]);
+    if (s->ctx != NULL)
+        rs_ctx_destroy(s->ctx);
+    free(s->bufs);
+    free(s->conns);
+    free(s->attempts);
+    free(s->reply);
+    free(s);
+}
