@@ -177,7 +177,7 @@ static void worker_main(int fd)
 
 typedef struct map_result {
     int32_t status;
-    uint64_t bytes, batches;
+    uint64_t bytes, batches, grant_requests;
 } map_result_t;
 
 static rs_status_t map_append(rs_pusher_t *p, uint32_t m, pcount_t *counts)
@@ -256,6 +256,7 @@ static void mapper_main(int fd, uint32_t m, uint32_t attempt)
     r.status = s;
     r.bytes = o.sink ? pushed : ps.raw_bytes;
     r.batches = ps.batches;
+    r.grant_requests = ps.grant_requests;
     write_all(fd, &r, sizeof(r));
     write_all(fd, counts, o.partitions * sizeof(*counts));
     free(counts);
@@ -518,7 +519,7 @@ int main(int argc, char **argv)
              n_maps_run);
     pcount_t *want = calloc(o.partitions, sizeof(*want));
     pcount_t *tmp = calloc(o.partitions, sizeof(*tmp));
-    uint64_t pushed_bytes = 0;
+    uint64_t pushed_bytes = 0, map_batches = 0, grant_requests = 0;
     for (uint32_t i = 0; i < n_maps_run; i++) {
         map_result_t r = {.status = RS_ERR_IO};
         if (read_all(mfd[i], &r, sizeof(r)) != 0 ||
@@ -526,6 +527,8 @@ int main(int argc, char **argv)
             failed = 1;
         close(mfd[i]);
         waitpid(mpid[i], NULL, 0);
+        map_batches += r.batches;
+        grant_requests += r.grant_requests;
         if (i / o.mappers == (o.speculative ? 1u : 0u)) { /* the winning attempts */
             pushed_bytes += r.bytes;
             for (uint32_t p = 0; p < o.partitions; p++) {
@@ -577,6 +580,7 @@ int main(int argc, char **argv)
         waitpid(wpid[i], NULL, 0);
         wst_sum.batches += st.batches;
         wst_sum.spilled_bytes += st.spilled_bytes;
+        wst_sum.backpressure += st.backpressure;
         wst_sum.refused += st.refused;
     }
 
@@ -611,9 +615,12 @@ int main(int argc, char **argv)
            (double)bytes / (1 << 30), (unsigned long long)(o.sink ? 0 : total), o.mappers,
            o.speculative ? " (x2 attempts)" : "", o.workers, o.reducers, o.partitions);
     printf("push %.3f s (%.2f Gbit/s), read %.3f s (%.2f Gbit/s), total %.3f s (%.2f Gbit/s); "
-           "lost %llu, duplicates %llu, spilled %.1f MiB\n",
+           "lost %llu, duplicates %llu, spilled %.1f MiB, backpressure %llu\n",
            push_s, push_gbps, read_s, read_gbps, secs, gbps, (unsigned long long)lost,
-           (unsigned long long)dups, (double)wst_sum.spilled_bytes / (1 << 20));
+           (unsigned long long)dups, (double)wst_sum.spilled_bytes / (1 << 20),
+           (unsigned long long)wst_sum.backpressure);
+    printf("pushers: %llu batches, %llu grant requests\n", (unsigned long long)map_batches,
+           (unsigned long long)grant_requests);
     if (o.json)
         printf("{\"transport\": \"%s\", \"tls\": \"%s\", \"codec\": \"%s\", \"bytes\": %llu, "
                "\"records\": %llu, \"seconds\": %.4f, \"push_gbps\": %.3f, \"read_gbps\": %.3f, "

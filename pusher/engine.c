@@ -67,6 +67,7 @@ static void reclaim(pworker_t *w)
     w->reclaim = 0;
     for (uint32_t i = 0; i < w->p->desc.n_partitions; i++) {
         ppart_t *pp = &w->parts[i];
+        w->p->stats.reclaimed += (pp->next.len > 0) + (pp->n_pending == 0 && pp->cur.len > 0);
         retire(w, i, &pp->next);
         if (pp->n_pending == 0)
             retire(w, i, &pp->cur);
@@ -360,7 +361,8 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
     rs_frame_parse(out->frame, flen, &f);
     out->frame_len = (uint32_t)flen;
     out->checksum = f.checksum;
-    out->full = b->used + RS_RECORD_HDR > b->pub.len / 2 && b->pub.len >= p->cfg.buf_len / 2;
+    /* A streaming partition: it fills buffers of the largest size it gets. */
+    out->full = b->used + RS_RECORD_HDR > b->pub.len / 2 && b->pub.len >= p->part_cap / 2;
     out->refs = 0;
     out->dup = 0;
     rs_list_init(&out->link);

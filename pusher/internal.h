@@ -72,6 +72,7 @@ struct rs_pusher {
     rs_pbuf_t **cur; /* per partition, append mode */
     size_t *fill;
     size_t *next_len;
+    size_t part_cap; /* append buffers grow to this: all partitions' buffers fit half the pool */
     uint64_t records;
 
     /* engine side */

@@ -159,6 +159,11 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
     }
     p->desc = *desc;
     p->desc.placement = NULL; /* resolved once into p->place */
+    p->part_cap = p->cfg.pool_bytes / 2 / desc->n_partitions;
+    if (p->part_cap > p->cfg.buf_len)
+        p->part_cap = p->cfg.buf_len;
+    if (p->part_cap < p->cfg.min_buf)
+        p->part_cap = p->cfg.min_buf;
     p->map_id = map_id;
     p->attempt = attempt;
     uint32_t np = desc->n_partitions, nw = desc->n_workers;
@@ -236,17 +241,36 @@ static rs_status_t flush_partition(rs_pusher_t *p, uint32_t part)
     return rs__pushq_submit(p->q, part, b, used);
 }
 
-/* A buffer for the partition: sized to its history, making room by flushing others. */
+/*
+ * A buffer for the partition, sized to its history (doubling each time one
+ * filled, up to part_cap), making room by flushing others.
+ */
 static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
 {
     size_t len = p->next_len[part] ? p->next_len[part] : p->cfg.min_buf;
     if (len < need)
         len = need;
-    p->next_len[part] = len * 2 < p->cfg.buf_len ? len * 2 : p->cfg.buf_len;
-    if (p->next_len[part] < need)
-        p->next_len[part] = need;
     rs_status_t s;
+    uint64_t deadline = 0;
     while ((s = rs__pushq_try_get(p->q, len, &p->cur[part])) == RS_ERR_BUSY) {
+        if ((s = werr(p)) != RS_OK)
+            return s;
+        /*
+         * The engine's buffers come back as their writes complete: wait for
+         * one rather than push partly filled ones (tiny batches when a worker
+         * is slow), unless the engine itself waits for room.
+         */
+        if (rs__pushq_engine_held(p->q) > 0 && !rs__pushq_starved(p->q)) {
+            uint64_t now = rs_now_coarse_ns();
+            if (deadline == 0) {
+                deadline = now + RS_MS_TO_NS(p->cfg.wait_ms);
+            } else if (now >= deadline) {
+                rs_error("pusher: no push buffer came back within %u ms", p->cfg.wait_ms);
+                return RS_ERR_TIMEOUT;
+            }
+            rs__pushq_nap(p->q);
+            continue;
+        }
         /* The pool is full of partly filled buffers: push the fullest one. */
         uint32_t best = UINT32_MAX;
         for (uint32_t i = 0; i < p->desc.n_partitions; i++)
@@ -273,6 +297,9 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
         return RS_ERR_INVALID;
     rs_pbuf_t *b = p->cur[partition];
     if (b != NULL && p->fill[partition] + need > b->len) {
+        size_t grown = b->len * 2 < p->part_cap ? b->len * 2 : p->part_cap;
+        if (grown > p->next_len[partition])
+            p->next_len[partition] = grown; /* it filled: the next one is bigger */
         if ((s = flush_partition(p, partition)) != RS_OK)
             return s;
         b = NULL;

@@ -65,6 +65,7 @@ struct rs_pushq {
     _Atomic int stop;
     _Atomic int error;
     _Atomic uint64_t submitted, released;
+    _Atomic uint64_t transients; /* engine-made buffers alive */
     int efd;
     pthread_t thread;
     int thread_started;
@@ -581,6 +582,7 @@ void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf)
 {
     rs_pbuf_int_t *b = rs_pbuf_int(buf);
     if (b->transient) { /* engine-made: never counted as handed over */
+        atomic_fetch_sub(&q->transients, 1);
         pthread_mutex_lock(&q->lock);
         desc_drop_locked(q, b);
         atomic_store(&q->engine_starved, 0);
@@ -603,6 +605,7 @@ rs_status_t rs__pushq_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
     if (st == RS_OK) {
         (*b_p)->transient = 1;
         (*b_p)->used = 0;
+        atomic_fetch_add(&q->transients, 1);
     }
     pthread_mutex_unlock(&q->lock);
     if (st == RS_ERR_NO_SPACE) {
@@ -617,6 +620,22 @@ rs_status_t rs__pushq_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
 uint64_t rs__pushq_outstanding(rs_pushq_t *q)
 {
     return atomic_load(&q->submitted) - atomic_load(&q->released);
+}
+
+uint64_t rs__pushq_engine_held(rs_pushq_t *q)
+{
+    return rs__pushq_outstanding(q) + atomic_load(&q->transients);
+}
+
+int rs__pushq_starved(rs_pushq_t *q)
+{
+    return atomic_load(&q->engine_starved);
+}
+
+void rs__pushq_nap(rs_pushq_t *q)
+{
+    if (collect_returned(q) == 0)
+        writer_nap(q);
 }
 
 rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)

@@ -80,4 +80,13 @@ void rs__pushq_wake(rs_pushq_t *q);
 /* Buffers handed over and not yet released. */
 uint64_t rs__pushq_outstanding(rs_pushq_t *q);
 
+/* Buffers the engine holds: handed over, plus its own (compressed output). */
+uint64_t rs__pushq_engine_held(rs_pushq_t *q);
+
+/* Does the engine wait for slab room (for compressed output)? */
+int rs__pushq_starved(rs_pushq_t *q);
+
+/* Writer: waits a short slice for the engine to release something. */
+void rs__pushq_nap(rs_pushq_t *q);
+
 #endif

@@ -74,8 +74,11 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
     memcpy(&h, snap, sizeof(h));
     if (h.magic != RS_SNAP_MAGIC || h.partition != r->partition ||
         len != sizeof(h) + (size_t)h.n_commits * sizeof(rs_snap_commit_t) +
-                   (size_t)h.n_entries * sizeof(rs_snap_entry_t))
+                   (size_t)h.n_entries * sizeof(rs_snap_entry_t)) {
+        rs_error("reader: malformed index of shuffle %u partition %u from worker %s",
+                 s->desc.shuffle_id, r->partition, r->conn->addr);
         return RS_ERR_PROTOCOL;
+    }
     const uint8_t *p = snap + sizeof(h);
     for (uint32_t i = 0; i < h.n_commits; i++, p += sizeof(rs_snap_commit_t)) {
         rs_snap_commit_t c;
@@ -298,13 +301,13 @@ static rs_status_t next_spill_span(rs_reader_t *r)
     r->stats.spill_loads++;
     rs_smsg_spill_reply_t sr;
     memcpy(&sr, s->reply, sizeof(sr));
-    if (sr.n == 0 || sr.n > m.n)
-        return RS_ERR_PROTOCOL;
     uint64_t staged = 0;
-    for (uint32_t i = 0; i < sr.n; i++)
+    for (uint32_t i = 0; i < sr.n && i < m.n; i++)
         staged += rs_sproto_round(r->spill[first + i].e.len);
-    if (sr.len < staged || staged > s->cfg.read_max)
+    if (sr.n == 0 || sr.n > m.n || sr.len < staged || staged > s->cfg.read_max) {
+        rs_error("reader: malformed spill reply from worker %s", r->conn->addr);
         return RS_ERR_PROTOCOL;
+    }
     if ((st = span_reserve(r, sr.n)) != RS_OK)
         return st;
     r->stats.reads++;

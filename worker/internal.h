@@ -35,6 +35,7 @@ typedef struct wgrant {
     uint64_t off, len; /* arena offset */
     uint64_t used;     /* bytes the pusher wrote (final once retired) */
     uint64_t settled;  /* bytes of batches that arrived (committed or refused) */
+    uint64_t open;     /* bytes of it counted in the store's open_room */
     uint32_t partition;
     uint32_t slot;
     int retired;  /* the pusher is done with it: used is final */
@@ -55,8 +56,6 @@ struct wpart {
     extent_t *cur;
     uint64_t next_extent; /* size of the next extent (doubles) */
     uint64_t mem_bytes;   /* committed frame bytes in memory */
-    int spill_fd;         /* -1 until the first spill; the file is unlinked at once */
-    uint64_t spill_len;
 };
 
 typedef struct wcommit {
@@ -74,6 +73,8 @@ struct wshuffle {
     rs_list_t commits;
     uint32_t open_snaps; /* a dropped shuffle is freed when the last one closes */
     int dropped;
+    int spill_fd; /* -1 until the first spill; one file per shuffle, unlinked at once */
+    uint64_t spill_len;
 };
 
 /* Room in the arena outside partition extents (snapshot indexes, staged spills). */
@@ -88,6 +89,7 @@ typedef struct wsnap {
     wshuffle_t *sh;
     uint32_t partition;
     wspace_t index;           /* the snapshot in the arena (len 0: sent inline) */
+    uint64_t index_bytes;     /* its exact length */
     wspace_t stage;           /* spilled batches staged for the reader */
     rs_snap_entry_t *entries; /* the snapshot's entries, for spill loads */
     uint32_t n_entries;
@@ -132,6 +134,7 @@ typedef struct rs_worker_store {
     rs_range_alloc_t rsv; /* the staging reserve [data_len, arena_len) */
     uint64_t data_len;
     uint64_t high_water; /* of the data area */
+    uint64_t open_room;  /* granted bytes nothing has arrived in yet (unreleased grants) */
     rs_list_t shuffles;
     uint32_t next_snap;
     int spill_broken; /* spilling failed once (logged once) */
@@ -162,6 +165,8 @@ void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out);
 void rs__worker_conn_free(rs_worker_t *w, wconn_t *c);
 /* worker.c */
 void rs__worker_defer_close(rs_worker_t *w, rs_ep_t *ep);
+/* Publishes the counters for rs_worker_stats. */
+void rs__worker_stats_publish(rs_worker_t *w);
 
 /* store.c */
 rs_status_t wstore_init(wstore_t *st, const rs_worker_config_t *cfg, uint8_t *arena, uint64_t len);

@@ -365,6 +365,7 @@ void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
         c->commit = NULL; /* the store owns the entries now */
         grants_retire_all(w, c);
     }
+    rs__worker_stats_publish(w); /* a committed map's batches show in the stats from now on */
     reply_status(c->ep, RS_SMSG_COMMIT_REPLY, s);
     commit_reset(c);
 }
@@ -440,7 +441,7 @@ static void read_reply(rs_ep_t *ep, rs_status_t s, uint32_t tag, const wsnap_t *
     if (snap != NULL) {
         r.snap_id = snap->id;
         r.index_off = inline_len > 0 ? UINT64_MAX : snap->index.off;
-        r.index_len = inline_len > 0 ? inline_len : snap->index.len;
+        r.index_len = inline_len > 0 ? inline_len : snap->index_bytes;
     }
     memcpy(buf, &r, sizeof(r));
     if (inline_len > 0)

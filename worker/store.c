@@ -92,11 +92,11 @@ rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitio
     }
     sh->id = shuffle_id;
     sh->n_partitions = n_partitions;
+    sh->spill_fd = -1;
     rs_list_init(&sh->commits);
     for (uint32_t p = 0; p < n_partitions; p++) {
         sh->parts[p].sh = sh;
         sh->parts[p].id = p;
-        sh->parts[p].spill_fd = -1;
         sh->parts[p].next_extent = st->cfg.extent_min;
         rs_list_init(&sh->parts[p].extents);
     }
@@ -208,6 +208,16 @@ static int plenty(const wstore_t *st, uint64_t len)
     return st->ra.used + len <= st->high_water;
 }
 
+/*
+ * Room beyond what waits now (bulk, grants ahead) while memory is plentiful
+ * and such room held by all pushers stays within a quarter of the data area:
+ * idle grant room must never be what pushes batches out to disk.
+ */
+static int extra_ok(const wstore_t *st, uint64_t len)
+{
+    return plenty(st, len) && st->open_room + len <= st->data_len / 4;
+}
+
 static rs_status_t extent_new(wstore_t *st, wpart_t *part, uint64_t want, uint64_t *len_p,
                               uint32_t flags, extent_t **e_p)
 {
@@ -260,11 +270,12 @@ rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want
     if (want == 0 || want > RS_GRANT_MAX)
         return RS_ERR_BAD_LENGTH;
     uint64_t len = want;
-    /* Bulk room only while memory is plentiful: a short arena grants exactly what waits. */
-    if ((flags & RS_GRANT_BULK) && plenty(st, want + st->cfg.grant_bulk))
-        len = want + st->cfg.grant_bulk;
-    else if ((flags & RS_GRANT_AHEAD) && !plenty(st, want))
+    /* Bulk room (up to four more batches) only while memory is plentiful. */
+    uint64_t bulk = st->cfg.grant_bulk < 4 * want ? st->cfg.grant_bulk : 4 * want;
+    if ((flags & RS_GRANT_AHEAD) && !extra_ok(st, want))
         return RS_ERR_BUSY;
+    if ((flags & RS_GRANT_BULK) && extra_ok(st, want + bulk))
+        len = want + bulk;
     if (len > RS_GRANT_MAX)
         len = RS_GRANT_MAX;
     len = rs_sproto_round(len);
@@ -286,6 +297,8 @@ rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want
     g->off = e->off + e->fill;
     g->len = len;
     g->partition = p;
+    g->open = len;
+    st->open_room += len;
     e->fill += len;
     e->live_grants++;
     if (st->cfg.sink)
@@ -294,12 +307,21 @@ rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want
     return RS_OK;
 }
 
+static void open_less(wstore_t *st, wgrant_t *g, uint64_t bytes)
+{
+    if (bytes > g->open)
+        bytes = g->open;
+    g->open -= bytes;
+    st->open_room -= bytes;
+}
+
 /* Once every byte the grant will ever hold arrived, its extent stops waiting for it. */
 static void grant_maybe_release(wstore_t *st, wgrant_t *g)
 {
     if (g->released || g->settled < (g->retired ? g->used : g->len))
         return;
     g->released = 1;
+    open_less(st, g, g->open);
     g->ext->live_grants--;
     extent_maybe_free(st, g->ext);
 }
@@ -307,6 +329,7 @@ static void grant_maybe_release(wstore_t *st, wgrant_t *g)
 void wstore_settle(wstore_t *st, wgrant_t *g, uint64_t bytes)
 {
     g->settled += rs_sproto_round(bytes);
+    open_less(st, g, rs_sproto_round(bytes));
     grant_maybe_release(st, g);
 }
 
@@ -316,6 +339,9 @@ void wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used)
         return;
     g->retired = 1;
     g->used = used > g->len ? g->len : rs_sproto_round(used);
+    uint64_t still = g->used > g->settled ? g->used - g->settled : 0;
+    if (g->open > still) /* what will never come is no longer open */
+        open_less(st, g, g->open - still);
     grant_maybe_release(st, g);
 }
 
@@ -325,6 +351,7 @@ void wstore_grant_free(wstore_t *st, wgrant_t *g)
         g->retired = 1;
         g->used = g->settled;
         g->released = 1;
+        open_less(st, g, g->open);
         g->ext->live_grants--;
         extent_maybe_free(st, g->ext);
     }
@@ -382,13 +409,15 @@ void wstore_commit(wstore_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attem
 
 /* ---------------------------------------------------------------- spill */
 
-static rs_status_t spill_open(wstore_t *st, wpart_t *part)
+/* One append-only file per shuffle: its partitions' batches by offset (a file per partition
+ * made 1,009 files for a 1,009-partition shuffle, and creating them cost more than writing). */
+static rs_status_t spill_open(wstore_t *st, wshuffle_t *sh)
 {
-    if (part->spill_fd >= 0)
+    if (sh->spill_fd >= 0)
         return RS_OK;
     char path[RS_SPILL_DIR_MAX + 64];
-    snprintf(path, sizeof(path), "%s/rshuffle-%d-%u-%u.XXXXXX", st->cfg.spill_dir, (int)getpid(),
-             part->sh->id, part->id);
+    snprintf(path, sizeof(path), "%s/rshuffle-%d-%u.XXXXXX", st->cfg.spill_dir, (int)getpid(),
+             sh->id);
     int fd = mkstemp(path);
     if (fd < 0) {
         if (!st->spill_broken)
@@ -398,7 +427,7 @@ static rs_status_t spill_open(wstore_t *st, wpart_t *part)
         return RS_ERR_IO;
     }
     unlink(path); /* the data lives as long as the descriptor: nothing left after a crash */
-    part->spill_fd = fd;
+    sh->spill_fd = fd;
     return RS_OK;
 }
 
@@ -430,16 +459,17 @@ static rs_status_t write_all(wstore_t *st, int fd, const void *buf, size_t len, 
 static rs_status_t spill_extent(wstore_t *st, extent_t *e)
 {
     wpart_t *part = e->part;
+    wshuffle_t *sh = part->sh;
     if (e->n_batches > 0) {
-        rs_status_t s = spill_open(st, part);
+        rs_status_t s = spill_open(st, sh);
         if (s != RS_OK)
             return s;
-        uint64_t at = part->spill_len;
+        uint64_t at = sh->spill_len;
         for (size_t i = 0; i < part->n_entries; i++) {
             wentry_t *we = &part->entries[i];
             if (we->ext != e)
                 continue;
-            s = write_all(st, part->spill_fd, st->arena + we->e.loc, we->e.len, at);
+            s = write_all(st, sh->spill_fd, st->arena + we->e.loc, we->e.len, at);
             if (s != RS_OK)
                 return s;
             at += we->e.len;
@@ -448,10 +478,10 @@ static rs_status_t spill_extent(wstore_t *st, extent_t *e)
             wentry_t *we = &part->entries[i];
             if (we->ext != e)
                 continue;
-            we->e.loc = part->spill_len;
+            we->e.loc = sh->spill_len;
             we->e.flags |= RS_SNAP_SPILLED;
             we->ext = NULL;
-            part->spill_len += we->e.len;
+            sh->spill_len += we->e.len;
             part->mem_bytes -= we->e.len;
             st->stats.spilled_bytes += we->e.len;
             e->n_batches--;
@@ -462,10 +492,33 @@ static rs_status_t spill_extent(wstore_t *st, extent_t *e)
     return RS_OK;
 }
 
+static int spill_done(const wstore_t *st, uint64_t need)
+{
+    return st->ra.used <= st->high_water && rs_range_largest(&st->ra) >= need;
+}
+
+/* Gives back the unused tails of partitions' current extents (no I/O). */
+static void trim(wstore_t *st)
+{
+    rs_list_t *spos, *stmp;
+    rs_list_for_each_safe(spos, stmp, &st->shuffles)
+    {
+        wshuffle_t *sh = RS_CONTAINER_OF(spos, wshuffle_t, link);
+        for (uint32_t p = 0; p < sh->n_partitions; p++) {
+            extent_t *e = sh->parts[p].cur;
+            if (e != NULL && e->fill < e->len) {
+                extent_close(st, e);
+                extent_maybe_free(st, e);
+            }
+        }
+    }
+}
+
 void wstore_spill(wstore_t *st, uint64_t need)
 {
-    if (st->cfg.sink)
+    if (st->cfg.sink || spill_done(st, need))
         return;
+    trim(st);
     rs_list_t *spos, *stmp;
     rs_list_for_each_safe(spos, stmp, &st->shuffles)
     {
@@ -475,7 +528,7 @@ void wstore_spill(wstore_t *st, uint64_t need)
             rs_list_t *pos, *tmp;
             rs_list_for_each_safe(pos, tmp, &part->extents)
             {
-                if (st->ra.used <= st->high_water && rs_range_largest(&st->ra) >= need)
+                if (spill_done(st, need))
                     return;
                 extent_t *e = RS_CONTAINER_OF(pos, extent_t, link);
                 /* Live grants still receive; pinned batches are being read at their offsets. */
@@ -592,6 +645,7 @@ rs_status_t wstore_snap_open(wstore_t *st, wshuffle_t *sh, uint32_t p, size_t in
             return s;
         }
         memcpy(st->arena + snap->index.off, buf, len);
+        snap->index_bytes = len;
     }
     snap->id = st->next_snap++;
     *snap_p = snap;
@@ -621,13 +675,13 @@ static rs_status_t read_all(int fd, void *buf, size_t len, uint64_t off)
 rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n,
                          uint32_t *staged_p)
 {
-    wpart_t *part = &snap->sh->parts[snap->partition];
+    wshuffle_t *sh = snap->sh;
     if (n == 0 || first > snap->n_entries || n > snap->n_entries - first)
         return RS_ERR_OUT_OF_RANGE;
     uint64_t total = 0;
     for (uint32_t i = first; i < first + n; i++) {
         const rs_snap_entry_t *e = &snap->entries[i];
-        if (!(e->flags & RS_SNAP_SPILLED) || e->loc + e->len > part->spill_len)
+        if (!(e->flags & RS_SNAP_SPILLED) || e->loc + e->len > sh->spill_len)
             return RS_ERR_OUT_OF_RANGE;
         total += rs_sproto_round(e->len);
     }
@@ -649,7 +703,7 @@ rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n
     uint64_t at = snap->stage.off;
     for (uint32_t i = first; i < first + n; i++) {
         const rs_snap_entry_t *e = &snap->entries[i];
-        rs_status_t s = read_all(part->spill_fd, st->arena + at, e->len, e->loc);
+        rs_status_t s = read_all(sh->spill_fd, st->arena + at, e->len, e->loc);
         if (s != RS_OK) {
             space_put(st, &snap->stage);
             return s;
@@ -668,9 +722,9 @@ static void shuffle_free(wstore_t *st, wshuffle_t *sh)
         rs_list_for_each_safe(pos, tmp, &part->extents)
             extent_free(st, RS_CONTAINER_OF(pos, extent_t, link));
         free(part->entries);
-        if (part->spill_fd >= 0)
-            close(part->spill_fd);
     }
+    if (sh->spill_fd >= 0)
+        close(sh->spill_fd);
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &sh->commits)
     {

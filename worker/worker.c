@@ -59,6 +59,13 @@ void rs__worker_defer_close(rs_worker_t *w, rs_ep_t *ep)
     w->dead[w->n_dead++] = ep;
 }
 
+void rs__worker_stats_publish(rs_worker_t *w)
+{
+    pthread_mutex_lock(&w->stats_lock);
+    w->stats_copy = w->st.stats;
+    pthread_mutex_unlock(&w->stats_lock);
+}
+
 static void housekeeping(rs_worker_t *w)
 {
     for (size_t i = 0; i < w->n_dead; i++)
@@ -74,9 +81,7 @@ static void housekeeping(rs_worker_t *w)
     }
     if (w->st.ra.used > w->st.high_water)
         wstore_spill(&w->st, 0);
-    pthread_mutex_lock(&w->stats_lock);
-    w->stats_copy = w->st.stats;
-    pthread_mutex_unlock(&w->stats_lock);
+    rs__worker_stats_publish(w);
 }
 
 /*

@@ -159,6 +159,7 @@ typedef struct rs_pusher_stats {
     uint64_t bytes;     /* frame bytes written */
     uint64_t grant_requests;
     uint64_t backpressure; /* grant answers that said "full" */
+    uint64_t reclaimed;    /* unused grants given back because a worker was short */
 } rs_pusher_stats_t;
 
 /*

@@ -66,7 +66,7 @@ typedef struct rs_worker_stats {
     uint64_t shuffles; /* shuffles held now */
 } rs_worker_stats_t;
 
-/* A snapshot of the worker's counters (thread-safe). */
+/* The worker's counters (thread-safe), as of its last commit or at most ~1 ms ago. */
 RS_API void rs_worker_stats(rs_worker_t *worker, rs_worker_stats_t *stats);
 
 /* Stops the thread, closes every endpoint, removes spill files and frees everything. */

@@ -34,7 +34,9 @@ static const char *host(void)
     return h ? h : "127.0.0.1";
 }
 
-static void start_worker(uint64_t mem)
+/* A worker in a child process; spill_dir, extent_min and high_water: 0/NULL for defaults. */
+static void start_worker_in(uint64_t mem, const char *spill_dir, uint64_t extent_min,
+                            uint32_t high_water)
 {
     int p[2];
     assert_int_equal(pipe(p), 0);
@@ -49,6 +51,12 @@ static void start_worker(uint64_t mem)
         rs_worker_config_t wc;
         rs_worker_config_defaults(&wc);
         wc.mem_limit = mem;
+        if (spill_dir != NULL)
+            snprintf(wc.spill_dir, sizeof(wc.spill_dir), "%s", spill_dir);
+        if (extent_min > 0)
+            wc.extent_min = wc.extent_max = extent_min;
+        if (high_water > 0)
+            wc.high_water_pct = high_water;
         rs_worker_t *w;
         uint16_t port = 0;
         if (rs_worker_create(NULL, &wc, &w) == RS_OK && rs_worker_listen(w, host(), 0) == RS_OK)
@@ -67,6 +75,11 @@ static void start_worker(uint64_t mem)
     assert_int_not_equal(port, 0);
     snprintf(worker_addr, sizeof(worker_addr), "%s:%u", host(), port);
     addrs[0] = worker_addr;
+}
+
+static void start_worker(uint64_t mem)
+{
+    start_worker_in(mem, NULL, 0, 0);
 }
 
 static void stop_worker(void)
@@ -128,6 +141,41 @@ static rs_status_t push(uint32_t id, uint32_t parts, uint32_t map, uint32_t atte
     if (s == RS_OK)
         s = rs_pusher_close(p, NULL);
     rs_pusher_destroy(p);
+    return s;
+}
+
+/* Records of the pressure tests: map, index, and bytes derived from both. */
+static void pressure_record(uint32_t map, uint32_t i, uint8_t *rec, size_t len)
+{
+    uint32_t x = map * 2654435761u ^ i;
+    for (size_t k = 0; k < len; k++) {
+        x = x * 1103515245u + 12345u;
+        rec[k] = (uint8_t)(x >> 16);
+    }
+    memcpy(rec, &map, 4);
+    memcpy(rec + 4, &i, 4);
+}
+
+/* Reads one partition through a session and checks every record's bytes; counts them. */
+static rs_status_t read_check(rs_reader_session_t *sess, uint32_t part, uint64_t *records)
+{
+    rs_reader_t *r;
+    rs_status_t s = rs_reader_open_in(sess, part, &r);
+    if (s != RS_OK)
+        return s;
+    const void *rec;
+    uint32_t len;
+    uint8_t want[256];
+    while ((s = rs_reader_next(r, &rec, &len)) == RS_OK && rec != NULL) {
+        uint32_t map, i;
+        assert_true(len >= 8 && len <= sizeof(want));
+        memcpy(&map, rec, 4);
+        memcpy(&i, (const uint8_t *)rec + 4, 4);
+        pressure_record(map, i, want, len);
+        assert_memory_equal(rec, want, len);
+        (*records)++;
+    }
+    rs_reader_close(r);
     return s;
 }
 
@@ -292,6 +340,296 @@ static void test_bad_requests(void **state)
     stop_worker();
 }
 
+/*
+ * A worker spills while a reader holds a partition open: the batches the
+ * reader was told about stay where they are until it closes (deterministic
+ * version of the old spill/read race, over real processes).
+ */
+static void test_spill_under_open_reader(void **state)
+{
+    (void)state;
+    alarm(90);
+    start_worker(8 << 20);
+    rs_shuffle_desc_t da = desc(11, 4), db = desc(12, 4);
+    rs_pusher_config_t c = small_cfg();
+    rs_pusher_t *p;
+    uint8_t rec[200];
+    /* Shuffle A: ~2 MiB, all in memory. */
+    assert_int_equal(rs_pusher_open(&da, 0, 0, &c, &p), RS_OK);
+    for (uint32_t i = 0; i < 10000; i++) {
+        pressure_record(0, i, rec, sizeof(rec));
+        assert_int_equal(rs_pusher_append(p, i % 4, rec, sizeof(rec)), RS_OK);
+    }
+    assert_int_equal(rs_pusher_close(p, NULL), RS_OK);
+    rs_pusher_destroy(p);
+    uint32_t attempt = 0;
+    rs_reader_session_t *sess;
+    assert_int_equal(rs_reader_session_open(&da, 1, &attempt, NULL, &sess), RS_OK);
+    rs_reader_t *r;
+    assert_int_equal(rs_reader_open_in(sess, 0, &r), RS_OK);
+    /* Shuffle B: 24 MiB through the 8 MiB worker: everything unpinned spills, A's too. */
+    assert_int_equal(rs_pusher_open(&db, 0, 0, &c, &p), RS_OK);
+    for (uint32_t i = 0; i < 120000; i++) {
+        pressure_record(1, i, rec, sizeof(rec));
+        assert_int_equal(rs_pusher_append(p, i % 4, rec, sizeof(rec)), RS_OK);
+    }
+    assert_int_equal(rs_pusher_close(p, NULL), RS_OK);
+    rs_pusher_destroy(p);
+    /* The open reader's partition reads back whole and intact. */
+    uint64_t records = 0;
+    const void *rv;
+    uint32_t len;
+    rs_status_t s;
+    while ((s = rs_reader_next(r, &rv, &len)) == RS_OK && rv != NULL) {
+        uint32_t map, i;
+        uint8_t want[200];
+        memcpy(&map, rv, 4);
+        memcpy(&i, (const uint8_t *)rv + 4, 4);
+        pressure_record(map, i, want, sizeof(want));
+        assert_int_equal(len, sizeof(want));
+        assert_memory_equal(rv, want, len);
+        records++;
+    }
+    assert_int_equal(s, RS_OK);
+    assert_int_equal(records, 2500);
+    rs_reader_close(r);
+    /* The rest of A (spilled by now) and all of B read back too, in the same session. */
+    for (uint32_t part = 1; part < 4; part++)
+        assert_int_equal(read_check(sess, part, &records), RS_OK);
+    assert_int_equal(records, 10000);
+    rs_reader_session_close(sess);
+    assert_int_equal(rs_reader_session_open(&db, 1, &attempt, NULL, &sess), RS_OK);
+    records = 0;
+    for (uint32_t part = 0; part < 4; part++)
+        assert_int_equal(read_check(sess, part, &records), RS_OK);
+    assert_int_equal(records, 120000);
+    rs_reader_session_close(sess);
+    stop_worker();
+}
+
+/*
+ * A small worker whose memory another pusher took with bulk grants and
+ * 1 MiB extents, then left idle: the busy pusher still gets through (idle
+ * room is budgeted, unused extent tails are trimmed, everything else
+ * spills), and everything reads back.
+ */
+static void test_idle_grants_reclaimed(void **state)
+{
+    (void)state;
+    alarm(90);
+    start_worker_in(8 << 20, NULL, 1 << 20, 100);
+    rs_shuffle_desc_t d = desc(13, 16);
+    rs_pusher_config_t c = small_cfg();
+    c.pool_bytes = 1 << 20;   /* 16 KiB buffers count as whole ones: bulk grants */
+    c.backpressure_ms = 3000; /* failing would be quick and clear */
+    rs_pusher_t *idle, *busy;
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &c, &idle), RS_OK);
+    uint32_t n_idle = 0;
+    uint8_t rec[100];
+    for (uint32_t part = 0; part < 8; part++) {
+        rs_pbuf_t *b;
+        assert_int_equal(rs_pusher_buf_get(idle, c.buf_len, &b), RS_OK);
+        size_t used = 0;
+        while (used + rs_record_size(sizeof(rec)) <= b->len) {
+            pressure_record(0, n_idle++, rec, sizeof(rec));
+            used += rs_record_put(b->data + used, rec, sizeof(rec));
+        }
+        rs_pbuf_t *fresh;
+        assert_int_equal(rs_pusher_swap(idle, part, b, used, &fresh), RS_OK);
+        rs_pusher_buf_put(idle, fresh);
+    }
+    /* The busy pusher pushes three times the worker's memory into the other partitions. */
+    rs_pusher_config_t cb = small_cfg();
+    cb.backpressure_ms = 3000;
+    assert_int_equal(rs_pusher_open(&d, 1, 0, &cb, &busy), RS_OK);
+    uint32_t n_busy = 120000;
+    for (uint32_t i = 0; i < n_busy; i++) {
+        pressure_record(1, i, rec, sizeof(rec));
+        assert_int_equal(rs_pusher_append(busy, 8 + i % 8, rec, sizeof(rec)), RS_OK);
+    }
+    rs_pusher_stats_t st;
+    assert_int_equal(rs_pusher_close(busy, &st), RS_OK);
+    rs_pusher_destroy(busy);
+    assert_int_equal(rs_pusher_close(idle, &st), RS_OK);
+    rs_pusher_destroy(idle);
+    uint32_t attempts[2] = {0, 0};
+    rs_reader_session_t *sess;
+    assert_int_equal(rs_reader_session_open(&d, 2, attempts, NULL, &sess), RS_OK);
+    uint64_t records = 0;
+    for (uint32_t part = 0; part < 16; part++)
+        assert_int_equal(read_check(sess, part, &records), RS_OK);
+    assert_int_equal(records, (uint64_t)n_idle + n_busy);
+    rs_reader_session_close(sess);
+    stop_worker();
+}
+
+/* A pusher speaking the protocol by hand: grants it never writes into. */
+typedef struct raw_pusher {
+    rs_ctx_t *ctx;
+    rs_ep_t *ep;
+    int attached, got, reclaims;
+    uint8_t reply[8192];
+    size_t reply_len;
+} raw_pusher_t;
+
+static void raw_on_msg(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    (void)ep;
+    raw_pusher_t *r = arg;
+    rs_smsg_hdr_t h;
+    assert_true(len >= sizeof(h) && len <= sizeof(r->reply));
+    memcpy(&h, data, sizeof(h));
+    if (h.type == RS_SMSG_ATTACH_REPLY) {
+        r->attached = 1;
+    } else if (h.type == RS_SMSG_RECLAIM) {
+        r->reclaims++;
+    } else if (h.type == RS_SMSG_GRANT) {
+        memcpy(r->reply, data, len);
+        r->reply_len = len;
+        r->got = 1;
+    }
+}
+
+static void raw_open(raw_pusher_t *r, uint32_t shuffle, uint32_t parts, uint32_t map)
+{
+    memset(r, 0, sizeof(*r));
+    assert_int_equal(rs_ctx_create(NULL, &r->ctx), RS_OK);
+    const unsigned types[] = {RS_SMSG_ATTACH_REPLY, RS_SMSG_GRANT, RS_SMSG_RECLAIM};
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(rs_set_msg_handler(r->ctx, types[i], raw_on_msg, r), RS_OK);
+    char h[64];
+    snprintf(h, sizeof(h), "%s", worker_addr);
+    *strrchr(h, ':') = '\0';
+    assert_int_equal(rs_connect(r->ctx, h, (uint16_t)atoi(strrchr(worker_addr, ':') + 1), &r->ep),
+                     RS_OK);
+    rs_smsg_attach_t a = {
+        .role = RS_ROLE_PUSHER, .shuffle_id = shuffle, .n_partitions = parts, .map_id = map};
+    rs_smsg_init(&a.h, RS_SMSG_ATTACH, RS_OK);
+    assert_int_equal(rs_msg_send(r->ep, RS_SMSG_ATTACH, &a, sizeof(a), NULL, NULL), RS_OK);
+    for (int i = 0; i < 500 && !r->attached; i++)
+        rs_wait(r->ctx, 10);
+    assert_true(r->attached);
+}
+
+/* One grant request of one entry; returns the worker's answer for it. */
+static rs_grant_t raw_grant(raw_pusher_t *r, rs_grant_want_t want)
+{
+    uint8_t buf[sizeof(rs_smsg_grant_req_t) + sizeof(rs_grant_want_t)];
+    rs_smsg_grant_req_t m = {.req_id = 1, .n = 1};
+    rs_smsg_init(&m.h, RS_SMSG_GRANT_REQ, RS_OK);
+    memcpy(buf, &m, sizeof(m));
+    memcpy(buf + sizeof(m), &want, sizeof(want));
+    r->got = 0;
+    assert_int_equal(rs_msg_send(r->ep, RS_SMSG_GRANT_REQ, buf, sizeof(buf), NULL, NULL), RS_OK);
+    for (int i = 0; i < 500 && !r->got; i++)
+        rs_wait(r->ctx, 10);
+    assert_true(r->got);
+    rs_smsg_grant_t h;
+    assert_int_equal(r->reply_len, sizeof(h) + sizeof(rs_grant_t));
+    memcpy(&h, r->reply, sizeof(h));
+    assert_int_equal(h.h.status, RS_OK);
+    rs_grant_t g;
+    memcpy(&g, r->reply + sizeof(h), sizeof(g));
+    return g;
+}
+
+static void raw_close(raw_pusher_t *r)
+{
+    rs_ep_close(r->ep);
+    rs_ctx_destroy(r->ctx);
+}
+
+/*
+ * When a request cannot be served, the worker asks every pusher holding
+ * grants to give back what it does not use (RECLAIM); their retires free the
+ * memory and the next request is served. Spoken by hand so the pushers'
+ * grants stay unused for sure.
+ */
+static void test_reclaim_protocol(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_worker(4 << 20);
+    raw_pusher_t a, b;
+    raw_open(&a, 16, 64, 0);
+    raw_open(&b, 16, 64, 1);
+    /* A takes bulk grants (room for more batches) in four partitions and goes quiet. */
+    rs_grant_t ag[4];
+    for (uint32_t p = 0; p < 4; p++) {
+        ag[p] = raw_grant(&a, (rs_grant_want_t){.partition = p,
+                                                .flags = RS_GRANT_BULK,
+                                                .want = 64 << 10,
+                                                .retire_slot = RS_SLOT_NONE});
+        assert_int_equal(ag[p].status, RS_OK);
+        assert_true(p > 0 || ag[p].len > (64 << 10)); /* bulk room, within the worker's budget */
+    }
+    /* B asks for space it needs (and holds it) until the worker is full. */
+    rs_grant_t g;
+    uint32_t p = 4;
+    do {
+        g = raw_grant(&b, (rs_grant_want_t){
+                              .partition = p++, .want = 256 << 10, .retire_slot = RS_SLOT_NONE});
+    } while (g.status == RS_OK && p < 64);
+    assert_int_equal(g.status, RS_ERR_BACKPRESSURE);
+    /* Both were asked to give back what they do not use. */
+    for (int i = 0; i < 200 && (a.reclaims == 0 || b.reclaims == 0); i++) {
+        rs_wait(a.ctx, 5);
+        rs_wait(b.ctx, 5);
+    }
+    assert_int_equal(a.reclaims, 1);
+    assert_int_equal(b.reclaims, 1);
+    /* A retires its grants unused; then B's request is served. */
+    for (uint32_t q = 0; q < 4; q++) {
+        rs_grant_t r = raw_grant(
+            &a, (rs_grant_want_t){.partition = q, .retire_slot = ag[q].slot, .retire_used = 0});
+        assert_int_equal(r.status, RS_OK);
+        assert_int_equal(r.len, 0);
+    }
+    g = raw_grant(
+        &b, (rs_grant_want_t){.partition = p, .want = 256 << 10, .retire_slot = RS_SLOT_NONE});
+    assert_int_equal(g.status, RS_OK);
+    raw_close(&a);
+    raw_close(&b);
+    stop_worker();
+}
+
+/*
+ * Truly full (spilling impossible): the pusher is told so (backpressure)
+ * and fails clearly within its bound; dropping the shuffle frees the worker.
+ */
+static void test_backpressure_when_full(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_worker_in(4 << 20, "/nonexistent/rshuffle-test", 0, 0);
+    rs_shuffle_desc_t d = desc(14, 4);
+    rs_pusher_config_t c = small_cfg();
+    c.backpressure_ms = 1000;
+    c.wait_ms = 5000;
+    rs_pusher_t *p;
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &c, &p), RS_OK);
+    uint8_t rec[100] = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rs_status_t s = RS_OK;
+    for (uint32_t i = 0; i < 200000 && s == RS_OK; i++)
+        s = rs_pusher_append(p, i % 4, rec, sizeof(rec));
+    if (s == RS_OK)
+        s = rs_pusher_close(p, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    rs_pusher_destroy(p);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_int_equal(s, RS_ERR_BACKPRESSURE);
+    assert_true(secs < 8.0);
+    /* Nothing else disturbed: once the full shuffle is dropped, another one works. */
+    assert_int_equal(rs_shuffle_drop(&d, NULL), RS_OK);
+    assert_int_equal(push(15, 4, 0, 0, 0, 0, 5000), RS_OK);
+    uint64_t records, dups;
+    assert_int_equal(read_all(15, 4, 0, &records, &dups), RS_OK);
+    assert_int_equal(records, 5000);
+    stop_worker();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +637,10 @@ int main(void)
         cmocka_unit_test_teardown(test_duplicates_dropped, teardown),
         cmocka_unit_test_teardown(test_worker_killed, teardown),
         cmocka_unit_test_teardown(test_bad_requests, teardown),
+        cmocka_unit_test_teardown(test_spill_under_open_reader, teardown),
+        cmocka_unit_test_teardown(test_idle_grants_reclaimed, teardown),
+        cmocka_unit_test_teardown(test_reclaim_protocol, teardown),
+        cmocka_unit_test_teardown(test_backpressure_when_full, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

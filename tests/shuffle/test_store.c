@@ -218,6 +218,11 @@ static void test_snapshot_open_when_full(void **state)
         assert_int_equal(fill_grant(&fx, 0, 0, &n0), RS_OK);
         assert_int_equal(fill_grant(&fx, 1, 0, &n1), RS_OK);
     }
+    for (uint32_t p = 0; p < 2; p++) { /* current extents filled up: no tails to trim */
+        extent_t *e;
+        while ((e = fx.sh->parts[p].cur) != NULL && e->fill < e->len)
+            assert_int_equal(fill_grant(&fx, p, 0, p == 0 ? &n0 : &n1), RS_OK);
+    }
     assert_int_equal(fx.st.stats.spilled_bytes, 0);
     /* The staging reserve is taken too (other readers), so the index needs the data area. */
     uint64_t rsv_off, rsv_len = fx.st.rsv.size;
