@@ -180,8 +180,10 @@ static void request_grants(pworker_t *w)
         rs__pusher_fail(p, s, "grant request");
         return;
     }
-    memmove(w->retires, w->retires + n_ret, (w->n_retires - n_ret) * sizeof(*w->retires));
-    w->n_retires -= n_ret;
+    if (n_ret > 0) {
+        memmove(w->retires, w->retires + n_ret, (w->n_retires - n_ret) * sizeof(*w->retires));
+        w->n_retires -= n_ret;
+    }
     w->req_out = 1;
     p->stats.grant_requests++;
 }
