@@ -178,6 +178,7 @@ static void worker_main(int fd)
 typedef struct map_result {
     int32_t status;
     uint64_t bytes, batches, grant_requests;
+    double seconds; /* from the first record (or swap) to the end of close */
 } map_result_t;
 
 static rs_status_t map_append(rs_pusher_t *p, uint32_t m, pcount_t *counts)
@@ -200,10 +201,15 @@ static rs_status_t map_append(rs_pusher_t *p, uint32_t m, pcount_t *counts)
     return RS_OK;
 }
 
-/* Sink mode: pre-filled buffers, swapped again and again (the records repeat). */
-static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed)
+/*
+ * Sink mode: pre-filled buffers, swapped again and again (the records
+ * repeat). The pool holds exactly these (SINK_BUFS), so every buffer the
+ * writer gets back is a pre-filled one and they all stay in cache.
+ */
+#define SINK_BUFS 8
+static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed, double *t0)
 {
-    enum { NBUF = 8 };
+    enum { NBUF = SINK_BUFS };
     rs_pbuf_t *bufs[NBUF];
     size_t per = o.buf / rs_record_size(REC_LEN), used = per * rs_record_size(REC_LEN);
     uint8_t rec[REC_LEN];
@@ -220,6 +226,7 @@ static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed)
         rs_pusher_buf_put(p, bufs[b]);
     rs_pbuf_t *buf = bufs[0];
     uint64_t n = o.size / o.buf;
+    *t0 = now_s();
     for (uint64_t i = 0; i < n; i++) {
         rs_status_t s = rs_pusher_swap(p, 0, buf, used, &buf);
         if (s != RS_OK)
@@ -240,16 +247,20 @@ static void mapper_main(int fd, uint32_t m, uint32_t attempt)
     rs_status_t s = rs_pusher_config_from_env(&pc);
     pc.codec = o.codec;
     pc.buf_len = o.buf;
+    if (o.sink) /* the pre-filled buffers and nothing else (see map_swap) */
+        pc.pool_bytes = SINK_BUFS * (o.buf + RS_PBUF_HEAD_ROOM + 64);
     rs_shuffle_desc_t d = desc();
     rs_pusher_t *p = NULL;
     if (s == RS_OK)
         s = rs_pusher_open(&d, m, attempt, &pc, &p);
     uint64_t pushed = 0;
+    double t0 = now_s();
     if (s == RS_OK)
-        s = o.sink ? map_swap(p, m, &pushed) : map_append(p, m, counts);
+        s = o.sink ? map_swap(p, m, &pushed, &t0) : map_append(p, m, counts);
     rs_pusher_stats_t ps = {0};
     if (s == RS_OK)
         s = rs_pusher_close(p, &ps);
+    r.seconds = now_s() - t0;
     rs_pusher_destroy(p);
     if (s != RS_OK)
         fprintf(stderr, "rs-shuffle-bench: mapper %u attempt %u: %s\n", m, attempt, rs_strerror(s));
@@ -520,6 +531,7 @@ int main(int argc, char **argv)
     pcount_t *want = calloc(o.partitions, sizeof(*want));
     pcount_t *tmp = calloc(o.partitions, sizeof(*tmp));
     uint64_t pushed_bytes = 0, map_batches = 0, grant_requests = 0;
+    double map_s = 0; /* the slowest mapper's own push time (no process start or connect) */
     for (uint32_t i = 0; i < n_maps_run; i++) {
         map_result_t r = {.status = RS_ERR_IO};
         if (read_all(mfd[i], &r, sizeof(r)) != 0 ||
@@ -529,6 +541,8 @@ int main(int argc, char **argv)
         waitpid(mpid[i], NULL, 0);
         map_batches += r.batches;
         grant_requests += r.grant_requests;
+        if (r.seconds > map_s)
+            map_s = r.seconds;
         if (i / o.mappers == (o.speculative ? 1u : 0u)) { /* the winning attempts */
             pushed_bytes += r.bytes;
             for (uint32_t p = 0; p < o.partitions; p++) {
@@ -581,6 +595,8 @@ int main(int argc, char **argv)
         wst_sum.batches += st.batches;
         wst_sum.spilled_bytes += st.spilled_bytes;
         wst_sum.backpressure += st.backpressure;
+        if (wst_sum.arena_peak < st.arena_peak)
+            wst_sum.arena_peak = st.arena_peak;
         wst_sum.refused += st.refused;
     }
 
@@ -609,6 +625,7 @@ int main(int argc, char **argv)
     double push_gbps = push_s > 0 ? (double)bytes * 8 / push_s / 1e9 : 0;
     double read_gbps = read_s > 0 && !o.sink ? (double)read_bytes * 8 / read_s / 1e9 : 0;
     double gbps = secs > 0 ? (double)bytes * 8 / secs / 1e9 : 0;
+    double map_gbps = map_s > 0 ? (double)bytes * 8 / map_s / 1e9 : 0;
     printf("shuffle %s: %s/%s, codec %s, %.2f GiB, %llu records, %u mappers%s, %u workers, "
            "%u reducers, %u partitions\n",
            failed ? "FAILED" : "verified", o.transport, o.tls, rs_codec_name(o.codec),
@@ -619,15 +636,17 @@ int main(int argc, char **argv)
            push_s, push_gbps, read_s, read_gbps, secs, gbps, (unsigned long long)lost,
            (unsigned long long)dups, (double)wst_sum.spilled_bytes / (1 << 20),
            (unsigned long long)wst_sum.backpressure);
-    printf("pushers: %llu batches, %llu grant requests\n", (unsigned long long)map_batches,
-           (unsigned long long)grant_requests);
+    printf("pushers: %.3f s in the slowest mapper (%.2f Gbit/s), %llu batches, %llu grant "
+           "requests; worker arena peak %.1f MiB\n",
+           map_s, map_gbps, (unsigned long long)map_batches, (unsigned long long)grant_requests,
+           (double)wst_sum.arena_peak / (1 << 20));
     if (o.json)
         printf("{\"transport\": \"%s\", \"tls\": \"%s\", \"codec\": \"%s\", \"bytes\": %llu, "
                "\"records\": %llu, \"seconds\": %.4f, \"push_gbps\": %.3f, \"read_gbps\": %.3f, "
-               "\"gbps\": %.3f, \"lost\": %llu, \"duplicates\": %llu, \"spilled_bytes\": %llu, "
-               "\"ok\": %s}\n",
+               "\"gbps\": %.3f, \"map_push_gbps\": %.3f, \"lost\": %llu, \"duplicates\": %llu, "
+               "\"spilled_bytes\": %llu, \"ok\": %s}\n",
                o.transport, o.tls, rs_codec_name(o.codec), (unsigned long long)bytes,
-               (unsigned long long)(o.sink ? 0 : total), secs, push_gbps, read_gbps, gbps,
+               (unsigned long long)(o.sink ? 0 : total), secs, push_gbps, read_gbps, gbps, map_gbps,
                (unsigned long long)lost, (unsigned long long)dups,
                (unsigned long long)wst_sum.spilled_bytes, failed ? "false" : "true");
     free(want);

@@ -107,7 +107,6 @@ static void request_grants(pworker_t *w)
         wants[n] = (rs_grant_want_t){.partition = w->retires[n_ret].partition,
                                      .retire_slot = w->retires[n_ret].slot,
                                      .retire_used = w->retires[n_ret].used};
-    uint32_t first_want = n;
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &w->pending)
     {
@@ -116,17 +115,8 @@ static void request_grants(pworker_t *w)
         rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
         ppart_t *pp = &w->parts[b->partition];
         uint64_t need = rs_sproto_round(b->frame_len);
-        if (pp->in_req) { /* more of its batches: ask for them in the same entry */
-            for (uint32_t i = first_want; i < n; i++) {
-                if (wants[i].partition == b->partition) {
-                    if (wants[i].want + need <= RS_GRANT_MAX)
-                        wants[i].want += need;
-                    wants[i].flags |= b->full ? RS_GRANT_BULK : 0;
-                    break;
-                }
-            }
-            continue;
-        }
+        if (pp->in_req)
+            continue; /* asked for already: bulk room covers the batches behind */
         if (room(&pp->cur) >= need || room(&pp->next) >= need)
             continue; /* it has room: only waiting behind others */
         if (n == max_n)
@@ -331,11 +321,15 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
                           .map_id = p->map_id,
                           .attempt = p->attempt,
                           .partition = b->partition,
-                          .seq = p->next_seq};
+                          .seq = b->seq};
     rs_pbuf_int_t *out = b;
     size_t flen;
     rs_status_t s;
-    if (p->cfg.codec == RS_CODEC_NONE) {
+    if (b->sealed) { /* swapped, codec none: the writer sealed it */
+        out->frame = b->pub.data - RS_FRAME_HEADER_SIZE;
+        flen = b->frame_len;
+        s = RS_OK;
+    } else if (p->cfg.codec == RS_CODEC_NONE) {
         /* Zero copy: the header goes into the room before the records. */
         uint8_t *frame = b->pub.data - RS_FRAME_HEADER_SIZE;
         s = rs_frame_seal(frame, RS_FRAME_HEADER_SIZE + b->pub.len, b->used, 0, &ids, &flen);
@@ -368,7 +362,6 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
     out->refs = 0;
     out->dup = 0;
     rs_list_init(&out->link);
-    p->next_seq++;
 
     pworker_t *w = &p->workers[p->place[b->partition]];
     rs_commit_entry_t *c = &w->counts[b->partition];

@@ -74,9 +74,9 @@ struct rs_pusher {
     size_t *next_len;
     size_t part_cap; /* append buffers grow to this: all partitions' buffers fit half the pool */
     uint64_t records;
+    uint64_t next_seq; /* batch numbers, given at hand-off */
 
     /* engine side */
-    uint64_t next_seq;
     uint32_t msg_max;
     rs_pusher_stats_t stats;
     _Atomic int error;

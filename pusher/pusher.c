@@ -238,6 +238,9 @@ static rs_status_t flush_partition(rs_pusher_t *p, uint32_t part)
         rs_pushq_buf_put(p->q, b);
         return RS_OK;
     }
+    rs_pbuf_int_t *bi = rs_pbuf_int(b);
+    bi->seq = p->next_seq++;
+    bi->sealed = 0; /* the engine seals it: this thread goes on producing records */
     return rs__pushq_submit(p->q, part, b, used);
 }
 
@@ -332,8 +335,30 @@ rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, 
     rs_status_t s = werr(p);
     if (s != RS_OK)
         return s;
-    if (partition >= p->desc.n_partitions)
+    if (partition >= p->desc.n_partitions || full == NULL || used > full->len)
         return RS_ERR_INVALID;
+    rs_pbuf_int_t *b = rs_pbuf_int(full);
+    b->seq = p->next_seq++;
+    b->sealed = 0;
+    if (p->cfg.codec == RS_CODEC_NONE && used > 0) {
+        /*
+         * Sealed here, on the caller's thread, as the seed's swap computes its
+         * CRC before hand-off: the engine then only writes, and a writer that
+         * swaps pre-filled buffers checksums in parallel with the engine.
+         */
+        rs_frame_ids_t ids = {.shuffle_id = p->desc.shuffle_id,
+                              .map_id = p->map_id,
+                              .attempt = p->attempt,
+                              .partition = partition,
+                              .seq = b->seq};
+        size_t flen;
+        s = rs_frame_seal(full->data - RS_FRAME_HEADER_SIZE, RS_FRAME_HEADER_SIZE + full->len, used,
+                          0, &ids, &flen);
+        if (s != RS_OK)
+            return s;
+        b->frame_len = (uint32_t)flen;
+        b->sealed = 1;
+    }
     return rs_pushq_swap(p->q, partition, full, used, fresh_p);
 }
 

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -87,14 +88,40 @@ static uint64_t block_len(size_t len)
 
 /* ------------------------------------------------------------------ pool */
 
+/* What a sleeping writer waits for. */
+enum { WAIT_NONE = 0, WAIT_BUFFER = 1, WAIT_SLOT = 2 };
+
+static void writer_wake(rs_pushq_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* Engine: a buffer came back (wakes a writer waiting for one). */
 static void writer_signal(rs_pushq_t *q)
 {
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&q->writer_waiting, memory_order_relaxed)) {
-        pthread_mutex_lock(&q->lock);
-        pthread_cond_broadcast(&q->cond);
-        pthread_mutex_unlock(&q->lock);
-    }
+    if (atomic_load_explicit(&q->writer_waiting, memory_order_relaxed) != WAIT_NONE)
+        writer_wake(q);
+}
+
+/* Is the queue at most half full (a writer waiting for a slot is woken only then)? */
+static int queue_half_free(rs_pushq_t *q)
+{
+    return atomic_load(&q->tail) - atomic_load(&q->head) <= q->cfg.queue_depth / 2;
+}
+
+/*
+ * Engine: a slot came free. A writer waiting for one is woken once half the
+ * queue is free, not for every slot: one wake-up per several buffers.
+ */
+static void writer_signal_slot(rs_pushq_t *q)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    int w = atomic_load_explicit(&q->writer_waiting, memory_order_relaxed);
+    if (w == WAIT_SLOT ? queue_half_free(q) : w != WAIT_NONE)
+        writer_wake(q);
 }
 
 static void desc_drop_locked(rs_pushq_t *q, rs_pbuf_int_t *b)
@@ -158,10 +185,22 @@ static void idle_put(rs_pushq_t *q, rs_pbuf_int_t *b)
     free_slot->head = b;
 }
 
-/* Writer: moves everything the engine released into the private lists. */
+/*
+ * Writer: moves everything the engine released into the private lists, the
+ * most recently released on top: the writer then reuses the few buffers
+ * still in cache instead of rotating through the whole slab.
+ */
 static int collect_returned(rs_pushq_t *q)
 {
     rs_pbuf_int_t *b = atomic_exchange_explicit(&q->returned, NULL, memory_order_acquire);
+    rs_pbuf_int_t *rev = NULL; /* the stack has the most recent first: reverse it */
+    while (b != NULL) {
+        rs_pbuf_int_t *next = b->next;
+        b->next = rev;
+        rev = b;
+        b = next;
+    }
+    b = rev;
     int n = 0;
     while (b != NULL) {
         rs_pbuf_int_t *next = b->next;
@@ -210,9 +249,9 @@ static int evict_idle(rs_pushq_t *q, size_t keep)
 /* Writer: an idle buffer of exactly len bytes, or a new one; RS_ERR_BUSY if none fits now. */
 static rs_status_t try_take(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
 {
+    /* Released buffers first: the most recent are the ones still in cache. */
+    collect_returned(q);
     rs_pbuf_int_t *b = idle_pop(q, len);
-    if (b == NULL && collect_returned(q) > 0)
-        b = idle_pop(q, len);
     if (b != NULL) {
         *b_p = b;
         return RS_OK;
@@ -233,8 +272,8 @@ static int deadline_passed(uint64_t deadline)
     return rs_now_coarse_ns() >= deadline;
 }
 
-/* Writer: sleeps one slice (woken early by the engine). */
-static void writer_nap(rs_pushq_t *q)
+/* Writer: sleeps one slice waiting for what (woken early by the engine). */
+static void writer_nap(rs_pushq_t *q, int what)
 {
     if (atomic_load(&q->engine_starved))
         evict_idle(q, 0); /* idle buffers the writer does not need block the engine */
@@ -246,10 +285,10 @@ static void writer_nap(rs_pushq_t *q)
         ts.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&q->lock);
-    atomic_store(&q->writer_waiting, 1);
-    if (atomic_load(&q->returned) == NULL)
+    atomic_store(&q->writer_waiting, what);
+    if (what == WAIT_SLOT ? !queue_half_free(q) : atomic_load(&q->returned) == NULL)
         pthread_cond_timedwait(&q->cond, &q->lock, &ts);
-    atomic_store(&q->writer_waiting, 0);
+    atomic_store(&q->writer_waiting, WAIT_NONE);
     pthread_mutex_unlock(&q->lock);
 }
 
@@ -274,7 +313,7 @@ static rs_status_t pool_get(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
                      q->cfg.wait_ms, q->cfg.slab_bytes);
             return RS_ERR_TIMEOUT;
         }
-        writer_nap(q);
+        writer_nap(q, WAIT_BUFFER);
     }
     return st;
 }
@@ -311,7 +350,7 @@ static rs_status_t queue_push(rs_pushq_t *q, rs_pbuf_int_t *b)
                 return RS_ERR_TIMEOUT;
             }
             collect_returned(q);
-            writer_nap(q);
+            writer_nap(q, WAIT_SLOT);
         }
     }
     q->ring[tail & q->ring_mask] = b;
@@ -366,7 +405,7 @@ static void *engine_main(void *arg)
             }
             head++;
             atomic_store_explicit(&q->head, head, memory_order_release);
-            writer_signal(q);
+            writer_signal_slot(q);
             events++;
         }
         if (q->hooks.poll != NULL)
@@ -378,8 +417,10 @@ static void *engine_main(void *arg)
         uint64_t now = rs_now_ns();
         if (idle_since == 0)
             idle_since = now;
-        if (now - idle_since < PUSHQ_SPIN_NS)
+        if (now - idle_since < PUSHQ_SPIN_NS) {
+            sched_yield(); /* cores may be fewer than busy threads: let the others run */
             continue;
+        }
         engine_sleep(q, blocked);
         idle_since = 0;
     }
@@ -635,7 +676,7 @@ int rs__pushq_starved(rs_pushq_t *q)
 void rs__pushq_nap(rs_pushq_t *q)
 {
     if (collect_returned(q) == 0)
-        writer_nap(q);
+        writer_nap(q, WAIT_BUFFER);
 }
 
 rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)
@@ -648,7 +689,7 @@ rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)
             return RS_ERR_TIMEOUT;
         }
         collect_returned(q);
-        writer_nap(q);
+        writer_nap(q, WAIT_BUFFER);
     }
     collect_returned(q);
     return RS_OK;

@@ -25,6 +25,8 @@ typedef struct rs_pbuf_int {
     uint32_t dup;  /* fault injection: sends left beyond the first */
     uint32_t full; /* the writer filled it to its length (a streaming partition) */
     uint64_t checksum;
+    uint64_t seq;            /* batch number, given by the writer at hand-off */
+    int sealed;              /* the writer sealed the frame already (swap, codec none) */
     int transient;           /* engine-made: its block is freed on release */
     struct rs_pbuf_int *all; /* every descriptor, for cleanup */
 } rs_pbuf_int_t;

@@ -5,6 +5,7 @@
 #include "common/env.h"
 #include "common/log.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,7 +87,9 @@ static void housekeeping(rs_worker_t *w)
 
 /*
  * Polls while events keep coming (a notification per batch: sleeping on the
- * fd between them would cost a wake-up each), sleeps on the fd when idle.
+ * fd between them would cost a wake-up each), yielding the CPU between empty
+ * polls (measured: +30 % push rate with pusher, engine and worker on two
+ * cores), and sleeps on the fd when idle.
  */
 static void *worker_main(void *arg)
 {
@@ -97,6 +100,8 @@ static void *worker_main(void *arg)
         if (now - last_event < W_SPIN_NS) {
             if (rs_progress(w->ctx) > 0)
                 last_event = now;
+            else
+                sched_yield(); /* a spinning worker must not starve the threads feeding it */
         } else if (rs_wait(w->ctx, W_WAIT_MS) == RS_OK) {
             last_event = rs_now_ns();
         }
