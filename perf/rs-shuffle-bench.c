@@ -10,6 +10,8 @@
  *                    [--buf BYTES] [--worker-mem BYTES] [--speculative]
  *                    [--sink] [--json]
  *
+ * The transport defaults to RSHUFFLE_TRANSPORT (else ucx), the host to
+ * RSHUFFLE_TEST_HOST (else 127.0.0.1); --tls picks UCX_TLS unless it is set.
  * --speculative runs every map twice (attempts 0 and 1; 1 wins). --sink
  * measures the push protocol alone: one mapper swaps pre-filled registered
  * buffers (codec none) into one worker that frees each batch once committed.
@@ -419,7 +421,7 @@ static int parse_args(int argc, char **argv)
                  .reducers = 2,
                  .partitions = 16,
                  .codec = RS_CODEC_NONE,
-                 .transport = "ucx",
+                 .transport = getenv("RSHUFFLE_TRANSPORT") ? getenv("RSHUFFLE_TRANSPORT") : "ucx",
                  .tls = "shm",
                  .host = getenv("RSHUFFLE_TEST_HOST") ? getenv("RSHUFFLE_TEST_HOST") : "127.0.0.1",
                  .buf = 256 << 10};

@@ -5,3 +5,6 @@ set_target_properties(rs-perf-swap PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_B
 add_executable(rs-shuffle-bench ${PROJECT_SOURCE_DIR}/perf/rs-shuffle-bench.c)
 target_link_libraries(rs-shuffle-bench PRIVATE rshuffle)
 set_target_properties(rs-shuffle-bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)
+add_executable(rs-perf-reserve ${PROJECT_SOURCE_DIR}/perf/rs-perf-reserve.c)
+target_link_libraries(rs-perf-reserve PRIVATE rshuffle)
+set_target_properties(rs-perf-reserve PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)
