@@ -30,7 +30,7 @@ static void spawn_target(h_child_t *target)
 {
     char region_arg[32];
     snprintf(region_arg, sizeof(region_arg), "%u", REGION);
-    h_spawn(target, "rma_target", "listen", "wait", region_arg, NULL);
+    h_spawn(target, "rma_target", h_method_name(h_default_method()), "wait", region_arg, NULL);
 }
 
 /* --------------------------------------------------------- peer killed */
@@ -39,6 +39,7 @@ typedef struct kill_run kill_run_t;
 typedef struct kill_slot {
     kill_run_t *run;
     int busy;
+    uint64_t old;
 } kill_slot_t;
 
 struct kill_run {
@@ -81,7 +82,11 @@ static void kill_ep_event(void *arg, rs_ep_t *ep, rs_status_t status)
     k->ep_event_status = status;
 }
 
-/* Posts puts into free slots; returns the first posting error other than BUSY. */
+/*
+ * Posts into free slots: puts, and every 8th a fetch-and-add (which needs the
+ * target on some fabrics, so some stay outstanding). Returns the first
+ * posting error other than BUSY.
+ */
 static rs_status_t kill_post(kill_run_t *k, rs_mr_t *mr, rs_rkey_t *rkey)
 {
     for (int i = 0; i < WINDOW; i++) {
@@ -89,8 +94,10 @@ static rs_status_t kill_post(kill_run_t *k, rs_mr_t *mr, rs_rkey_t *rkey)
         if (s->busy)
             continue;
         s->busy = 1;
-        rs_status_t st = rs_put(k->ep, rs_mr_addr(mr), PUT_LEN, mr, rkey,
-                                (uint64_t)(i % (REGION / PUT_LEN)) * PUT_LEN, kill_cb, s);
+        rs_status_t st = (k->posted % 8 == 7)
+                             ? rs_fetch_add(k->ep, rkey, 8 * (uint64_t)i, 1, &s->old, kill_cb, s)
+                             : rs_put(k->ep, rs_mr_addr(mr), PUT_LEN, mr, rkey,
+                                      (uint64_t)(i % (REGION / PUT_LEN)) * PUT_LEN, kill_cb, s);
         if (st != RS_OK) {
             s->busy = 0;
             return st == RS_ERR_BUSY ? RS_OK : st;
@@ -118,7 +125,7 @@ void test_peer_killed_during_puts(void **state)
     rs_set_ep_handler(ctx, kill_ep_event, &k);
     rs_rkey_t *rkey = NULL;
     rs_mr_t *mr = NULL;
-    assert_int_equal(h_connect(ctx, &target.ch, H_LISTEN, &k.ep), RS_OK);
+    assert_int_equal(h_connect(ctx, &target.ch, h_default_method(), &k.ep), RS_OK);
     assert_int_equal(h_recv_rkey(&target.ch, k.ep, &rkey), RS_OK);
     assert_int_equal(rs_mem_alloc(ctx, PUT_LEN, RS_MEM_LOCAL, &mr), RS_OK);
     h_pat_fill(rs_mr_addr(mr), PUT_LEN, 77, 0);
@@ -132,8 +139,18 @@ void test_peer_killed_during_puts(void **state)
     assert_true(k.ok >= 300);
     assert_int_equal(k.errors, 0);
 
-    /* SIGKILL the target and make sure it is gone before the clock starts. */
+    /*
+     * Stop the target for a moment so operations that need it pile up, then
+     * SIGKILL it and make sure it is gone before the clock starts.
+     */
     pid_t pid = target.pid;
+    kill(pid, SIGSTOP);
+    deadline = h_now_ms() + 100;
+    while (h_now_ms() < deadline) {
+        assert_int_equal(kill_post(&k, mr, rkey), RS_OK);
+        h_pump(ctx);
+    }
+    size_t outstanding_at_kill = rs_ep_outstanding(k.ep);
     kill(pid, SIGKILL);
     assert_int_equal(h_child_wait(&target, 10000), 128 + SIGKILL);
     uint64_t t_kill = h_now_ms();
@@ -152,13 +169,14 @@ void test_peer_killed_during_puts(void **state)
             break;
     }
     uint64_t detect_ms = post_err_ms > k.last_cb_ms ? post_err_ms : k.last_cb_ms;
-    print_message(
-        "[info] peer death: posting refused after %llu ms, last callback after %llu ms, "
-        "first error callback after %lld ms (peer_timeout_ms %u, bound %u ms); "
-        "%llu ops, %llu ok, %llu failed\n",
-        (unsigned long long)(post_err_ms - t_kill), (unsigned long long)(k.last_cb_ms - t_kill),
-        k.first_err_ms ? (long long)(k.first_err_ms - t_kill) : -1LL, cfg.peer_timeout_ms, bound,
-        (unsigned long long)k.posted, (unsigned long long)k.ok, (unsigned long long)k.errors);
+    print_message("[info] peer death: posting refused after %llu ms, last callback after %llu ms, "
+                  "first error callback after %lld ms (peer_timeout_ms %u, bound %u ms); "
+                  "%llu ops, %llu ok, %llu failed, %zu outstanding at the kill\n",
+                  (unsigned long long)(post_err_ms - t_kill),
+                  (unsigned long long)(k.last_cb_ms - t_kill),
+                  k.first_err_ms ? (long long)(k.first_err_ms - t_kill) : -1LL, cfg.peer_timeout_ms,
+                  bound, (unsigned long long)k.posted, (unsigned long long)k.ok,
+                  (unsigned long long)k.errors, outstanding_at_kill);
 
     /* Later posts are refused with RS_ERR_UNREACHABLE, within the bound. */
     assert_int_equal(post_err, RS_ERR_UNREACHABLE);
@@ -311,7 +329,7 @@ static void expect_all_done(h_op_t *ops)
 
 typedef struct target_conn {
     h_child_t child;
-    uint16_t port;
+    h_peer_t peer;
     uint8_t blob[RS_RKEY_BLOB_MAX];
     size_t blob_len;
 } target_conn_t;
@@ -319,13 +337,12 @@ typedef struct target_conn {
 static rs_ctx_t *connect_target(target_conn_t *t, rs_ep_t **ep, rs_rkey_t **rkey, rs_mr_t **mr)
 {
     spawn_target(&t->child);
-    assert_int_equal(h_recv(&t->child.ch, H_PORT, &t->port, sizeof(t->port), 30000),
-                     sizeof(t->port));
+    assert_true(h_recv_peer(&t->child.ch, &t->peer, 30000));
     ssize_t n = h_recv(&t->child.ch, H_RKEY, t->blob, sizeof(t->blob), 30000);
     assert_true(n > 0);
     t->blob_len = (size_t)n;
     rs_ctx_t *ctx = h_ctx(NULL);
-    assert_int_equal(rs_connect(ctx, h_host(), t->port, ep), RS_OK);
+    assert_int_equal(h_connect_peer(ctx, &t->peer, ep), RS_OK);
     assert_int_equal(rs_rkey_unpack(*ep, t->blob, t->blob_len, rkey), RS_OK);
     assert_int_equal(rs_mem_alloc(ctx, 2 * REGION, RS_MEM_LOCAL, mr), RS_OK);
     return ctx;
@@ -334,7 +351,7 @@ static rs_ctx_t *connect_target(target_conn_t *t, rs_ep_t **ep, rs_rkey_t **rkey
 void test_destroy_with_ops_in_flight(void **state)
 {
     (void)state;
-    target_conn_t t;
+    static target_conn_t t;
     rs_ep_t *ep = NULL;
     rs_rkey_t *rkey = NULL;
     rs_mr_t *mr = NULL;
@@ -351,7 +368,7 @@ void test_destroy_with_ops_in_flight(void **state)
 void test_ep_close_with_ops_in_flight(void **state)
 {
     (void)state;
-    target_conn_t t;
+    static target_conn_t t;
     rs_ep_t *ep = NULL;
     rs_rkey_t *rkey = NULL;
     rs_mr_t *mr = NULL;
@@ -370,7 +387,7 @@ void test_ep_close_with_ops_in_flight(void **state)
     rs_ep_t *ep2 = NULL;
     rs_rkey_t *rkey2 = NULL;
     h_op_t put = {0}, flush = {0};
-    assert_int_equal(rs_connect(ctx, h_host(), t.port, &ep2), RS_OK);
+    assert_int_equal(h_connect_peer(ctx, &t.peer, &ep2), RS_OK);
     assert_int_equal(rs_rkey_unpack(ep2, t.blob, t.blob_len, &rkey2), RS_OK);
     assert_int_equal(rs_put(ep2, rs_mr_addr(mr), 4096, mr, rkey2, 0, h_op_cb, &put), RS_OK);
     assert_int_equal(rs_ep_flush(ep2, h_op_cb, &flush), RS_OK);
