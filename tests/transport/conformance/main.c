@@ -23,15 +23,11 @@
 #include "suite.h"
 
 static const h_role_t roles[] = {
-    {"rma_target", role_rma_target},
-    {"notify_target", role_notify_target},
-    {"notify_putter", role_notify_putter},
-    {"fadd_target", role_fadd_target},
-    {"fadd_adder", role_fadd_adder},
-    {"msg_server", role_msg_server},
-    {"auth_server", role_auth_server},
-    {"address_then_exit", role_address_then_exit},
-    {NULL, NULL},
+    {"rma_target", role_rma_target},       {"notify_target", role_notify_target},
+    {"notify_putter", role_notify_putter}, {"fadd_target", role_fadd_target},
+    {"fadd_adder", role_fadd_adder},       {"msg_server", role_msg_server},
+    {"auth_server", role_auth_server},     {"address_then_exit", role_address_then_exit},
+    {"connect_dead", role_connect_dead},   {NULL, NULL},
 };
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, h_setup, h_teardown)

@@ -253,31 +253,69 @@ int role_address_then_exit(h_chan_t *ch, int argc, char **argv)
     return 0;
 }
 
-void test_connect_address_dead_peer(void **state)
+/*
+ * Connects to the address blob it receives (a peer that exited) and reports
+ * {status, milliseconds, whether ep_p was left alone}.
+ */
+int role_connect_dead(h_chan_t *ch, int argc, char **argv)
 {
-    (void)state;
-    h_child_t peer;
-    static uint8_t addr[RS_ADDR_BLOB_MAX];
-    h_spawn(&peer, "address_then_exit", NULL);
-    ssize_t alen = h_recv(&peer.ch, H_ADDR, addr, sizeof(addr), 30000);
-    assert_true(alen > 0);
-    assert_int_equal(h_child_stop(&peer, 20000), 0);
-
+    (void)argc;
+    (void)argv;
+    static h_peer_t peer;
+    H_CHECK(h_recv_peer(ch, &peer, 30000), "no address");
     rs_config_t cfg;
     h_config(&cfg);
     cfg.connect_timeout_ms = env_u32("RSHUFFLE_TEST_CONNECT_TIMEOUT_MS", 2000);
-    const uint32_t bound = cfg.connect_timeout_ms + h_slack_ms();
     rs_ctx_t *ctx = h_ctx(&cfg);
     rs_ep_t *sentinel = (rs_ep_t *)&sentinel, *ep = sentinel;
     uint64_t t0 = h_now_ms();
-    rs_status_t st = rs_connect_address(ctx, addr, (size_t)alen, &ep);
-    uint64_t took = h_now_ms() - t0;
-    print_message("[info] connect to a dead peer's address: %s after %llu ms (bound %u)\n",
-                  rs_strerror(st), (unsigned long long)took, bound);
-    assert_true(st == RS_ERR_UNREACHABLE || st == RS_ERR_TIMEOUT || st == RS_ERR_REFUSED);
-    assert_ptr_equal(ep, sentinel);
-    assert_true(took <= bound);
+    rs_status_t st = h_connect_peer(ctx, &peer, &ep);
+    int64_t res[3] = {st, (int64_t)(h_now_ms() - t0), ep == sentinel};
+    if (st == RS_OK)
+        rs_ep_close(ep);
     h_ctx_destroy(ctx);
+    H_CHECK(h_send(ch, H_RSLT, res, sizeof(res)), "channel closed");
+    return 0;
+}
+
+void test_connect_address_dead_peer(void **state)
+{
+    (void)state;
+    h_child_t peer, client;
+    static h_peer_t addr;
+    h_spawn(&peer, "address_then_exit", NULL);
+    assert_true(h_recv_peer(&peer.ch, &addr, 30000));
+    assert_int_equal(h_child_stop(&peer, 20000), 0);
+
+    /*
+     * The attempt runs in a child without leak detection: UCX 1.13.1 itself
+     * leaks 100 bytes (uct mm interface) when ucp_ep_create fails to attach
+     * a dead peer's shared memory; everything else keeps leak checking.
+     */
+    const char *asan = getenv("ASAN_OPTIONS");
+    char *saved = asan != NULL ? strdup(asan) : NULL;
+    char opts[512];
+    snprintf(opts, sizeof(opts), "%s%sdetect_leaks=0", saved ? saved : "",
+             saved && saved[0] ? ":" : "");
+    setenv("ASAN_OPTIONS", opts, 1);
+    h_spawn(&client, "connect_dead", NULL);
+    if (saved != NULL)
+        setenv("ASAN_OPTIONS", saved, 1);
+    else
+        unsetenv("ASAN_OPTIONS");
+    free(saved);
+
+    assert_true(h_send_peer(&client.ch, &addr));
+    int64_t res[3] = {0};
+    assert_int_equal(h_recv(&client.ch, H_RSLT, res, sizeof(res), 60000), sizeof(res));
+    const uint32_t bound = env_u32("RSHUFFLE_TEST_CONNECT_TIMEOUT_MS", 2000) + h_slack_ms();
+    print_message("[info] connect to a dead peer's address: %s after %lld ms (bound %u)\n",
+                  rs_strerror((rs_status_t)res[0]), (long long)res[1], bound);
+    assert_true(res[0] == RS_ERR_UNREACHABLE || res[0] == RS_ERR_TIMEOUT ||
+                res[0] == RS_ERR_REFUSED);
+    assert_true(res[1] <= (int64_t)bound);
+    assert_int_equal(res[2], 1);
+    assert_int_equal(h_child_wait(&client, 20000), 0);
 }
 
 /* ---------------------------------------------- teardown with ops in flight */
