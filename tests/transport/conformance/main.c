@@ -53,6 +53,8 @@ int main(int argc, char **argv)
         T(test_destroy_with_ops_in_flight),
         T(test_ep_close_with_ops_in_flight),
         T(test_peer_killed_during_puts),
+        T(test_stopped_peer_times_out),
+        T(test_timed_out_peer_resumes),
     };
     struct CMUnitTest tests[sizeof(all) / sizeof(all[0])];
     size_t n = 0;

@@ -69,6 +69,8 @@ int role_auth_server(h_chan_t *ch, int argc, char **argv);
 
 /* t_failure.c */
 void test_peer_killed_during_puts(void **state);
+void test_stopped_peer_times_out(void **state);
+void test_timed_out_peer_resumes(void **state);
 void test_connect_refused(void **state);
 void test_connect_address_dead_peer(void **state);
 void test_destroy_with_ops_in_flight(void **state);

@@ -5,6 +5,7 @@
  * Every case ends within its configured bound, with each callback run once.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,6 +45,7 @@ typedef struct kill_slot {
 
 struct kill_run {
     rs_ep_t *ep;
+    int with_msgs; /* every 4th op a 1 KiB message */
     kill_slot_t slots[WINDOW];
     uint64_t posted, completed, ok, errors, bad_status, spurious;
     uint64_t first_err_ms, last_cb_ms;
@@ -94,10 +96,14 @@ static rs_status_t kill_post(kill_run_t *k, rs_mr_t *mr, rs_rkey_t *rkey)
         if (s->busy)
             continue;
         s->busy = 1;
-        rs_status_t st = (k->posted % 8 == 7)
-                             ? rs_fetch_add(k->ep, rkey, 8 * (uint64_t)i, 1, &s->old, kill_cb, s)
-                             : rs_put(k->ep, rs_mr_addr(mr), PUT_LEN, mr, rkey,
-                                      (uint64_t)(i % (REGION / PUT_LEN)) * PUT_LEN, kill_cb, s);
+        rs_status_t st;
+        if (k->with_msgs && k->posted % 4 == 0)
+            st = rs_msg_send(k->ep, T_MSG_HELLO, rs_mr_addr(mr), 1024, kill_cb, s);
+        else if (k->posted % 8 == 7)
+            st = rs_fetch_add(k->ep, rkey, 8 * (uint64_t)i, 1, &s->old, kill_cb, s);
+        else
+            st = rs_put(k->ep, rs_mr_addr(mr), PUT_LEN, mr, rkey,
+                        (uint64_t)(i % (REGION / PUT_LEN)) * PUT_LEN, kill_cb, s);
         if (st != RS_OK) {
             s->busy = 0;
             return st == RS_ERR_BUSY ? RS_OK : st;
@@ -213,6 +219,106 @@ void test_peer_killed_during_puts(void **state)
     rs_ep_close(k.ep);
     rs_mem_free(mr);
     h_ctx_destroy(ctx);
+}
+
+/*
+ * A peer that stops answering (SIGSTOP: alive, silent) in the middle of a
+ * stream of puts, fetch-adds and messages: operations it must take part in
+ * (messages fill its receive queue; on some fabrics every op) stay
+ * outstanding until peer_timeout_ms marks the endpoint dead; then each
+ * completes once with an error and later posts are refused.
+ */
+static void stopped_peer(bool resume)
+{
+    h_child_t target;
+    spawn_target(&target);
+
+    rs_config_t cfg;
+    h_config(&cfg);
+    cfg.peer_timeout_ms = env_u32("RSHUFFLE_TEST_PEER_TIMEOUT_MS", 1000);
+    const uint32_t bound = cfg.peer_timeout_ms + h_slack_ms();
+    rs_ctx_t *ctx = h_ctx(&cfg);
+    static kill_run_t k;
+    memset(&k, 0, sizeof(k));
+    k.with_msgs = 1;
+    for (int i = 0; i < WINDOW; i++)
+        k.slots[i].run = &k;
+    rs_set_ep_handler(ctx, kill_ep_event, &k);
+    rs_rkey_t *rkey = NULL;
+    rs_mr_t *mr = NULL;
+    assert_int_equal(h_connect(ctx, &target.ch, h_default_method(), &k.ep), RS_OK);
+    assert_int_equal(h_recv_rkey(&target.ch, k.ep, &rkey), RS_OK);
+    assert_int_equal(rs_mem_alloc(ctx, PUT_LEN, RS_MEM_LOCAL, &mr), RS_OK);
+
+    uint64_t deadline = h_now_ms() + 30000;
+    while (k.ok < 300 && h_now_ms() < deadline) {
+        assert_int_equal(kill_post(&k, mr, rkey), RS_OK);
+        h_pump(ctx);
+    }
+    assert_true(k.ok >= 300);
+    assert_int_equal(k.errors, 0);
+
+    kill(target.pid, SIGSTOP);
+    uint64_t t_stop = h_now_ms();
+    rs_status_t post_err = RS_OK;
+    uint64_t post_err_ms = 0;
+    deadline = t_stop + bound + 3000;
+    while (h_now_ms() < deadline) {
+        if (post_err == RS_OK) {
+            post_err = kill_post(&k, mr, rkey);
+            if (post_err != RS_OK)
+                post_err_ms = h_now_ms();
+        }
+        h_pump(ctx);
+        if (post_err != RS_OK && k.completed == k.posted)
+            break;
+    }
+    print_message("[info] silent peer: first error callback after %lld ms, posting refused after "
+                  "%lld ms, last callback after %llu ms (peer_timeout_ms %u, bound %u ms); "
+                  "%llu ops, %llu failed\n",
+                  k.first_err_ms ? (long long)(k.first_err_ms - t_stop) : -1LL,
+                  post_err_ms ? (long long)(post_err_ms - t_stop) : -1LL,
+                  (unsigned long long)(k.last_cb_ms - t_stop), cfg.peer_timeout_ms, bound,
+                  (unsigned long long)k.posted, (unsigned long long)k.errors);
+
+    assert_true(k.errors > 0);
+    assert_true(k.first_err_ms - t_stop <= bound);
+    assert_int_equal(post_err, RS_ERR_UNREACHABLE);
+    assert_int_equal(k.completed, k.posted);
+    assert_true(k.last_cb_ms - t_stop <= bound);
+    assert_int_equal(k.spurious, 0);
+    assert_int_equal(k.bad_status, 0);
+    assert_int_equal(rs_ep_outstanding(k.ep), 0);
+    assert_int_not_equal(rs_ep_status(k.ep), RS_OK);
+    assert_int_equal(k.ep_events, 1);
+
+    rs_rkey_destroy(rkey);
+    rs_ep_close(k.ep);
+    rs_mem_free(mr);
+    h_ctx_destroy(ctx);
+    if (!resume) {
+        h_child_kill(&target);
+        return;
+    }
+    /* The peer wakes up to a closed endpoint and a backlog: it must carry on. */
+    kill(target.pid, SIGCONT);
+    int code = h_child_stop(&target, 20000);
+    if (code != 0)
+        print_error("the peer crashed after it resumed (exit %d, stderr above)\n", code);
+    assert_int_equal(code, 0);
+}
+
+void test_stopped_peer_times_out(void **state)
+{
+    (void)state;
+    stopped_peer(false);
+}
+
+/* The same, then the silent peer resumes: it must not crash on what it finds. */
+void test_timed_out_peer_resumes(void **state)
+{
+    (void)state;
+    stopped_peer(true);
 }
 
 /* ------------------------------------------------------ failing connects */
