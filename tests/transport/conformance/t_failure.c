@@ -41,14 +41,15 @@ typedef struct kill_slot {
     kill_run_t *run;
     int busy;
     uint64_t old;
+    uint64_t posted_ms;
 } kill_slot_t;
 
 struct kill_run {
     rs_ep_t *ep;
-    int with_msgs; /* every 4th op a 1 KiB message */
+    int with_msgs; /* 1: every 4th op a 1 KiB message; 2: only messages */
     kill_slot_t slots[WINDOW];
     uint64_t posted, completed, ok, errors, bad_status, spurious;
-    uint64_t first_err_ms, last_cb_ms;
+    uint64_t first_err_ms, last_cb_ms, max_latency_ms;
     int ep_events, other_ep_events;
     rs_status_t ep_event_status;
 };
@@ -62,6 +63,8 @@ static void kill_cb(void *arg, rs_status_t status)
     s->busy = 0;
     k->completed++;
     k->last_cb_ms = h_now_ms();
+    if (k->last_cb_ms - s->posted_ms > k->max_latency_ms)
+        k->max_latency_ms = k->last_cb_ms - s->posted_ms;
     if (status == RS_OK) {
         k->ok++;
         return;
@@ -96,8 +99,9 @@ static rs_status_t kill_post(kill_run_t *k, rs_mr_t *mr, rs_rkey_t *rkey)
         if (s->busy)
             continue;
         s->busy = 1;
+        s->posted_ms = h_now_ms();
         rs_status_t st;
-        if (k->with_msgs && k->posted % 4 == 0)
+        if (k->with_msgs == 2 || (k->with_msgs == 1 && k->posted % 4 == 0))
             st = rs_msg_send(k->ep, T_MSG_HELLO, rs_mr_addr(mr), 1024, kill_cb, s);
         else if (k->posted % 8 == 7)
             st = rs_fetch_add(k->ep, rkey, 8 * (uint64_t)i, 1, &s->old, kill_cb, s);
@@ -223,10 +227,12 @@ void test_peer_killed_during_puts(void **state)
 
 /*
  * A peer that stops answering (SIGSTOP: alive, silent) in the middle of a
- * stream of puts, fetch-adds and messages: operations it must take part in
- * (messages fill its receive queue; on some fabrics every op) stay
- * outstanding until peer_timeout_ms marks the endpoint dead; then each
- * completes once with an error and later posts are refused.
+ * stream of puts, fetch-adds and messages, after which only messages
+ * follow: they fill what the stopped peer can absorb (shared-memory FIFO,
+ * socket buffers, posted receives on verbs, where the kernel still completes
+ * one-sided ops) and then stay outstanding. No op may stay outstanding longer
+ * than peer_timeout_ms + slack: the endpoint dies, every op completes once
+ * (the stuck ones with an error) and later posts are refused.
  */
 static void stopped_peer(bool resume)
 {
@@ -260,9 +266,10 @@ static void stopped_peer(bool resume)
 
     kill(target.pid, SIGSTOP);
     uint64_t t_stop = h_now_ms();
+    k.with_msgs = 2;
     rs_status_t post_err = RS_OK;
     uint64_t post_err_ms = 0;
-    deadline = t_stop + bound + 3000;
+    deadline = t_stop + bound + 20000;
     while (h_now_ms() < deadline) {
         if (post_err == RS_OK) {
             post_err = kill_post(&k, mr, rkey);
@@ -275,17 +282,17 @@ static void stopped_peer(bool resume)
     }
     print_message("[info] silent peer: first error callback after %lld ms, posting refused after "
                   "%lld ms, last callback after %llu ms (peer_timeout_ms %u, bound %u ms); "
-                  "%llu ops, %llu failed\n",
+                  "%llu ops, %llu failed, longest op %llu ms\n",
                   k.first_err_ms ? (long long)(k.first_err_ms - t_stop) : -1LL,
                   post_err_ms ? (long long)(post_err_ms - t_stop) : -1LL,
                   (unsigned long long)(k.last_cb_ms - t_stop), cfg.peer_timeout_ms, bound,
-                  (unsigned long long)k.posted, (unsigned long long)k.errors);
+                  (unsigned long long)k.posted, (unsigned long long)k.errors,
+                  (unsigned long long)k.max_latency_ms);
 
     assert_true(k.errors > 0);
-    assert_true(k.first_err_ms - t_stop <= bound);
     assert_int_equal(post_err, RS_ERR_UNREACHABLE);
     assert_int_equal(k.completed, k.posted);
-    assert_true(k.last_cb_ms - t_stop <= bound);
+    assert_true(k.max_latency_ms <= bound);
     assert_int_equal(k.spurious, 0);
     assert_int_equal(k.bad_status, 0);
     assert_int_equal(rs_ep_outstanding(k.ep), 0);
