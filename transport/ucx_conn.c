@@ -141,6 +141,8 @@ static void uep_force_close(rs_ucx_ep_t *uep)
                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
     ucs_status_ptr_t req = ucp_ep_close_nbx(uep->uep, &p);
     uep->uep = NULL;
+    /* No answer to our own one-sided requests can come any more. */
+    rs_ucx_amrma_ep_failed(rs_ucx_ctx(uep->ctx), uep);
     uep->close_pending = 0;
     rs_list_del(&uep->close_link);
     if (UCS_PTR_IS_PTR(req)) {
