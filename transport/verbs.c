@@ -174,8 +174,8 @@ static rs_status_t create_cq(rs_vctx_t *vc)
         rs_info("verbs: CQ depth raised from %u to %u (receives + one send queue)", want, need);
         want = need;
     }
-    want = clamp_u32(want, need < (uint32_t)vc->dattr.max_cqe ? need : 1,
-                     (uint32_t)vc->dattr.max_cqe);
+    want =
+        clamp_u32(want, need < (uint32_t)vc->dattr.max_cqe ? need : 1, (uint32_t)vc->dattr.max_cqe);
     vc->chan = ibv_create_comp_channel(vc->dev);
     if (vc->chan == NULL) {
         rs_error("verbs: ibv_create_comp_channel failed: %s", strerror(errno));
@@ -457,8 +457,7 @@ static void handle_recv(rs_vctx_t *vc, const struct ibv_wc *wc, uint32_t *repost
     if (v == NULL || v->failed || v->ep == NULL)
         return; /* an endpoint already gone: drop */
     if (wc->status != IBV_WC_SUCCESS) {
-        rs_debug("verbs: receive failed on QP %u: %s", wc->qp_num,
-                 ibv_wc_status_str(wc->status));
+        rs_debug("verbs: receive failed on QP %u: %s", wc->qp_num, ibv_wc_status_str(wc->status));
         rs__ep_failed(v->ep, rs__v_wc_status(wc->status));
         return;
     }

@@ -30,11 +30,6 @@
 
 /* ------------------------------------------------------------- addresses */
 
-static socklen_t sa_len(const struct sockaddr_storage *ss)
-{
-    return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
 static int is_wildcard(const struct sockaddr *sa)
 {
     if (sa->sa_family == AF_INET)
@@ -73,7 +68,8 @@ static const char *sa_str(const struct sockaddr *sa, char *buf, size_t len)
 static rs_status_t resolve(const char *host, uint16_t port, int passive,
                            struct sockaddr_storage *ss)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
     struct addrinfo *res = NULL;
     char portstr[8];
@@ -409,8 +405,9 @@ rs_status_t rs__v_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p
                 return st;
         } else {
             memset(&ss, 0, sizeof(ss));
-            memcpy(&ss, sa, sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                                      : sizeof(struct sockaddr_in));
+            memcpy(&ss, sa,
+                   sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                             : sizeof(struct sockaddr_in));
         }
         sa_set_port(&ss, ntohs(rdma_get_src_port(pick->id)));
     } else {
@@ -566,9 +563,8 @@ static void on_established(rs_vep_t *v, const struct rdma_conn_param *p)
     if (v->ep->accepted)
         return; /* already RTS since the accept */
     /* The reply's initiator depth is what the server lets us issue. */
-    v->rd_cap = p->initiator_depth != 0 && p->initiator_depth < v->vc->rd_cap
-                    ? p->initiator_depth
-                    : v->vc->rd_cap;
+    v->rd_cap = p->initiator_depth != 0 && p->initiator_depth < v->vc->rd_cap ? p->initiator_depth
+                                                                              : v->vc->rd_cap;
     v->can_post = 1;
     rs__ep_connected(v->ep);
 }

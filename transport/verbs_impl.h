@@ -83,24 +83,24 @@ struct rs_vep {
     struct rdma_cm_id *id;
     struct ibv_qp *qp;
     uint32_t qp_num;
-    uint32_t uid;     /* never reused in a context: tags send wr_ids */
-    rs_vep_t *hnext;  /* QP-number table chain */
-    rs_list_t link;         /* vc->eps */
-    rs_list_t backlog_link; /* vc->backlogged, while on_backlogged */
-    rs_list_t tail_link;    /* vc->tails, while on_tails */
-    rs_list_t backlog;      /* rs_vwork_t, oldest first */
+    uint32_t uid;                    /* never reused in a context: tags send wr_ids */
+    rs_vep_t *hnext;                 /* QP-number table chain */
+    rs_list_t link;                  /* vc->eps */
+    rs_list_t backlog_link;          /* vc->backlogged, while on_backlogged */
+    rs_list_t tail_link;             /* vc->tails, while on_tails */
+    rs_list_t backlog;               /* rs_vwork_t, oldest first */
     uint8_t on_backlogged, on_tails; /* on vc->backlogged, vc->tails */
-    unsigned can_post : 1; /* QP in RTS */
-    unsigned failed : 1;   /* ep_fail ran: post nothing more */
+    unsigned can_post : 1;           /* QP in RTS */
+    unsigned failed : 1;             /* ep_fail ran: post nothing more */
     unsigned in_table : 1;
-    unsigned counted : 1; /* holds a CQ reserve slot */
+    unsigned counted : 1;  /* holds a CQ reserve slot */
     unsigned tail_out : 1; /* a signal-only write is in flight */
 
     rs_vwr_t *ring; /* posted send WRs: [head, tail) */
     uint32_t ring_size;
     uint64_t head, tail;
-    uint32_t sq_cap;      /* regular WRs in flight at most */
-    uint32_t unsignaled;  /* WRs posted since the last signaled one */
+    uint32_t sq_cap;     /* regular WRs in flight at most */
+    uint32_t unsignaled; /* WRs posted since the last signaled one */
     uint32_t rd_cap, rd_out;
     uint32_t inline_max;
 };
@@ -209,13 +209,12 @@ unsigned rs__v_run_deferred(rs_vctx_t *vc);
 void rs__v_work_free_all(rs_vctx_t *vc);
 rs_status_t rs__v_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,
                       rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm);
-rs_status_t rs__v_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr,
-                      rs_rkey_t *rkey, uint64_t raddr);
+rs_status_t rs__v_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr, rs_rkey_t *rkey,
+                      uint64_t raddr);
 rs_status_t rs__v_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
                             uint64_t add);
 rs_status_t rs__v_flush(rs_ep_t *ep, rs_op_t *op);
-rs_status_t rs__v_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data,
-                           size_t len);
+rs_status_t rs__v_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len);
 
 /* Maps a work completion status to an rshuffle status. */
 rs_status_t rs__v_wc_status(enum ibv_wc_status st);

@@ -42,8 +42,7 @@ static int pool_grow(rs_vctx_t *vc, rs_vpool_t *pool)
         goto err_free_slab;
     slab->mr = ibv_reg_mr(vc->pd, slab->mem, bytes, IBV_ACCESS_LOCAL_WRITE);
     if (slab->mr == NULL) {
-        rs_error("verbs: cannot register %zu bytes for %s: %s", bytes, pool->what,
-                 strerror(errno));
+        rs_error("verbs: cannot register %zu bytes for %s: %s", bytes, pool->what, strerror(errno));
         free(slab->mem);
         free(slab);
         return -1;

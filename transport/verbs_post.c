@@ -346,8 +346,7 @@ void rs__v_ep_fail(rs_ep_t *ep)
         struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
         int rc = ibv_modify_qp(v->qp, &attr, IBV_QP_STATE);
         if (rc != 0)
-            rs_warn("verbs: moving QP %u to the error state failed: %s", v->qp_num,
-                    strerror(rc));
+            rs_warn("verbs: moving QP %u to the error state failed: %s", v->qp_num, strerror(rc));
     }
     if (v->id != NULL && v->can_post)
         rdma_disconnect(v->id); /* the peer learns at once (errors: already gone) */
@@ -411,8 +410,8 @@ rs_status_t rs__v_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_
     return submit(v, &w);
 }
 
-rs_status_t rs__v_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr,
-                      rs_rkey_t *rkey, uint64_t raddr)
+rs_status_t rs__v_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr, rs_rkey_t *rkey,
+                      uint64_t raddr)
 {
     rs_vep_t *v = ep->be;
     if (len > UINT32_MAX >> 1) {
@@ -435,8 +434,7 @@ rs_status_t rs__v_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *
     return submit(v, &w);
 }
 
-rs_status_t rs__v_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
-                            uint64_t add)
+rs_status_t rs__v_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr, uint64_t add)
 {
     rs_vep_t *v = ep->be;
     rs_vctx_t *vc = v->vc;
@@ -480,8 +478,7 @@ rs_status_t rs__v_flush(rs_ep_t *ep, rs_op_t *op)
     return submit(v, &w);
 }
 
-rs_status_t rs__v_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data,
-                           size_t len)
+rs_status_t rs__v_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len)
 {
     rs_vep_t *v = ep->be;
     rs_vctx_t *vc = v->vc;
