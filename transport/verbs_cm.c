@@ -27,6 +27,12 @@
 #define RS_V_ADDR_LEN     26 /* magic 4, version 2, family 2, port 2, address 16 */
 #define RS_V_BACKLOG      128
 #define RS_V_CM_EVENTS    32 /* CM events handled per progress call */
+/*
+ * How long a sender that found no posted receive waits before retrying:
+ * IB encoding 12 = 0.64 ms. rdma_cm leaves 0, which means 655 ms: a burst
+ * of messages into a busy shared receive queue would crawl.
+ */
+#define RS_V_MIN_RNR_TIMER 12
 
 /* ------------------------------------------------------------- addresses */
 
@@ -213,6 +219,15 @@ static rs_status_t vep_create_qp(rs_vep_t *v)
     vc->cq_free--; /* this QP's tail write */
     v->counted = 1;
     return RS_OK;
+}
+
+/* Once the QP is ready to send: a short receiver-not-ready delay (see RS_V_MIN_RNR_TIMER). */
+static void tune_rts_qp(rs_vep_t *v)
+{
+    struct ibv_qp_attr a = {.min_rnr_timer = RS_V_MIN_RNR_TIMER};
+    int rc = ibv_modify_qp(v->qp, &a, IBV_QP_MIN_RNR_TIMER);
+    if (rc != 0)
+        rs_debug("verbs: cannot shorten the RNR timer of QP %u: %s", v->qp_num, strerror(rc));
 }
 
 static uint8_t resp_resources(const rs_vctx_t *vc)
@@ -512,6 +527,7 @@ static void on_connect_request(rs_vctx_t *vc, struct rdma_cm_id *id,
         return;
     }
     v->can_post = 1; /* rdma_accept moved the QP to RTS */
+    tune_rts_qp(v);
     return;
 
 err_reject_ep:
@@ -566,6 +582,7 @@ static void on_established(rs_vep_t *v, const struct rdma_conn_param *p)
     v->rd_cap = p->initiator_depth != 0 && p->initiator_depth < v->vc->rd_cap ? p->initiator_depth
                                                                               : v->vc->rd_cap;
     v->can_post = 1;
+    tune_rts_qp(v);
     rs__ep_connected(v->ep);
 }
 
