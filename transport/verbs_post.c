@@ -185,11 +185,15 @@ static rs_status_t submit(rs_vep_t *v, rs_vwork_t *w)
 
 /* ---------------------------------------------------------- completions */
 
-/* Retires ring entries up to seq; the entry at seq gets last, older ones ok. */
+/*
+ * Retires ring entries up to seq; the entry at seq gets last. Older entries
+ * without a completion of their own succeeded (the queue completes in
+ * order), unless the QP was already failing: then they were flushed.
+ */
 static void retire(rs_vep_t *v, uint64_t seq, rs_status_t last)
 {
     rs_vctx_t *vc = v->vc;
-    rs_status_t ok = v->failed ? RS_ERR_UNREACHABLE : RS_OK;
+    rs_status_t ok = last == RS_OK || !v->failed ? RS_OK : RS_ERR_UNREACHABLE;
     while (v->head <= seq) {
         rs_vwr_t *e = &v->ring[v->head % v->ring_size];
         rs_status_t st = v->head == seq ? last : ok;
