@@ -119,8 +119,14 @@ void rs_ctx_destroy(rs_ctx_t *ctx)
         if (ep->state != RS_EP_DEAD)
             ep->state = RS_EP_CLOSING;
     }
+    /* Let every endpoint wind down at once, then wait for each. */
+    rs_list_for_each_safe(pos, tmp, &ctx->eps)
+    {
+        rs__ep_be_fail(RS_CONTAINER_OF(pos, rs_ep_t, link));
+    }
+    uint64_t end = rs__close_deadline(ctx); /* one bound for all of them */
     while (!rs_list_empty(&ctx->eps))
-        rs__ep_destroy(rs_list_first(&ctx->eps, rs_ep_t, link), RS_ERR_CANCELED);
+        rs__ep_destroy(rs_list_first(&ctx->eps, rs_ep_t, link), RS_ERR_CANCELED, end);
     rs__ops_drain(ctx);
 
     while (!rs_list_empty(&ctx->mrs))

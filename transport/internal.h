@@ -39,6 +39,7 @@ typedef struct rs_ep_priv {
     unsigned told : 1;    /* the user knows the endpoint (connect returned it, or accept event) */
     unsigned reap : 1;    /* close it from progress (internal endpoints, deferred closes) */
     unsigned hs_client : 1;
+    unsigned be_failed : 1; /* backend ep_fail was called (once only) */
 } rs_ep_priv_t;
 
 #define RS_EP_PRIV(e) ((rs_ep_priv_t *)(e))
@@ -131,10 +132,16 @@ void rs__ops_pool_free(rs_ctx_t *ctx);
 /* Endpoints (ep.c). */
 rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx);
 void rs__ep_free(rs_ep_t *ep);
+/* Calls the backend's ep_fail once per endpoint. */
+void rs__ep_be_fail(rs_ep_t *ep);
 /* Marks ep dead with status, tells the backend and (if known) the user. */
 void rs__ep_kill(rs_ep_t *ep, rs_status_t status);
-/* Fails, drains (bounded) and releases ep. Lock held, not inside backend progress. */
-void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status);
+/*
+ * Fails, drains (until end, rs_now_ns) and releases ep. Lock held, not
+ * inside backend progress. rs__close_deadline gives the usual end.
+ */
+void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end);
+uint64_t rs__close_deadline(const rs_ctx_t *ctx);
 /* Deadline scan and deferred closes, from progress. */
 unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now);
 unsigned rs__eps_reap(rs_ctx_t *ctx);
