@@ -10,9 +10,15 @@
  * The target process busy-progresses its context, like ucx_perftest's
  * responder (UCX over TCP emulates one-sided operations on the target).
  *
+ * The client connects by the target's address blob (rs_ctx_address, passed
+ * over a pipe, as ucx_perftest exchanges worker addresses out of band), or
+ * with --connect listen through rs_listen/rs_connect. UCX 1.13 needs its tcp
+ * transport for listener connections, so shm + listen runs with
+ * UCX_TLS=posix,sysv,self,tcp (data still over shared memory).
+ *
  * Usage: rs-perf-transport [--test put,get,notify,msg] [--size 64,4K,64K,1M]
  *        [--transport shm,tcp | verbs] [--iters N] [--warmup N] [--window W]
- *        [--host ADDR] [--json]
+ *        [--connect address|listen] [--host ADDR] [--json]
  * The last line of --json output is {"results": [...]}.
  */
 #include <rshuffle/transport.h>
@@ -50,6 +56,7 @@ typedef struct opts {
     uint64_t iters, warmup; /* 0: automatic */
     unsigned window;
     const char *host;
+    bool listen;
     bool json;
 } opts_t;
 
@@ -165,15 +172,18 @@ static void server_notify(void *arg, rs_ep_t *ep, uint32_t imm)
     ++*(uint64_t *)arg;
 }
 
-/* Serves one region of region_len bytes until the client writes a byte. */
-static int server_main(size_t region_len, const char *host)
+/*
+ * Serves one region of region_len bytes until the client writes a byte.
+ * Publishes its port (listen) or its address blob, then the region's key.
+ */
+static int server_main(size_t region_len, const char *host, bool listen)
 {
     const int rd = 3, wr = 4;
     uint64_t notifies = 0;
     rs_ctx_t *ctx = NULL;
     rs_mr_t *mr = NULL;
     rs_listener_t *l = NULL;
-    uint8_t blob[RS_RKEY_BLOB_MAX];
+    static uint8_t blob[RS_ADDR_BLOB_MAX];
     size_t len = 0;
 
     CHECK_RS(rs_ctx_create(NULL, &ctx));
@@ -181,9 +191,14 @@ static int server_main(size_t region_len, const char *host)
     rs_set_notify_handler(ctx, server_notify, &notifies);
     CHECK_RS(rs_mem_alloc(ctx, region_len, RS_MEM_REMOTE_ALL, &mr));
     memset(rs_mr_addr(mr), 0, region_len);
-    CHECK_RS(rs_listen(ctx, host, 0, &l));
-    uint16_t port = rs_listener_port(l);
-    pipe_write(wr, &port, sizeof(port));
+    if (listen) {
+        CHECK_RS(rs_listen(ctx, host, 0, &l));
+        uint16_t port = rs_listener_port(l);
+        blob_write(wr, &port, sizeof(port));
+    } else {
+        CHECK_RS(rs_ctx_address(ctx, blob, sizeof(blob), &len));
+        blob_write(wr, blob, (uint32_t)len);
+    }
     CHECK_RS(rs_mr_pack_rkey(mr, blob, sizeof(blob), &len));
     blob_write(wr, blob, (uint32_t)len);
 
@@ -196,7 +211,8 @@ static int server_main(size_t region_len, const char *host)
         if (poll(&pfd, 1, 0) > 0)
             break;
     }
-    rs_listener_destroy(l);
+    if (l != NULL)
+        rs_listener_destroy(l);
     rs_mem_free(mr);
     rs_ctx_destroy(ctx);
     return 0;
@@ -319,22 +335,30 @@ static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-static void set_fabric_env(const char *transport)
+static void set_fabric_env(const char *transport, bool listen)
 {
     if (strcmp(transport, "verbs") == 0) {
         setenv("RSHUFFLE_TRANSPORT", "verbs", 1);
         return;
     }
     setenv("RSHUFFLE_TRANSPORT", "ucx", 1);
-    setenv("UCX_TLS", strcmp(transport, "shm") == 0 ? "posix,sysv,self" : "tcp,self", 1);
+    if (strcmp(transport, "shm") == 0)
+        setenv("UCX_TLS", listen ? "posix,sysv,self,tcp" : "posix,sysv,self", 1);
+    else
+        setenv("UCX_TLS", "tcp,self", 1);
     /* TCP stays on the loopback device unless the user chose otherwise. */
-    if (strcmp(transport, "tcp") == 0)
-        setenv("UCX_NET_DEVICES", "lo", 0);
+    setenv("UCX_NET_DEVICES", "lo", 0);
 }
 
-static pid_t spawn_server(size_t region_len, const char *host, int *rd, int *wr)
+static pid_t spawn_server(size_t region_len, const char *host, bool listen, int *rd, int *wr)
 {
     int down[2], up[2];
+    /* The real path: exec of /proc/self/exe fails under valgrind. */
+    static char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        die("readlink /proc/self/exe: %s", strerror(errno));
+    exe[n] = '\0';
     char len_arg[32], host_arg[256];
     snprintf(len_arg, sizeof(len_arg), "%zu", region_len);
     snprintf(host_arg, sizeof(host_arg), "%s", host);
@@ -353,7 +377,8 @@ static pid_t spawn_server(size_t region_len, const char *host, int *rd, int *wr)
         if (r < 0 || w < 0 || dup2(r, 3) != 3 || dup2(w, 4) != 4)
             _exit(126);
         close_range(5, ~0u, 0);
-        char *argv[] = {"/proc/self/exe", "--server", len_arg, host_arg, NULL};
+        char mode[] = "listen",
+             *argv[] = {exe, "--server", len_arg, host_arg, listen ? mode : NULL, NULL};
         execv(argv[0], argv);
         _exit(127);
     }
@@ -407,18 +432,26 @@ static void run_transport(const opts_t *o, const char *transport)
     char msg_max_arg[32];
     snprintf(msg_max_arg, sizeof(msg_max_arg), "%zu", msg_max);
 
-    set_fabric_env(transport);
+    set_fabric_env(transport, o->listen);
     setenv("RSHUFFLE_MSG_MAX", msg_max_arg, 1);
     client_t c = {0};
-    server_pid = spawn_server(region, o->host, &c.rd, &c.wr);
-    uint16_t port = 0;
+    server_pid = spawn_server(region, o->host, o->listen, &c.rd, &c.wr);
+    static uint8_t addr[RS_ADDR_BLOB_MAX];
     uint8_t blob[RS_RKEY_BLOB_MAX];
-    pipe_read(c.rd, &port, sizeof(port), 60000);
+    uint32_t addr_len = blob_read(c.rd, addr, sizeof(addr));
     uint32_t blob_len = blob_read(c.rd, blob, sizeof(blob));
 
     CHECK_RS(rs_ctx_create(NULL, &c.ctx));
     CHECK_RS(rs_set_msg_handler(c.ctx, MSG_REPLY, reply_recv, &c));
-    CHECK_RS(rs_connect(c.ctx, o->host, port, &c.ep));
+    if (o->listen) {
+        uint16_t port;
+        if (addr_len != sizeof(port))
+            die("bad port from the target");
+        memcpy(&port, addr, sizeof(port));
+        CHECK_RS(rs_connect(c.ctx, o->host, port, &c.ep));
+    } else {
+        CHECK_RS(rs_connect_address(c.ctx, addr, addr_len, &c.ep));
+    }
     CHECK_RS(rs_rkey_unpack(c.ep, blob, blob_len, &c.rkey));
     CHECK_RS(rs_mem_alloc(c.ctx, region, RS_MEM_LOCAL, &c.mr));
     memset(rs_mr_addr(c.mr), 0x5a, region);
@@ -523,7 +556,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: rs-perf-transport [--test put,get,notify,msg] [--size 64,4K,64K,1M]\n"
                "       [--transport shm,tcp|verbs] [--iters N] [--warmup N] [--window W]\n"
-               "       [--host ADDR] [--json]\n"
+               "       [--connect address|listen] [--host ADDR] [--json]\n"
                "Bandwidth in MiB/s (2^20 B/s, ucx_perftest's \"MB/s\"); msg_rtt: round trip.\n");
 }
 
@@ -556,6 +589,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
         {"host", required_argument, NULL, 'H'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
+        {"connect", required_argument, NULL, 'c'},
         {NULL, 0, NULL, 0},
     };
     const char *env_host = getenv("RSHUFFLE_TEST_HOST");
@@ -568,7 +602,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
                   .host = env_host != NULL && env_host[0] ? env_host : "127.0.0.1"};
     char *tok, *save;
     int c;
-    while ((c = getopt_long(argc, argv, "t:s:x:n:w:W:H:jh", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:s:x:n:w:W:H:c:jh", longs, NULL)) != -1) {
         switch (c) {
             case 't':
                 o->tests = 0;
@@ -629,6 +663,11 @@ static void parse_opts(opts_t *o, int argc, char **argv)
             case 'j':
                 o->json = true;
                 break;
+            case 'c':
+                if (strcmp(optarg, "listen") != 0 && strcmp(optarg, "address") != 0)
+                    die("--connect takes address or listen");
+                o->listen = strcmp(optarg, "listen") == 0;
+                break;
             case 'h':
                 usage(stdout);
                 exit(0);
@@ -645,8 +684,8 @@ static void parse_opts(opts_t *o, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[1], "--server") == 0)
-        return server_main(strtoull(argv[2], NULL, 10), argv[3]);
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "--server") == 0)
+        return server_main(strtoull(argv[2], NULL, 10), argv[3], argc == 5);
     opts_t o;
     parse_opts(&o, argc, argv);
     signal(SIGPIPE, SIG_IGN);

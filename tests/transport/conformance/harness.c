@@ -527,19 +527,58 @@ rs_status_t h_offer(rs_ctx_t *ctx, h_chan_t *ch, h_method_t m, rs_listener_t **l
     return h_send(ch, H_ADDR, blob, len) ? RS_OK : RS_ERR_IO;
 }
 
+bool h_can_listen(void)
+{
+    const char *v = getenv("RSHUFFLE_TEST_CONNECT");
+    return v == NULL || strcmp(v, "address") != 0;
+}
+
+h_method_t h_default_method(void)
+{
+    return h_can_listen() ? H_LISTEN : H_ADDRESS;
+}
+
+bool h_recv_peer(h_chan_t *ch, h_peer_t *p, int timeout_ms)
+{
+    uint32_t tag = 0;
+    ssize_t n = h_recv_any(ch, &tag, p->blob, sizeof(p->blob), timeout_ms);
+    if (n < 0)
+        return false;
+    if (tag == H_PORT && n == (ssize_t)sizeof(p->port)) {
+        p->method = H_LISTEN;
+        memcpy(&p->port, p->blob, sizeof(p->port));
+        p->len = 0;
+        return true;
+    }
+    if (tag == H_ADDR && n > 0) {
+        p->method = H_ADDRESS;
+        p->len = (size_t)n;
+        return true;
+    }
+    fprintf(stderr, "[%s] channel: expected a port or an address\n", h_role_name);
+    return false;
+}
+
+bool h_send_peer(h_chan_t *ch, const h_peer_t *p)
+{
+    if (p->method == H_LISTEN)
+        return h_send(ch, H_PORT, &p->port, sizeof(p->port));
+    return h_send(ch, H_ADDR, p->blob, p->len);
+}
+
+rs_status_t h_connect_peer(rs_ctx_t *ctx, const h_peer_t *p, rs_ep_t **ep_p)
+{
+    if (p->method == H_LISTEN)
+        return rs_connect(ctx, h_host(), p->port, ep_p);
+    return rs_connect_address(ctx, p->blob, p->len, ep_p);
+}
+
 rs_status_t h_connect(rs_ctx_t *ctx, h_chan_t *ch, h_method_t m, rs_ep_t **ep_p)
 {
-    if (m == H_LISTEN) {
-        uint16_t port = 0;
-        if (h_recv(ch, H_PORT, &port, sizeof(port), 30000) != (ssize_t)sizeof(port))
-            return RS_ERR_IO;
-        return rs_connect(ctx, h_host(), port, ep_p);
-    }
-    static uint8_t blob[RS_ADDR_BLOB_MAX];
-    ssize_t n = h_recv(ch, H_ADDR, blob, sizeof(blob), 30000);
-    if (n <= 0)
+    static h_peer_t peer;
+    if (!h_recv_peer(ch, &peer, 30000) || peer.method != m)
         return RS_ERR_IO;
-    return rs_connect_address(ctx, blob, (size_t)n, ep_p);
+    return h_connect_peer(ctx, &peer, ep_p);
 }
 
 void h_send_rkey(h_chan_t *ch, const rs_mr_t *mr)

@@ -177,9 +177,32 @@ typedef enum h_method {
 const char *h_method_name(h_method_t m);
 h_method_t h_method_parse(const char *s);
 
+/*
+ * RSHUFFLE_TEST_CONNECT=address: the fabric cannot listen (UCX 1.13 needs its
+ * tcp transport for listener connections, so UCX_TLS=posix,sysv,self cannot):
+ * every test connects by address and the listener-only tests are left out.
+ */
+bool h_can_listen(void);
+/* H_LISTEN, or H_ADDRESS when the fabric cannot listen. */
+h_method_t h_default_method(void);
+
 /* Server side: listens (sends H_PORT) or publishes its address (H_ADDR). */
 rs_status_t h_offer(rs_ctx_t *ctx, h_chan_t *ch, h_method_t m, rs_listener_t **l_p);
-/* Client side: receives H_PORT or H_ADDR from ch and connects. */
+
+/* What a server offered: a port or an address blob. */
+typedef struct h_peer {
+    h_method_t method;
+    uint16_t port;
+    size_t len;
+    uint8_t blob[RS_ADDR_BLOB_MAX];
+} h_peer_t;
+/* Receives an H_PORT or H_ADDR message. */
+bool h_recv_peer(h_chan_t *ch, h_peer_t *p, int timeout_ms);
+/* Forwards it to another process (which then h_recv_peer's it). */
+bool h_send_peer(h_chan_t *ch, const h_peer_t *p);
+/* rs_connect or rs_connect_address to it. */
+rs_status_t h_connect_peer(rs_ctx_t *ctx, const h_peer_t *p, rs_ep_t **ep_p);
+/* Client side: receives the offer for method m from ch and connects. */
 rs_status_t h_connect(rs_ctx_t *ctx, h_chan_t *ch, h_method_t m, rs_ep_t **ep_p);
 /* Packs mr's remote key and sends it as H_RKEY. */
 void h_send_rkey(h_chan_t *ch, const rs_mr_t *mr);

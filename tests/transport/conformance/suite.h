@@ -74,5 +74,6 @@ void test_connect_address_dead_peer(void **state);
 void test_destroy_with_ops_in_flight(void **state);
 void test_ep_close_with_ops_in_flight(void **state);
 int role_address_then_exit(h_chan_t *ch, int argc, char **argv);
+int role_connect_dead(h_chan_t *ch, int argc, char **argv);
 
 #endif

@@ -47,26 +47,30 @@ int role_fadd_target(h_chan_t *ch, int argc, char **argv)
     H_CHECK_OK(st);
     memset(rs_mr_addr(t.mr), 0, 4096);
     rs_listener_t *l = NULL;
-    st = h_offer(ctx, ch, H_LISTEN, &l);
+    st = h_offer(ctx, ch, h_default_method(), &l);
     H_CHECK_OK(st);
     h_send_rkey(ch, t.mr);
     h_serve(ctx, ch, H_SERVE_THREAD, fadd_target_cmd, NULL, &t);
-    rs_listener_destroy(l);
+    if (l != NULL)
+        rs_listener_destroy(l);
     rs_mem_free(t.mr);
     h_ctx_destroy(ctx);
     return 0;
 }
 
-/* Args: port. Gets the rkey blob, says DONE (ready), waits GO, adds, sends the old values. */
+/*
+ * Gets the target's port or address and its rkey blob, says DONE (ready),
+ * waits GO, adds, sends the old values.
+ */
 int role_fadd_adder(h_chan_t *ch, int argc, char **argv)
 {
-    H_CHECK(argc == 1, "usage: port");
-    uint16_t port = (uint16_t)atoi(argv[0]);
+    (void)argc;
+    (void)argv;
     rs_ctx_t *ctx = h_ctx(NULL);
     rs_ep_t *ep = NULL;
     rs_rkey_t *rkey = NULL;
-    rs_status_t st = rs_connect(ctx, h_host(), port, &ep);
-    H_CHECK(st == RS_OK, "rs_connect: %s", rs_strerror(st));
+    rs_status_t st = h_connect(ctx, ch, h_default_method(), &ep);
+    H_CHECK(st == RS_OK, "connect: %s", rs_strerror(st));
     st = h_recv_rkey(ch, ep, &rkey);
     H_CHECK_OK(st);
     H_CHECK(h_send(ch, H_DONE, NULL, 0), "channel closed");
@@ -113,15 +117,14 @@ void test_fetch_add_two_processes(void **state)
     (void)state;
     h_child_t target, adders[2];
     uint8_t blob[RS_RKEY_BLOB_MAX];
-    uint16_t port = 0;
+    static h_peer_t peer;
     h_spawn(&target, "fadd_target", NULL);
-    assert_int_equal(h_recv(&target.ch, H_PORT, &port, sizeof(port), 30000), sizeof(port));
+    assert_true(h_recv_peer(&target.ch, &peer, 30000));
     ssize_t blen = h_recv(&target.ch, H_RKEY, blob, sizeof(blob), 30000);
     assert_true(blen > 0);
-    char port_arg[16];
-    snprintf(port_arg, sizeof(port_arg), "%u", port);
     for (int i = 0; i < 2; i++) {
-        h_spawn(&adders[i], "fadd_adder", port_arg, NULL);
+        h_spawn(&adders[i], "fadd_adder", NULL);
+        assert_true(h_send_peer(&adders[i].ch, &peer));
         assert_true(h_send(&adders[i].ch, H_RKEY, blob, (size_t)blen));
     }
     for (int i = 0; i < 2; i++)

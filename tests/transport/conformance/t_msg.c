@@ -345,10 +345,10 @@ void test_event_fd_wakes(void **state)
 {
     (void)state;
     h_child_t server;
-    h_spawn(&server, "msg_server", "listen", "wait", NULL);
+    h_spawn(&server, "msg_server", h_method_name(h_default_method()), "wait", NULL);
     rs_ctx_t *ctx = h_ctx(NULL);
     rs_ep_t *ep = NULL;
-    assert_int_equal(h_connect(ctx, &server.ch, H_LISTEN, &ep), RS_OK);
+    assert_int_equal(h_connect(ctx, &server.ch, h_default_method(), &ep), RS_OK);
     msg_client_t c = {0};
     assert_int_equal(rs_set_msg_handler(ctx, T_MSG_DELAY_REP, mc_delay, &c), RS_OK);
     int fd = rs_ctx_fd(ctx);

@@ -125,12 +125,13 @@ int role_notify_target(h_chan_t *ch, int argc, char **argv)
     rs_set_ep_handler(ctx, nt_ep_event, &t);
     rs_set_notify_handler(ctx, nt_notify, &t);
     rs_listener_t *l = NULL;
-    st = h_offer(ctx, ch, H_LISTEN, &l);
+    st = h_offer(ctx, ch, h_default_method(), &l);
     H_CHECK_OK(st);
 
     h_serve(ctx, ch, H_SERVE_THREAD, nt_cmd, NULL, &t);
 
-    rs_listener_destroy(l);
+    if (l != NULL)
+        rs_listener_destroy(l);
     rs_mem_free(t.mr);
     h_ctx_destroy(ctx);
     free(t.seen);
@@ -175,12 +176,16 @@ static bool np_all_keys(notify_putter_t *p)
     return true;
 }
 
-/* Args: port, first writer index. Two endpoints, PER_EP notified puts each. */
+/*
+ * Arg: first writer index; the target's port or address comes over the
+ * channel. Two endpoints to it, PER_EP notified puts each.
+ */
 int role_notify_putter(h_chan_t *ch, int argc, char **argv)
 {
-    H_CHECK(argc == 2, "usage: port first_writer");
-    uint16_t port = (uint16_t)atoi(argv[0]);
-    uint32_t first_writer = (uint32_t)atoi(argv[1]);
+    H_CHECK(argc == 1, "usage: first_writer");
+    uint32_t first_writer = (uint32_t)atoi(argv[0]);
+    static h_peer_t peer;
+    H_CHECK(h_recv_peer(ch, &peer, 30000), "no port or address for the target");
     notify_putter_t p = {.n_eps = EPS_EACH};
     const size_t n_local = EPS_EACH * PER_EP;
 
@@ -188,8 +193,8 @@ int role_notify_putter(h_chan_t *ch, int argc, char **argv)
     rs_status_t st = rs_set_msg_handler(ctx, T_MSG_RKEY, np_rkey_msg, &p);
     H_CHECK_OK(st);
     for (int i = 0; i < EPS_EACH; i++) {
-        st = rs_connect(ctx, h_host(), port, &p.eps[i].ep);
-        H_CHECK(st == RS_OK, "rs_connect %s:%u: %s", h_host(), port, rs_strerror(st));
+        st = h_connect_peer(ctx, &peer, &p.eps[i].ep);
+        H_CHECK(st == RS_OK, "connect by %s: %s", h_method_name(peer.method), rs_strerror(st));
         p.eps[i].writer = first_writer + (uint32_t)i;
     }
     H_CHECK(H_UNTIL(ctx, np_all_keys(&p), 30000), "no remote key from the target");
@@ -261,14 +266,14 @@ void test_notified_puts(void **state)
 {
     (void)state;
     h_child_t target, putters[N_PUTTERS];
+    static h_peer_t peer;
     h_spawn(&target, "notify_target", NULL);
-    uint16_t port = 0;
-    assert_int_equal(h_recv(&target.ch, H_PORT, &port, sizeof(port), 30000), sizeof(port));
-    char port_arg[16], writer_arg[N_PUTTERS][16];
-    snprintf(port_arg, sizeof(port_arg), "%u", port);
+    assert_true(h_recv_peer(&target.ch, &peer, 30000));
+    char writer_arg[N_PUTTERS][16];
     for (int i = 0; i < N_PUTTERS; i++) {
         snprintf(writer_arg[i], sizeof(writer_arg[i]), "%d", i * EPS_EACH);
-        h_spawn(&putters[i], "notify_putter", port_arg, writer_arg[i], NULL);
+        h_spawn(&putters[i], "notify_putter", writer_arg[i], NULL);
+        assert_true(h_send_peer(&putters[i].ch, &peer));
     }
     for (int i = 0; i < N_PUTTERS; i++) {
         uint64_t res[2] = {0};

@@ -264,11 +264,11 @@ void test_rkey_blob_and_range(void **state)
     char region_arg[32];
     snprintf(region_arg, sizeof(region_arg), "%u", SMALL_REGION);
     h_child_t target;
-    h_spawn(&target, "rma_target", "listen", "wait", region_arg, NULL);
+    h_spawn(&target, "rma_target", h_method_name(h_default_method()), "wait", region_arg, NULL);
 
     rs_ctx_t *ctx = h_ctx(NULL);
     rs_ep_t *ep = NULL;
-    assert_int_equal(h_connect(ctx, &target.ch, H_LISTEN, &ep), RS_OK);
+    assert_int_equal(h_connect(ctx, &target.ch, h_default_method(), &ep), RS_OK);
     uint8_t blob[RS_RKEY_BLOB_MAX], bad[RS_RKEY_BLOB_MAX];
     ssize_t n = h_recv(&target.ch, H_RKEY, blob, sizeof(blob), 30000);
     assert_true(n > 0);
