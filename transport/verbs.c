@@ -174,8 +174,8 @@ static rs_status_t create_cq(rs_vctx_t *vc)
         rs_info("verbs: CQ depth raised from %u to %u (receives + one send queue)", want, need);
         want = need;
     }
-    want =
-        clamp_u32(want, need < (uint32_t)vc->dattr.max_cqe ? need : 1, (uint32_t)vc->dattr.max_cqe);
+    if (want > (uint32_t)vc->dattr.max_cqe)
+        want = (uint32_t)vc->dattr.max_cqe; /* too small for the SRQ: refused below */
     vc->chan = ibv_create_comp_channel(vc->dev);
     if (vc->chan == NULL) {
         rs_error("verbs: ibv_create_comp_channel failed: %s", strerror(errno));
