@@ -1,0 +1,570 @@
+/* Publishing objects and answering requests for them (the source's side). */
+#include "broadcast/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "broadcast/blocks.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+#define RS_BSRC_HOLDERS_MAX 4096 /* holders registered per object */
+
+/* A put of a reply in flight. */
+typedef struct rs_bput {
+    rs_bcast_node_t *node;
+    rs_bcast_t *src;  /* busy reference, or NULL */
+    rs_bslot_t *slot; /* staging slot, or NULL (prebuilt inline reply) */
+} rs_bput_t;
+
+static void src_unbusy(rs_bcast_node_t *node, rs_bcast_t *src)
+{
+    pthread_mutex_lock(&node->lock);
+    src->busy--;
+    pthread_mutex_unlock(&node->lock);
+}
+
+/* ------------------------------------------------------------- publishing */
+
+rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p)
+{
+    rs_status_t st = RS_ERR_NOMEM;
+
+    if (node == NULL || bc_p == NULL)
+        return RS_ERR_INVALID;
+    const rs_bcast_config_t *cfg = &node->cfg;
+    if ((uint64_t)len > (uint64_t)RS_BCAST_BLOCKS_MAX * cfg->block_size) {
+        rs_error("broadcast: an object of %zu bytes needs more than %u blocks of %llu bytes", len,
+                 RS_BCAST_BLOCKS_MAX, (unsigned long long)cfg->block_size);
+        return RS_ERR_INVALID;
+    }
+    rs_bcast_t *src = calloc(1, sizeof(*src));
+    if (src == NULL) {
+        rs_error("out of memory allocating a broadcast object");
+        return RS_ERR_NOMEM;
+    }
+    src->node = node;
+    src->size = len;
+    src->block_size = (uint32_t)cfg->block_size;
+    src->nblocks = rs_bcast_nblocks(len, src->block_size);
+    src->is_inline = len <= cfg->inline_max;
+    src->perm_seed = rs_brandom64();
+    src->state = RS_BSRC_OPEN;
+    pthread_mutex_init(&src->lock, NULL);
+    src->sums = calloc(src->nblocks > 0 ? src->nblocks : 1, sizeof(uint64_t));
+    if (src->sums == NULL) {
+        rs_error("out of memory allocating a broadcast object");
+        goto err_free_src;
+    }
+    if (src->is_inline) {
+        /* The reply is prebuilt in place: metadata, then the object at its aligned offset. */
+        size_t doff = rs_breply_data_off(rs_breply_meta_len(src->nblocks));
+        st = rs_mem_alloc(node->ctx, doff + len, RS_MEM_LOCAL, &src->mr);
+        if (st != RS_OK)
+            goto err_free_src;
+        src->data = (uint8_t *)rs_mr_addr(src->mr) + doff;
+    } else {
+        st = rs_mem_alloc(node->ctx, len, RS_MEM_REMOTE_READ, &src->mr);
+        if (st != RS_OK)
+            goto err_free_src;
+        st = rs_mr_pack_rkey(src->mr, src->rkey, sizeof(src->rkey), &src->rkey_len);
+        if (st != RS_OK)
+            goto err_free_mr;
+        src->data = rs_mr_addr(src->mr);
+    }
+    pthread_mutex_lock(&node->lock);
+    src->seq = node->next_seq++;
+    rs_list_add_tail(&node->sources, &src->link);
+    pthread_mutex_unlock(&node->lock);
+    *bc_p = src;
+    return RS_OK;
+
+err_free_mr:
+    rs_mem_free(src->mr);
+err_free_src:
+    pthread_mutex_destroy(&src->lock);
+    free(src->sums);
+    free(src);
+    return st;
+}
+
+void *rs_bcast_buffer(rs_bcast_t *bc)
+{
+    return bc->state == RS_BSRC_OPEN && bc->size > 0 ? bc->data : NULL;
+}
+
+rs_status_t rs_bcast_seal(rs_bcast_t *src)
+{
+    if (src == NULL)
+        return RS_ERR_INVALID;
+    pthread_mutex_lock(&src->lock);
+    if (src->state != RS_BSRC_OPEN) {
+        pthread_mutex_unlock(&src->lock);
+        rs_error("broadcast: rs_bcast_seal on an object already sealed or destroyed");
+        return RS_ERR_STATE;
+    }
+    for (uint32_t i = 0; i < src->nblocks; i++)
+        src->sums[i] = rs_bblock_sum(src->data + rs_bblock_off(i, src->block_size),
+                                     rs_bblock_len(i, src->size, src->block_size), i);
+    if (src->is_inline) {
+        rs_breply_t hdr;
+        rs_breply_enc_t enc;
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.kind = RS_BREQ_GET;
+        hdr.node_id = src->node->node_id;
+        hdr.seq = src->seq;
+        hdr.size = src->size;
+        hdr.block_size = src->block_size;
+        hdr.nblocks = src->nblocks;
+        hdr.flags = RS_BREPLY_F_INLINE | RS_BREPLY_F_SUMS;
+        uint8_t *base = rs_mr_addr(src->mr);
+        rs_breply_begin(&enc, base, (size_t)(src->data - base) + src->size, &hdr);
+        rs_breply_put_sums(&enc, src->sums, src->nblocks);
+        rs_status_t st = rs_breply_finish(&enc, NULL, src->size, &src->reply_len);
+        if (st != RS_OK) { /* the region was sized for exactly this */
+            pthread_mutex_unlock(&src->lock);
+            rs_error("broadcast: inline reply does not fit its region");
+            return st;
+        }
+    }
+    src->state = RS_BSRC_SEALED;
+    pthread_mutex_unlock(&src->lock);
+    return RS_OK;
+}
+
+rs_status_t rs_bcast_publish(rs_bcast_node_t *node, const void *data, size_t len, rs_bcast_t **bc_p)
+{
+    rs_bcast_t *src;
+    if (node == NULL || bc_p == NULL || (data == NULL && len > 0))
+        return RS_ERR_INVALID;
+    rs_status_t st = rs_bcast_create(node, len, &src);
+    if (st != RS_OK)
+        return st;
+    if (len > 0)
+        memcpy(rs_bcast_buffer(src), data, len);
+    st = rs_bcast_seal(src);
+    if (st != RS_OK) {
+        rs_bcast_destroy(src);
+        return st;
+    }
+    *bc_p = src;
+    return RS_OK;
+}
+
+rs_status_t rs_bcast_descriptor(const rs_bcast_t *src, void *buf, size_t buflen, size_t *len_p)
+{
+    rs_bdesc_t d;
+    if (src == NULL || buf == NULL || len_p == NULL)
+        return RS_ERR_INVALID;
+    if (src->state != RS_BSRC_SEALED) {
+        rs_error("broadcast: a descriptor needs a sealed object");
+        return RS_ERR_STATE;
+    }
+    memset(&d, 0, sizeof(d));
+    d.node_id = src->node->node_id;
+    d.seq = src->seq;
+    d.size = src->size;
+    d.block_size = src->block_size;
+    d.nblocks = src->nblocks;
+    d.flags = src->is_inline ? RS_BDESC_F_INLINE : 0;
+    d.src = src->node->self.a;
+    return rs_bdesc_encode(&d, buf, buflen, len_p);
+}
+
+void rs_bcast_source_stats(const rs_bcast_t *src, rs_bcast_stats_t *stats)
+{
+    const uint64_t *from = (const uint64_t *)&src->stats;
+    uint64_t *to = (uint64_t *)stats;
+    for (size_t i = 0; i < sizeof(*stats) / sizeof(uint64_t); i++)
+        to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+}
+
+static void destroy_sent(void *arg, rs_status_t status)
+{
+    rs_bcast_node_t *node = arg;
+    (void)status; /* best effort: a holder that missed it learns from the source */
+    __atomic_fetch_sub(&node->sends, 1, __ATOMIC_RELEASE);
+}
+
+void rs_bcast_destroy(rs_bcast_t *src)
+{
+    if (src == NULL)
+        return;
+    rs_bcast_node_t *node = src->node;
+    uint8_t msg[RS_BDESTROY_LEN];
+    rs_bdestroy_encode(node->node_id, src->seq, msg);
+
+    /* Answer RS_ERR_DESTROYED from now on, and collect the holders to tell. */
+    pthread_mutex_lock(&src->lock);
+    src->state = RS_BSRC_DESTROYED;
+    uint32_t n = 0;
+    rs_ep_t **eps = calloc(src->n_holders + 1u, sizeof(*eps));
+    for (uint32_t i = 0; eps != NULL && i < src->n_holders; i++) {
+        rs_bepinfo_t *conn = src->holders[i]->conn;
+        if (conn != NULL && !conn->dead)
+            eps[n++] = conn->ep;
+    }
+    pthread_mutex_unlock(&src->lock);
+
+    pthread_mutex_lock(&node->lock);
+    rs_list_del(&src->link);
+    src->free_after_ns = rs_bnow() + RS_MS_TO_NS(node->cfg.grace_ms);
+    rs_list_add_tail(&node->retired_srcs, &src->link);
+    pthread_mutex_unlock(&node->lock);
+
+    for (uint32_t i = 0; i < n; i++) {
+        __atomic_fetch_add(&node->sends, 1, __ATOMIC_ACQUIRE);
+        if (rs_msg_send(eps[i], RS_BMSG_DESTROY, msg, sizeof(msg), destroy_sent, node) != RS_OK)
+            __atomic_fetch_sub(&node->sends, 1, __ATOMIC_RELEASE);
+    }
+    free(eps);
+}
+
+/* ------------------------------------------------------------ holders */
+
+static void holder_free(rs_bsrc_holder_t *h)
+{
+    rs_baddr_release(&h->addr);
+    free(h->rkey);
+    free(h->bitmap);
+    free(h);
+}
+
+static int holder_find(rs_bcast_t *src, const rs_baddr_t *addr)
+{
+    for (uint32_t i = 0; i < src->n_holders; i++)
+        if (rs_baddr_equal(&src->holders[i]->addr.a, addr))
+            return (int)i;
+    return -1;
+}
+
+/*
+ * Registers the requester as a holder (src->lock held). A GET starts a new
+ * copy: a holder already known at that address is replaced, under a new id,
+ * because its region (and key) are new.
+ */
+static rs_bsrc_holder_t *holder_register(rs_bcast_t *src, rs_bepinfo_t *conn, const rs_breq_t *q)
+{
+    int i = holder_find(src, &q->holder_addr);
+    if (i >= 0 && q->kind != RS_BREQ_GET) {
+        src->holders[i]->conn = conn;
+        return src->holders[i];
+    }
+    if (i >= 0) {
+        holder_free(src->holders[i]);
+        src->holders[i] = src->holders[--src->n_holders];
+    }
+    if (q->kind != RS_BREQ_GET || src->n_holders >= RS_BSRC_HOLDERS_MAX)
+        return NULL; /* updates from holders we dropped are not re-registered */
+    if (src->n_holders == src->cap_holders) {
+        uint32_t cap = src->cap_holders ? 2 * src->cap_holders : 8;
+        rs_bsrc_holder_t **hs = realloc(src->holders, cap * sizeof(*hs));
+        if (hs == NULL)
+            return NULL;
+        src->holders = hs;
+        src->cap_holders = cap;
+    }
+    rs_bsrc_holder_t *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return NULL;
+    h->rkey = malloc(q->holder_rkey.len);
+    h->bitmap = calloc(1, rs_bmap_bytes(src->nblocks) + 1);
+    if (h->rkey == NULL || h->bitmap == NULL || rs_baddr_copy(&h->addr, &q->holder_addr) != RS_OK) {
+        free(h->rkey);
+        free(h->bitmap);
+        free(h);
+        return NULL;
+    }
+    memcpy(h->rkey, q->holder_rkey.p, q->holder_rkey.len);
+    h->rkey_len = q->holder_rkey.len;
+    /* ids from 1: 0 is the source */
+    h->id = (uint32_t)__atomic_add_fetch(&src->stats.holders, 1, __ATOMIC_RELAXED);
+    RS_BSTAT_ADD(src->node->stats.holders, 1);
+    h->conn = conn;
+    src->holders[src->n_holders++] = h;
+    return h;
+}
+
+/* Applies an announcement's bitmap or completion to h (src->lock held). */
+static void holder_update(rs_bcast_t *src, rs_bsrc_holder_t *h, const rs_breq_t *q)
+{
+    if (q->flags & RS_BREQ_F_COMPLETE) {
+        h->complete = 1;
+        h->have = src->nblocks;
+    } else if ((q->flags & RS_BREQ_F_BITMAP) && q->nblocks == src->nblocks) {
+        memcpy(h->bitmap, q->bitmap.p, q->bitmap.len);
+        h->have = rs_bmap_count(h->bitmap, src->nblocks);
+    }
+}
+
+/* Adds the source and a random choice of other holders to a reply (src->lock held). */
+static void reply_holders(rs_bcast_node_t *node, rs_bcast_t *src, rs_breply_enc_t *enc,
+                          const rs_bsrc_holder_t *self, uint64_t *rng)
+{
+    rs_bholder_wire_t w;
+    memset(&w, 0, sizeof(w));
+    w.id = 0;
+    w.flags = RS_BHOLDER_F_SOURCE | RS_BHOLDER_F_COMPLETE;
+    w.addr = node->self.a;
+    w.rkey.p = src->rkey;
+    w.rkey.len = (uint32_t)src->rkey_len;
+    if (rs_breply_add_holder(enc, &w) != RS_OK)
+        return;
+
+    /* Partial Fisher-Yates over the holders that have something to serve. */
+    uint32_t n = src->n_holders, listed = 0;
+    uint32_t *idx = malloc((n + 1u) * sizeof(*idx));
+    if (idx == NULL)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        idx[i] = i;
+    for (uint32_t k = 0; k < n && listed < node->cfg.holders_max; k++) {
+        uint32_t j = k + rs_brand_below(rng, n - k);
+        uint32_t t = idx[k];
+        idx[k] = idx[j];
+        idx[j] = t;
+        rs_bsrc_holder_t *h = src->holders[idx[k]];
+        if (h == self || h->have == 0)
+            continue;
+        w.id = h->id;
+        w.flags = h->complete ? RS_BHOLDER_F_COMPLETE : 0;
+        w.addr = h->addr.a;
+        w.rkey.p = h->rkey;
+        w.rkey.len = (uint32_t)h->rkey_len;
+        w.bitmap.p = h->bitmap;
+        w.bitmap.len = (uint32_t)rs_bmap_bytes(src->nblocks);
+        if (rs_breply_add_holder(enc, &w) != RS_OK)
+            break;
+        listed++;
+    }
+    free(idx);
+}
+
+/* ---------------------------------------------------------------- serving */
+
+static void put_done(void *arg, rs_status_t status)
+{
+    rs_bput_t *put = arg;
+    if (status != RS_OK)
+        rs_debug("broadcast: a reply put failed: %s", rs_strerror(status));
+    if (put->slot != NULL)
+        rs_bslots_put(&put->node->staging, put->slot);
+    if (put->src != NULL)
+        src_unbusy(put->node, put->src);
+    free(put);
+}
+
+/* Writes len bytes at buf (inside mr) into the requester's reply slot, notifying req_id. */
+static void reply_post(rs_bepinfo_t *info, const rs_breq_t *q, const void *buf, size_t len,
+                       rs_mr_t *mr, rs_bput_t *put)
+{
+    rs_rkey_t *rkey;
+    rs_status_t st = rs_bepinfo_rkey(info, q->reply_rkey.p, q->reply_rkey.len, &rkey);
+    if (st == RS_OK)
+        st = rs_put_notify(info->ep, buf, len, mr, rkey, q->reply_off, q->req_id, put_done, put);
+    if (st != RS_OK) {
+        rs_warn("broadcast: cannot answer request %u: %s", q->req_id, rs_strerror(st));
+        put_done(put, st);
+    }
+}
+
+/* Answers with only a status (destroyed, unknown, no space). */
+static void reply_status(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q,
+                         rs_status_t status)
+{
+    rs_bslot_t *slot;
+    rs_breply_enc_t enc;
+    rs_breply_t hdr;
+    size_t len;
+    rs_bput_t *put = calloc(1, sizeof(*put));
+
+    if (put == NULL || rs_bslots_get(&node->staging, RS_BREPLY_MIN_LEN, &slot) != RS_OK) {
+        free(put);
+        return;
+    }
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.kind = q->kind;
+    hdr.status = (int16_t)status;
+    hdr.node_id = q->node_id;
+    hdr.seq = q->seq;
+    rs_breply_begin(&enc, slot->p, slot->cap, &hdr);
+    rs_breply_finish(&enc, NULL, 0, &len);
+    put->node = node;
+    put->slot = slot;
+    reply_post(info, q, slot->p, len, slot->slab->mr, put);
+}
+
+/* Looks the object up and takes a busy reference; the status when it is not served. */
+static rs_status_t src_lookup(rs_bcast_node_t *node, const rs_breq_t *q, rs_bcast_t **src_p)
+{
+    rs_list_t *pos, *tmp;
+    rs_status_t st = RS_ERR_NOT_FOUND;
+    if (q->node_id != node->node_id) {
+        rs_info("broadcast: request for an object of another node (the source restarted?)");
+        return RS_ERR_NOT_FOUND;
+    }
+    pthread_mutex_lock(&node->lock);
+    rs_list_for_each_safe(pos, tmp, &node->sources)
+    {
+        rs_bcast_t *src = RS_CONTAINER_OF(pos, rs_bcast_t, link);
+        if (src->seq == q->seq) {
+            if (src->state == RS_BSRC_SEALED) {
+                src->busy++;
+                *src_p = src;
+                st = RS_OK;
+            }
+            break;
+        }
+    }
+    /* Numbers below the next one were handed out: the object existed and is gone. */
+    if (st != RS_OK && q->seq < node->next_seq && pos == &node->sources)
+        st = RS_ERR_DESTROYED;
+    pthread_mutex_unlock(&node->lock);
+    return st;
+}
+
+static void serve_announce(rs_bcast_node_t *node, rs_bepinfo_t *info, rs_bcast_t *src,
+                           const rs_breq_t *q)
+{
+    pthread_mutex_lock(&src->lock);
+    int i = holder_find(src, &q->holder_addr);
+    if (i >= 0) {
+        rs_bsrc_holder_t *h = src->holders[i];
+        h->conn = info;
+        holder_update(src, h, q);
+    }
+    pthread_mutex_unlock(&src->lock);
+    RS_BSTAT_ADD(src->stats.announces, 1);
+    RS_BSTAT_ADD(src->stats.reported_source_reads, q->source_reads);
+    RS_BSTAT_ADD(src->stats.reported_holder_reads, q->holder_reads);
+    RS_BSTAT_ADD(node->stats.announces, 1);
+    RS_BSTAT_ADD(node->stats.reported_source_reads, q->source_reads);
+    RS_BSTAT_ADD(node->stats.reported_holder_reads, q->holder_reads);
+}
+
+void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q)
+{
+    rs_bcast_t *src = NULL;
+    rs_status_t st = src_lookup(node, q, &src);
+
+    if (st != RS_OK) {
+        if (q->kind != RS_BREQ_ANNOUNCE)
+            reply_status(node, info, q, st);
+        return;
+    }
+    if (q->kind == RS_BREQ_ANNOUNCE) {
+        serve_announce(node, info, src, q);
+        src_unbusy(node, src);
+        return;
+    }
+    rs_bput_t *put = calloc(1, sizeof(*put));
+    if (put == NULL) {
+        src_unbusy(node, src);
+        return;
+    }
+    put->node = node;
+    put->src = src;
+
+    if (q->kind == RS_BREQ_GET && src->is_inline) {
+        /* Zero copy: the prebuilt reply goes straight from the object's region. */
+        RS_BSTAT_ADD(src->stats.requests_served, 1);
+        RS_BSTAT_ADD(node->stats.requests_served, 1);
+        if (src->reply_len > q->reply_cap) {
+            free(put);
+            src_unbusy(node, src);
+            reply_status(node, info, q, RS_ERR_NO_SPACE);
+            return;
+        }
+        reply_post(info, q, rs_mr_addr(src->mr), src->reply_len, src->mr, put);
+        return;
+    }
+
+    /* Manifest or update: built in a staging slot, as large as the requester allows. */
+    size_t want = rs_breply_meta_len(q->kind == RS_BREQ_GET ? src->nblocks : 0) + (16u << 10);
+    size_t cap = want < q->reply_cap ? want : q->reply_cap;
+    if (rs_bslots_get(&node->staging, cap, &put->slot) != RS_OK) {
+        put_done(put, RS_ERR_NOMEM);
+        return;
+    }
+    rs_breply_t hdr;
+    rs_breply_enc_t enc;
+    size_t len = 0;
+    uint64_t rng = rs_brandom64();
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.kind = q->kind;
+    hdr.node_id = node->node_id;
+    hdr.seq = src->seq;
+    hdr.size = src->size;
+    hdr.block_size = src->block_size;
+    hdr.nblocks = src->nblocks;
+    hdr.flags = q->kind == RS_BREQ_GET ? RS_BREPLY_F_SUMS : 0;
+    hdr.perm_seed = src->perm_seed;
+
+    pthread_mutex_lock(&src->lock);
+    rs_bsrc_holder_t *self = NULL;
+    if (q->flags & RS_BREQ_F_HOLDER) {
+        self = holder_register(src, info, q);
+        if (self != NULL)
+            holder_update(src, self, q);
+    }
+    hdr.ticket = self != NULL ? self->id - 1 : (uint32_t)rs_brand(&rng);
+    for (uint32_t i = 0; i < src->n_holders; i++)
+        if (src->holders[i] != self && !src->holders[i]->complete)
+            hdr.active++;
+    rs_breply_begin(&enc, put->slot->p, cap, &hdr);
+    if (q->kind == RS_BREQ_GET)
+        rs_breply_put_sums(&enc, src->sums, src->nblocks);
+    reply_holders(node, src, &enc, self, &rng);
+    st = rs_breply_finish(&enc, NULL, 0, &len);
+    pthread_mutex_unlock(&src->lock);
+    if (q->kind == RS_BREQ_GET) {
+        RS_BSTAT_ADD(src->stats.requests_served, 1);
+        RS_BSTAT_ADD(node->stats.requests_served, 1);
+    } else {
+        RS_BSTAT_ADD(src->stats.updates_served, 1);
+        RS_BSTAT_ADD(node->stats.updates_served, 1);
+    }
+    if (st != RS_OK) {
+        put_done(put, st);
+        reply_status(node, info, q, RS_ERR_NO_SPACE);
+        return;
+    }
+    reply_post(info, q, put->slot->p, len, put->slot->slab->mr, put);
+}
+
+void rs_bsrc_reap(rs_bcast_node_t *node, uint64_t now, int force)
+{
+    rs_list_t *pos, *tmp, done;
+    rs_list_init(&done);
+    pthread_mutex_lock(&node->lock);
+    if (force) {
+        /* Objects never destroyed by the user die with the node. */
+        rs_list_for_each_safe(pos, tmp, &node->sources)
+        {
+            rs_list_del(pos);
+            rs_list_add_tail(&node->retired_srcs, pos);
+        }
+    }
+    rs_list_for_each_safe(pos, tmp, &node->retired_srcs)
+    {
+        rs_bcast_t *src = RS_CONTAINER_OF(pos, rs_bcast_t, link);
+        if (force || (now >= src->free_after_ns && src->busy == 0)) {
+            rs_list_del(pos);
+            rs_list_add_tail(&done, pos);
+        }
+    }
+    pthread_mutex_unlock(&node->lock);
+    rs_list_for_each_safe(pos, tmp, &done)
+    {
+        rs_bcast_t *src = RS_CONTAINER_OF(pos, rs_bcast_t, link);
+        rs_list_del(pos);
+        if (!force)
+            rs_mem_free(src->mr);
+        for (uint32_t i = 0; i < src->n_holders; i++)
+            holder_free(src->holders[i]);
+        free(src->holders);
+        free(src->sums);
+        pthread_mutex_destroy(&src->lock);
+        free(src);
+    }
+}
