@@ -1,5 +1,5 @@
 /*
- * The contract between the generic transport layer (transport/*.c outside
+ * The contract between the generic transport layer (the transport/ sources outside
  * the backends) and a backend (transport/ucx.c, transport/verbs.c).
  *
  * The generic layer owns: argument checks, the context lock, the op pool,
@@ -142,7 +142,9 @@ typedef struct rs_backend_ops {
 
     /*
      * One-sided operations and messages. RS_OK: posted, and rs__op_complete(op)
-     * will follow exactly once, never from inside this call. raddr is the
+     * follows exactly once, possibly from inside this call (the generic layer
+     * queues it: the user's callback still runs only from progress). An error:
+     * nothing was posted and rs__op_complete is never called. raddr is the
      * absolute remote address (rkey->base + offset, range already checked).
      */
     rs_status_t (*put)(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,
@@ -162,7 +164,12 @@ extern const rs_backend_ops_t rs_verbs_ops;
 
 /* ------------------------------------------- upcalls (generic layer, lock held) */
 
-/* An op the backend accepted is finished. Exactly once per op. */
+/*
+ * An op the backend accepted is finished. Exactly once per op. It may have
+ * been force-completed for the user already (deadline, close): then op->ep
+ * is NULL and the call only recycles the op; the backend must not use
+ * op->ep in completion paths without checking it.
+ */
 void rs__op_complete(rs_op_t *op, rs_status_t status);
 
 /* A new server-side endpoint for an incoming connection (state RS_EP_HANDSHAKE). */

@@ -1,0 +1,134 @@
+#include "tt_util.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void tt_config(rs_config_t *cfg)
+{
+    assert_int_equal(rs_config_init(cfg), RS_OK);
+    cfg->transport = RS_TRANSPORT_UCX;
+    cfg->peer_timeout_ms = 2000;
+    cfg->connect_timeout_ms = 3000;
+    cfg->progress_thread = 0;
+}
+
+static void pair_ep_cb(void *arg, rs_ep_t *ep, rs_status_t status)
+{
+    tt_pair_t *p = arg;
+    if (status == RS_OK) {
+        __atomic_store_n(&p->sep, ep, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&p->accepted, 1, __ATOMIC_ACQ_REL);
+    } else {
+        __atomic_add_fetch(&p->ep_errors, 1, __ATOMIC_ACQ_REL);
+    }
+}
+
+void tt_pair_open(tt_pair_t *p, const rs_config_t *srv_cfg, const rs_config_t *cli_cfg)
+{
+    rs_config_t s, c;
+    memset(p, 0, sizeof(*p));
+    if (srv_cfg != NULL) {
+        s = *srv_cfg;
+    } else {
+        tt_config(&s);
+    }
+    if (cli_cfg != NULL) {
+        c = *cli_cfg;
+    } else {
+        tt_config(&c);
+    }
+    assert_int_equal(rs_ctx_create(&s, &p->srv), RS_OK);
+    rs_set_ep_handler(p->srv, pair_ep_cb, p);
+    assert_int_equal(rs_listen(p->srv, "127.0.0.1", 0, &p->listener), RS_OK);
+    assert_true(rs_listener_port(p->listener) != 0);
+    /* The server must answer while rs_connect blocks in this thread. */
+    assert_int_equal(rs_progress_thread_start(p->srv), RS_OK);
+    assert_int_equal(rs_ctx_create(&c, &p->cli), RS_OK);
+    assert_int_equal(rs_connect(p->cli, "127.0.0.1", rs_listener_port(p->listener), &p->cep),
+                     RS_OK);
+    uint64_t end = now_ms() + 3000;
+    while (__atomic_load_n(&p->sep, __ATOMIC_ACQUIRE) == NULL && now_ms() < end)
+        usleep(1000);
+    rs_progress_thread_stop(p->srv);
+    assert_non_null(p->sep);
+    assert_int_equal(rs_ep_status(p->cep), RS_OK);
+    assert_int_equal(rs_ep_status(p->sep), RS_OK);
+}
+
+void tt_pair_close(tt_pair_t *p)
+{
+    rs_ctx_destroy(p->cli);
+    rs_ctx_destroy(p->srv);
+    memset(p, 0, sizeof(*p));
+}
+
+int tt_progress_until(rs_ctx_t *a, rs_ctx_t *b, volatile int *flag, int timeout_ms)
+{
+    uint64_t end = now_ms() + (uint64_t)timeout_ms;
+    while (!*flag && now_ms() < end) {
+        if (a != NULL)
+            rs_progress(a);
+        if (b != NULL)
+            rs_progress(b);
+    }
+    return *flag;
+}
+
+long tt_progress_count(rs_ctx_t *a, rs_ctx_t *b, volatile long *count, long want, int timeout_ms)
+{
+    uint64_t end = now_ms() + (uint64_t)timeout_ms;
+    while (*count < want && now_ms() < end) {
+        if (a != NULL)
+            rs_progress(a);
+        if (b != NULL)
+            rs_progress(b);
+    }
+    return *count;
+}
+
+void tt_done_cb(void *arg, rs_status_t status)
+{
+    tt_done_t *d = arg;
+    d->calls++;
+    d->status = status;
+}
+
+rs_rkey_t *tt_rkey_for(rs_ep_t *ep, rs_mr_t *mr)
+{
+    unsigned char blob[RS_RKEY_BLOB_MAX];
+    size_t len = 0;
+    assert_int_equal(rs_mr_pack_rkey(mr, blob, sizeof(blob), &len), RS_OK);
+    assert_true(len > 0 && len <= RS_RKEY_BLOB_MAX);
+    rs_rkey_t *rkey = NULL;
+    assert_int_equal(rs_rkey_unpack(ep, blob, len, &rkey), RS_OK);
+    return rkey;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test timed out (alarm)\n";
+    ssize_t unused = write(2, msg, sizeof(msg) - 1);
+    (void)unused;
+    _exit(124);
+}
+
+void tt_alarm(unsigned seconds)
+{
+    signal(SIGALRM, on_alarm);
+    alarm(seconds);
+}

@@ -1,0 +1,46 @@
+/* Helpers for the single-process transport tests: two contexts connected. */
+#ifndef RS_TESTS_TT_UTIL_H
+#define RS_TESTS_TT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rshuffle/transport.h>
+
+typedef struct tt_pair {
+    rs_ctx_t *srv, *cli;
+    rs_listener_t *listener;
+    rs_ep_t *cep;  /* client side */
+    rs_ep_t *sep;  /* server side (accepted) */
+    int accepted;  /* accept events seen */
+    int ep_errors; /* error events seen on the server */
+} tt_pair_t;
+
+/* The test configuration: UCX, short timeouts. */
+void tt_config(rs_config_t *cfg);
+
+/*
+ * Server context + listener on 127.0.0.1 and a client connected to it
+ * (both configured by tt_config, then adjusted by the optional cfg hooks).
+ */
+void tt_pair_open(tt_pair_t *p, const rs_config_t *srv_cfg, const rs_config_t *cli_cfg);
+void tt_pair_close(tt_pair_t *p);
+
+/* Progresses both contexts until *flag != 0 or timeout_ms; returns *flag. */
+int tt_progress_until(rs_ctx_t *a, rs_ctx_t *b, volatile int *flag, int timeout_ms);
+/* Progresses both until *count >= want or timeout_ms; returns *count. */
+long tt_progress_count(rs_ctx_t *a, rs_ctx_t *b, volatile long *count, long want, int timeout_ms);
+
+/* An op callback that stores its status and counts: arg is a tt_done_t. */
+typedef struct tt_done {
+    int calls;
+    rs_status_t status;
+} tt_done_t;
+void tt_done_cb(void *arg, rs_status_t status);
+
+/* Exchanges the server region's rkey to the client endpoint. */
+rs_rkey_t *tt_rkey_for(rs_ep_t *ep, rs_mr_t *mr);
+
+/* Bounds the whole test program (a hung test is a failed test). */
+void tt_alarm(unsigned seconds);
+
+#endif

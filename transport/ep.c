@@ -1,0 +1,393 @@
+/*
+ * The endpoint state machine: CONNECTING -> HANDSHAKE -> READY, and DEAD or
+ * CLOSING from any state. Deadlines of outstanding ops are checked here
+ * (rs__eps_scan), and endpoints the user never saw are reaped here.
+ */
+#include "transport/internal.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <stdlib.h>
+
+/* After an endpoint died, the backend gets this long to return its ops. */
+#define RS_EP_FAIL_GRACE_NS RS_MS_TO_NS(100)
+/* rs_ep_close waits at most this long for the backend to cancel ops. */
+#define RS_EP_CLOSE_WAIT_NS RS_MS_TO_NS(2000)
+
+rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx)
+{
+    rs_ep_priv_t *p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        rs_error("out of memory allocating an endpoint");
+        return NULL;
+    }
+    rs_ep_t *ep = &p->ep;
+    rs_list_init(&p->early);
+    rs_list_init(&p->early_link);
+    ep->ctx = ctx;
+    rs_list_init(&ep->ops);
+    rs_list_init(&ep->rkeys);
+    ep->state = RS_EP_CONNECTING;
+    ep->status = RS_OK;
+    ep->hs_result = RS_ERR_BUSY;
+    rs_list_add_tail(&ctx->eps, &ep->link);
+    return ep;
+}
+
+void rs__ep_free(rs_ep_t *ep)
+{
+    rs_ep_priv_t *p = RS_EP_PRIV(ep);
+    if (p->reap)
+        ep->ctx->n_reap--;
+    rs__early_free(ep);
+    rs_list_del(&ep->link);
+    free(p);
+}
+
+static void ep_mark_reap(rs_ep_t *ep)
+{
+    rs_ep_priv_t *p = RS_EP_PRIV(ep);
+    if (!p->reap) {
+        p->reap = 1;
+        ep->ctx->n_reap++;
+    }
+}
+
+rs_ep_t *rs__ep_new_accepted(rs_ctx_t *ctx)
+{
+    if (ctx->destroying)
+        return NULL;
+    rs_ep_t *ep = rs__ep_alloc(ctx);
+    if (ep == NULL)
+        return NULL;
+    ep->state = RS_EP_HANDSHAKE;
+    ep->accepted = 1;
+    /* A peer that never says HELLO is dropped after the connect timeout. */
+    RS_EP_PRIV(ep)->reap_ns = rs_now_coarse_ns() + RS_MS_TO_NS(ctx->cfg.connect_timeout_ms);
+    return ep;
+}
+
+void rs__ep_connected(rs_ep_t *ep)
+{
+    if (ep->state != RS_EP_CONNECTING)
+        return;
+    ep->state = RS_EP_HANDSHAKE;
+    rs__hs_start_client(ep);
+}
+
+void rs__ep_failed(rs_ep_t *ep, rs_status_t status)
+{
+    rs__ep_kill(ep, status);
+}
+
+static void ep_tell_user(rs_ep_t *ep, rs_status_t status)
+{
+    rs_ctx_t *ctx = ep->ctx;
+    if (ctx->ep_cb == NULL)
+        return;
+    ctx->in_cb++;
+    ctx->ep_cb(ctx->ep_arg, ep, status);
+    ctx->in_cb--;
+}
+
+void rs__ep_be_fail(rs_ep_t *ep)
+{
+    rs_ep_priv_t *p = RS_EP_PRIV(ep);
+    if (!p->be_failed) {
+        p->be_failed = 1;
+        ep->ctx->be_ops->ep_fail(ep);
+    }
+}
+
+void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
+{
+    rs_ep_priv_t *p = RS_EP_PRIV(ep);
+    if (ep->state == RS_EP_DEAD || ep->state == RS_EP_CLOSING)
+        return;
+    rs_ep_state_t prev = ep->state;
+    ep->state = RS_EP_DEAD;
+    ep->status = status;
+    if (p->hs_client && ep->hs_result == RS_ERR_BUSY)
+        ep->hs_result = prev == RS_EP_CONNECTING ? RS_ERR_REFUSED : status;
+    if (prev == RS_EP_READY)
+        rs_warn("endpoint %p died: %s", (void *)ep, rs_strerror(status));
+    else
+        rs_debug("endpoint %p failed while connecting: %s", (void *)ep, rs_strerror(status));
+    rs__ep_be_fail(ep);
+
+    /* Whatever the backend still holds completes for the user soon. */
+    uint64_t limit = rs_now_coarse_ns() + RS_EP_FAIL_GRACE_NS;
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &ep->ops)
+    {
+        rs_op_t *op = RS_CONTAINER_OF(pos, rs_op_t, link);
+        if (op->deadline_ns > limit)
+            op->deadline_ns = limit;
+    }
+    if (p->told)
+        ep_tell_user(ep, status);
+    else if (ep->accepted)
+        ep_mark_reap(ep);
+}
+
+void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status)
+{
+    rs_ctx_t *ctx = ep->ctx;
+    rs_ep_priv_t *p = RS_EP_PRIV(ep);
+    int was_dead = ep->state == RS_EP_DEAD;
+
+    p->told = 0; /* no more endpoint events for it */
+    if (!was_dead)
+        ep->state = RS_EP_CLOSING;
+    rs__ep_be_fail(ep);
+
+    /* Let the backend cancel what it holds, within a bound. */
+    uint64_t end = rs_now_ns() + RS_EP_CLOSE_WAIT_NS;
+    while (ep->n_ops > 0 && ctx->in_progress == 0 && rs_now_ns() < end) {
+        ctx->in_progress++;
+        ctx->be_ops->progress(ctx);
+        ctx->in_progress--;
+    }
+    rs_status_t forced = was_dead ? ep->status : cancel_status;
+    while (!rs_list_empty(&ep->ops))
+        rs__op_force(rs_list_first(&ep->ops, rs_op_t, link), forced);
+
+    while (!rs_list_empty(&ep->rkeys)) {
+        rs_rkey_t *rkey = rs_list_first(&ep->rkeys, rs_rkey_t, link);
+        ctx->be_ops->rkey_release(rkey);
+        rs_list_del(&rkey->link);
+        free(rkey);
+    }
+    ctx->be_ops->ep_close(ep);
+    rs__ep_free(ep);
+}
+
+unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now)
+{
+    unsigned n = 0;
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &ctx->eps)
+    {
+        rs_ep_t *ep = RS_CONTAINER_OF(pos, rs_ep_t, link);
+        rs_ep_priv_t *p = RS_EP_PRIV(ep);
+        if (p->reap_ns != 0 && now >= p->reap_ns && !p->told) {
+            p->reap_ns = 0;
+            ep_mark_reap(ep);
+            n++;
+        }
+        if (ep->n_ops == 0 || rs_list_first(&ep->ops, rs_op_t, link)->deadline_ns > now)
+            continue;
+        if (ep->state != RS_EP_DEAD && ep->state != RS_EP_CLOSING) {
+            rs_warn("endpoint %p: an operation is outstanding for more than %u ms", (void *)ep,
+                    ctx->cfg.peer_timeout_ms);
+            rs__ep_kill(ep, RS_ERR_TIMEOUT);
+        }
+        /* Dead: the backend had its grace period; complete what is left. */
+        while (ep->n_ops > 0) {
+            rs_op_t *op = rs_list_first(&ep->ops, rs_op_t, link);
+            if (op->deadline_ns > now)
+                break;
+            rs__op_force(op, ep->status != RS_OK ? ep->status : RS_ERR_TIMEOUT);
+            n++;
+        }
+    }
+    return n;
+}
+
+unsigned rs__eps_reap(rs_ctx_t *ctx)
+{
+    unsigned n = 0;
+    while (ctx->n_reap > 0) {
+        rs_ep_t *victim = NULL;
+        rs_list_t *pos, *tmp;
+        rs_list_for_each_safe(pos, tmp, &ctx->eps)
+        {
+            rs_ep_t *ep = RS_CONTAINER_OF(pos, rs_ep_t, link);
+            if (RS_EP_PRIV(ep)->reap) {
+                victim = ep;
+                break;
+            }
+        }
+        if (victim == NULL) {
+            ctx->n_reap = 0;
+            break;
+        }
+        rs__ep_destroy(victim, RS_ERR_CANCELED);
+        n++;
+    }
+    return n;
+}
+
+rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
+{
+    rs_ctx_t *ctx = ep->ctx;
+    uint64_t end = rs_now_ns() + RS_MS_TO_NS(ctx->cfg.connect_timeout_ms);
+    rs_status_t st;
+
+    /* The lock is not held here: the progress thread may run meanwhile. */
+    for (;;) {
+        rs__lock(ctx);
+        st = ep->hs_result;
+        rs__unlock(ctx);
+        if (st != RS_ERR_BUSY)
+            break;
+        uint64_t now = rs_now_ns();
+        if (now >= end) {
+            st = RS_ERR_TIMEOUT;
+            break;
+        }
+        uint64_t left_ms = (end - now + 999999) / 1000000;
+        rs_wait(ctx, left_ms > 10 ? 10 : (int)left_ms);
+    }
+
+    rs__lock(ctx);
+    if (st == RS_OK && ep->state == RS_EP_READY) {
+        rs_ep_priv_t *p = RS_EP_PRIV(ep);
+        p->told = 1;
+        /* Messages that came with the WELCOME go out from the next progress. */
+        if (!rs_list_empty(&p->early))
+            rs_list_add_tail(&ctx->early_eps, &p->early_link);
+        *ep_p = ep;
+    } else {
+        if (st == RS_OK)
+            st = ep->status != RS_OK ? ep->status : RS_ERR_UNREACHABLE;
+        if (st == RS_ERR_TIMEOUT)
+            rs_error("connect: no handshake within %u ms", ctx->cfg.connect_timeout_ms);
+        else if (st == RS_ERR_AUTH)
+            rs_error("connect: the peer refused our job token");
+        else
+            rs_error("connect failed: %s", rs_strerror(st));
+        rs__ep_destroy(ep, RS_ERR_CANCELED);
+        rs__ops_drain(ctx);
+    }
+    rs__unlock(ctx);
+    return st;
+}
+
+static rs_status_t connect_check(rs_ctx_t *ctx)
+{
+    if (ctx->in_cb > 0 || ctx->in_progress > 0) {
+        rs_error("rs_connect called from a transport callback (it must progress)");
+        return RS_ERR_STATE;
+    }
+    if (ctx->destroying)
+        return RS_ERR_STATE;
+    return RS_OK;
+}
+
+rs_status_t rs_connect(rs_ctx_t *ctx, const char *host, uint16_t port, rs_ep_t **ep_p)
+{
+    if (ctx == NULL || host == NULL || ep_p == NULL || port == 0) {
+        rs_error("rs_connect: invalid argument");
+        return RS_ERR_INVALID;
+    }
+    rs__lock(ctx);
+    rs_status_t st = connect_check(ctx);
+    if (st != RS_OK) {
+        rs__unlock(ctx);
+        return st;
+    }
+    rs_ep_t *ep = rs__ep_alloc(ctx);
+    if (ep == NULL) {
+        rs__unlock(ctx);
+        return RS_ERR_NOMEM;
+    }
+    RS_EP_PRIV(ep)->hs_client = 1;
+    st = ctx->be_ops->connect(ctx, ep, host, port);
+    if (st != RS_OK) {
+        rs__ep_free(ep);
+        rs__unlock(ctx);
+        return st;
+    }
+    rs__unlock(ctx);
+    return rs__ep_connect_wait(ep, ep_p);
+}
+
+rs_status_t rs_connect_address(rs_ctx_t *ctx, const void *blob, size_t len, rs_ep_t **ep_p)
+{
+    if (ctx == NULL || blob == NULL || ep_p == NULL || len == 0 || len > RS_ADDR_BLOB_MAX) {
+        rs_error("rs_connect_address: invalid argument");
+        return RS_ERR_INVALID;
+    }
+    rs__lock(ctx);
+    rs_status_t st = connect_check(ctx);
+    if (st != RS_OK) {
+        rs__unlock(ctx);
+        return st;
+    }
+    rs_ep_t *ep = rs__ep_alloc(ctx);
+    if (ep == NULL) {
+        rs__unlock(ctx);
+        return RS_ERR_NOMEM;
+    }
+    RS_EP_PRIV(ep)->hs_client = 1;
+    st = ctx->be_ops->connect_address(ctx, ep, blob, len);
+    if (st != RS_OK) {
+        rs__ep_free(ep);
+        rs__unlock(ctx);
+        return st;
+    }
+    rs__unlock(ctx);
+    return rs__ep_connect_wait(ep, ep_p);
+}
+
+rs_status_t rs_ctx_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p)
+{
+    if (ctx == NULL || buf == NULL || len_p == NULL)
+        return RS_ERR_INVALID;
+    rs__lock(ctx);
+    rs_status_t st = ctx->be_ops->address(ctx, buf, buflen, len_p);
+    rs__unlock(ctx);
+    return st;
+}
+
+void rs_ep_close(rs_ep_t *ep)
+{
+    if (ep == NULL)
+        return;
+    rs_ctx_t *ctx = ep->ctx;
+    rs__lock(ctx);
+    if (RS_EP_PRIV(ep)->reap) {
+        rs__unlock(ctx);
+        return; /* already being closed */
+    }
+    if (ctx->in_cb > 0 || ctx->in_progress > 0) {
+        /* Inside a callback we cannot wait for the backend: close later. */
+        rs_warn("rs_ep_close called from a transport callback: deferred");
+        RS_EP_PRIV(ep)->told = 0;
+        if (ep->state != RS_EP_DEAD)
+            ep->state = RS_EP_CLOSING;
+        ep_mark_reap(ep);
+        rs__unlock(ctx);
+        return;
+    }
+    rs__ep_destroy(ep, RS_ERR_CANCELED);
+    rs__ops_drain(ctx);
+    rs__unlock(ctx);
+}
+
+rs_status_t rs_ep_status(const rs_ep_t *ep)
+{
+    rs_ep_state_t state = ep->state;
+    if (state == RS_EP_READY)
+        return RS_OK;
+    if (state == RS_EP_DEAD)
+        return ep->status;
+    return state == RS_EP_CLOSING ? RS_ERR_CANCELED : RS_ERR_STATE;
+}
+
+size_t rs_ep_outstanding(const rs_ep_t *ep)
+{
+    return ep->n_ops;
+}
+
+void rs_ep_set_user(rs_ep_t *ep, void *user)
+{
+    ep->user = user;
+}
+
+void *rs_ep_user(const rs_ep_t *ep)
+{
+    return ep->user;
+}

@@ -1,0 +1,118 @@
+/*
+ * The job-token handshake over internal message types. The client sends
+ * HELLO (magic, version, token); the server answers WELCOME and the
+ * endpoint becomes READY, or REJECT and the endpoint is dropped. Nothing of
+ * the user's (messages, notifications, rkeys) flows before READY.
+ */
+#include "transport/internal.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <string.h>
+
+#define RS_HS_MAGIC   0x53485352u /* "RSHS" */
+#define RS_HS_VERSION 1
+
+typedef struct rs_hs_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t token_len;
+} rs_hs_hdr_t;
+
+void rs__hs_start_client(rs_ep_t *ep)
+{
+    const rs_config_t *cfg = &ep->ctx->cfg;
+    unsigned char buf[sizeof(rs_hs_hdr_t) + RS_JOB_TOKEN_MAX];
+    rs_hs_hdr_t hdr = {RS_HS_MAGIC, RS_HS_VERSION, (uint16_t)strlen(cfg->job_token)};
+
+    memcpy(buf, &hdr, sizeof(hdr));
+    memcpy(buf + sizeof(hdr), cfg->job_token, hdr.token_len);
+    rs_status_t st = rs__msg_post(ep, RS__MSG_HELLO, buf, sizeof(hdr) + hdr.token_len, NULL, NULL);
+    if (st != RS_OK)
+        rs__ep_kill(ep, st);
+}
+
+static int hs_hdr_ok(const void *data, size_t len, rs_hs_hdr_t *hdr)
+{
+    if (len < sizeof(*hdr))
+        return 0;
+    memcpy(hdr, data, sizeof(*hdr));
+    return hdr->magic == RS_HS_MAGIC && hdr->version == RS_HS_VERSION &&
+           sizeof(*hdr) + hdr->token_len == len;
+}
+
+static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_ctx_t *ctx = ep->ctx;
+    const rs_config_t *cfg = &ctx->cfg;
+    rs_hs_hdr_t hdr, reply = {RS_HS_MAGIC, RS_HS_VERSION, 0};
+    size_t mine = strlen(cfg->job_token);
+
+    if (ep->state != RS_EP_HANDSHAKE || !ep->accepted) {
+        rs_warn("endpoint %p: unexpected HELLO (ignored)", (void *)ep);
+        return;
+    }
+    if (!hs_hdr_ok(data, len, &hdr) || hdr.token_len != mine ||
+        memcmp((const char *)data + sizeof(hdr), cfg->job_token, mine) != 0) {
+        rs_warn("refusing a peer: its HELLO carries another job token");
+        rs__msg_post(ep, RS__MSG_REJECT, &reply, sizeof(reply), NULL, NULL);
+        /* Dead for the user; the REJECT still goes out. The peer closes on
+         * receipt; if it does not, the reap deadline drops the endpoint. */
+        ep->state = RS_EP_DEAD;
+        ep->status = RS_ERR_AUTH;
+        RS_EP_PRIV(ep)->reap_ns = rs_now_coarse_ns() + RS_MS_TO_NS(cfg->connect_timeout_ms);
+        return;
+    }
+    rs_status_t st = rs__msg_post(ep, RS__MSG_WELCOME, &reply, sizeof(reply), NULL, NULL);
+    if (st != RS_OK) {
+        rs__ep_kill(ep, st);
+        return;
+    }
+    ep->state = RS_EP_READY;
+    RS_EP_PRIV(ep)->reap_ns = 0;
+    RS_EP_PRIV(ep)->told = 1;
+    if (ctx->ep_cb != NULL) {
+        ctx->in_cb++;
+        ctx->ep_cb(ctx->ep_arg, ep, RS_OK);
+        ctx->in_cb--;
+    }
+}
+
+static void hs_client_reply(rs_ep_t *ep, unsigned type, const void *data, size_t len)
+{
+    rs_hs_hdr_t hdr;
+    if (ep->state != RS_EP_HANDSHAKE || !RS_EP_PRIV(ep)->hs_client ||
+        ep->hs_result != RS_ERR_BUSY) {
+        rs_warn("endpoint %p: unexpected handshake reply (ignored)", (void *)ep);
+        return;
+    }
+    if (!hs_hdr_ok(data, len, &hdr)) {
+        rs_error("endpoint %p: malformed handshake reply", (void *)ep);
+        rs__ep_kill(ep, RS_ERR_PROTOCOL);
+        return;
+    }
+    if (type == RS__MSG_WELCOME) {
+        ep->state = RS_EP_READY;
+        ep->hs_result = RS_OK;
+        return;
+    }
+    ep->hs_result = RS_ERR_AUTH;
+    rs__ep_kill(ep, RS_ERR_AUTH);
+}
+
+void rs__hs_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len)
+{
+    switch (type) {
+        case RS__MSG_HELLO:
+            hs_server_hello(ep, data, len);
+            break;
+        case RS__MSG_WELCOME:
+        case RS__MSG_REJECT:
+            hs_client_reply(ep, type, data, len);
+            break;
+        default:
+            rs_warn("endpoint %p: unknown internal message type %u (ignored)", (void *)ep, type);
+            break;
+    }
+}

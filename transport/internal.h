@@ -1,0 +1,166 @@
+/*
+ * Private state of the generic transport layer (not seen by backends, which
+ * know only backend.h).
+ */
+#ifndef RS_TRANSPORT_INTERNAL_H
+#define RS_TRANSPORT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "transport/backend.h"
+
+/* An op as the generic layer allocates it; backends see only .op. */
+typedef struct rs_op_priv {
+    rs_op_t op;
+    rs_ctx_t *ctx;
+    rs_status_t status;   /* the status the user's callback receives */
+    unsigned be_done : 1; /* the backend reported completion */
+    unsigned queued : 1;  /* on ctx->done, the user's callback pending */
+    unsigned orphan : 1;  /* callback ran before the backend finished: on ctx->orphans */
+} rs_op_priv_t;
+
+/* An endpoint as the generic layer allocates it; backends see only .ep. */
+/* A message or notification that arrived before rs_connect returned its ep. */
+typedef struct rs_early {
+    rs_list_t link;
+    int notify;
+    unsigned type;
+    uint32_t imm;
+    size_t len;
+    unsigned char data[];
+} rs_early_t;
+
+typedef struct rs_ep_priv {
+    rs_ep_t ep;
+    rs_list_t early;      /* rs_early_t, oldest first */
+    rs_list_t early_link; /* in ctx->early_eps once the user knows the ep */
+    uint64_t reap_ns;     /* accepted, not handed to the user: close at this time (0: never) */
+    unsigned told : 1;    /* the user knows the endpoint (connect returned it, or accept event) */
+    unsigned reap : 1;    /* close it from progress (internal endpoints, deferred closes) */
+    unsigned hs_client : 1;
+    unsigned be_failed : 1; /* backend ep_fail was called (once only) */
+} rs_ep_priv_t;
+
+#define RS_EP_PRIV(e) ((rs_ep_priv_t *)(e))
+#define RS_OP_PRIV(o) ((rs_op_priv_t *)(o))
+
+typedef struct rs_msg_handler {
+    rs_msg_cb_t cb;
+    void *arg;
+} rs_msg_handler_t;
+
+struct rs_ctx {
+    pthread_mutex_t lock; /* recursive: callbacks may post */
+    const rs_backend_ops_t *be_ops;
+    void *be;
+    rs_config_t cfg;
+
+    rs_list_t eps;       /* every endpoint, user-visible or not */
+    rs_list_t mrs;       /* registered regions */
+    rs_list_t listeners; /* listeners */
+
+    rs_list_t done;      /* completed ops whose callback has not run yet */
+    rs_list_t orphans;   /* callback ran, backend still holds the op */
+    rs_list_t op_free;   /* op pool */
+    rs_list_t op_chunks; /* allocations backing the pool */
+    size_t n_ops_live;
+
+    uint64_t timeout_ns;     /* peer_timeout_ms */
+    uint64_t scan_period_ns; /* how often progress checks deadlines */
+    uint64_t next_scan_ns;
+    unsigned n_reap;     /* endpoints flagged reap */
+    rs_list_t early_eps; /* known endpoints with early messages to deliver */
+
+    rs_msg_handler_t msg_handlers[RS_MSG_TYPES];
+    rs_notify_cb_t notify_cb;
+    void *notify_arg;
+    rs_ep_cb_t ep_cb;
+    void *ep_arg;
+
+    int in_cb;       /* depth of user callbacks running on the lock owner */
+    int in_progress; /* backend progress running: no nested progress */
+    int destroying;
+
+    /* progress thread */
+    pthread_t thread;
+    int thread_running;
+    int thread_wake_fd;  /* eventfd: wakes the thread to stop */
+    int thread_stop;     /* atomic */
+    int thread_sleeping; /* the thread sleeps on the fd (lock held to change) */
+};
+
+static inline void rs__lock(rs_ctx_t *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+}
+
+static inline void rs__unlock(rs_ctx_t *ctx)
+{
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+/* RS_OK when user traffic may be posted on ep (lock held). */
+static inline rs_status_t rs__ep_check_ready(const rs_ep_t *ep)
+{
+    switch (ep->state) {
+        case RS_EP_READY:
+            return RS_OK;
+        case RS_EP_DEAD:
+            return RS_ERR_UNREACHABLE;
+        case RS_EP_CLOSING:
+            return RS_ERR_CANCELED;
+        default:
+            return RS_ERR_STATE;
+    }
+}
+
+/* Backend selection (select.c). */
+rs_status_t rs__select_backend(const rs_config_t *cfg, const rs_backend_ops_t **ops_p);
+int rs__rdma_device_active(void);
+
+/* Op pool and completion (op.c). */
+rs_op_t *rs__op_alloc(rs_ctx_t *ctx, rs_ep_t *ep, rs_op_kind_t kind, rs_op_cb_t cb, void *arg);
+/* Undo rs__op_alloc + attach for an op the backend refused. */
+void rs__op_unpost(rs_op_t *op);
+/* Completes op now for the user (status), whatever the backend does later. */
+void rs__op_force(rs_op_t *op, rs_status_t status);
+/* Runs the callbacks of completed ops; returns how many. */
+unsigned rs__ops_drain(rs_ctx_t *ctx);
+void rs__ops_pool_free(rs_ctx_t *ctx);
+
+/* Endpoints (ep.c). */
+rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx);
+void rs__ep_free(rs_ep_t *ep);
+/* Calls the backend's ep_fail once per endpoint. */
+void rs__ep_be_fail(rs_ep_t *ep);
+/* Marks ep dead with status, tells the backend and (if known) the user. */
+void rs__ep_kill(rs_ep_t *ep, rs_status_t status);
+/* Fails, drains (bounded) and releases ep. Lock held, not inside backend progress. */
+void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status);
+/* Deadline scan and deferred closes, from progress. */
+unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now);
+unsigned rs__eps_reap(rs_ctx_t *ctx);
+/* Waits for the client handshake of ep; closes ep on failure. */
+rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p);
+
+/* Early messages (msg.c): queue one, deliver those of known endpoints. */
+int rs__early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,
+                    size_t len);
+unsigned rs__early_deliver(rs_ctx_t *ctx);
+void rs__early_free(rs_ep_t *ep);
+
+/* Handshake (handshake.c). */
+void rs__hs_start_client(rs_ep_t *ep);
+void rs__hs_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len);
+
+/* Progress (progress.c): one round with the lock held. */
+unsigned rs__progress_locked(rs_ctx_t *ctx);
+/* Wakes the sleeping progress thread (a completion is queued). */
+void rs__thread_wake(rs_ctx_t *ctx);
+
+/* Message posting used by the handshake: like rs_msg_send, any type. */
+rs_status_t rs__msg_post(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,
+                         void *arg);
+
+#endif

@@ -1,0 +1,155 @@
+/* Control messages: sending with msg_max enforced, and per-type dispatch. */
+#include "transport/internal.h"
+
+#include "common/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+rs_status_t rs__msg_post(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,
+                         void *arg)
+{
+    rs_ctx_t *ctx = ep->ctx;
+    rs_op_t *op = rs__op_alloc(ctx, ep, RS_OP_MSG, cb, arg);
+    if (op == NULL)
+        return RS_ERR_NOMEM;
+    rs_status_t st = ctx->be_ops->msg_send(ep, op, type, data, len);
+    if (st != RS_OK)
+        rs__op_unpost(op);
+    return st;
+}
+
+rs_status_t rs_msg_send(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,
+                        void *arg)
+{
+    if (ep == NULL || type >= RS_MSG_TYPES || (data == NULL && len > 0)) {
+        rs_error("rs_msg_send: invalid argument (type %u)", type);
+        return RS_ERR_INVALID;
+    }
+    rs_ctx_t *ctx = ep->ctx;
+    if (len > ctx->cfg.msg_max) {
+        rs_error("rs_msg_send: %zu bytes exceed msg_max %u", len, ctx->cfg.msg_max);
+        return RS_ERR_MSG_SIZE;
+    }
+    rs__lock(ctx);
+    rs_status_t st = rs__ep_check_ready(ep);
+    if (st == RS_OK)
+        st = rs__msg_post(ep, type, data, len, cb, arg);
+    rs__unlock(ctx);
+    return st;
+}
+
+void rs__msg_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len)
+{
+    rs_ctx_t *ctx = ep->ctx;
+    if (type >= RS_MSG_TYPES) {
+        rs__hs_recv(ep, type, data, len);
+        return;
+    }
+    if (ep->state != RS_EP_READY) {
+        rs_debug("endpoint %p: message before the handshake passed (dropped)", (void *)ep);
+        return;
+    }
+    if (len > ctx->cfg.msg_max) {
+        rs_warn("endpoint %p: %zu-byte message exceeds msg_max %u (dropped)", (void *)ep, len,
+                ctx->cfg.msg_max);
+        return;
+    }
+    if (rs__early_queue(ep, 0, type, 0, data, len))
+        return;
+    rs_msg_handler_t h = ctx->msg_handlers[type];
+    if (h.cb == NULL) {
+        rs_debug("endpoint %p: no handler for message type %u (dropped)", (void *)ep, type);
+        return;
+    }
+    ctx->in_cb++;
+    h.cb(h.arg, ep, data, len);
+    ctx->in_cb--;
+}
+
+void rs__notify_recv(rs_ep_t *ep, uint32_t imm)
+{
+    rs_ctx_t *ctx = ep->ctx;
+    if (ep->state != RS_EP_READY) {
+        rs_debug("endpoint %p: notification before the handshake passed (dropped)", (void *)ep);
+        return;
+    }
+    if (rs__early_queue(ep, 1, 0, imm, NULL, 0))
+        return;
+    if (ctx->notify_cb == NULL) {
+        rs_debug("endpoint %p: no notify handler (notification %u dropped)", (void *)ep, imm);
+        return;
+    }
+    ctx->in_cb++;
+    ctx->notify_cb(ctx->notify_arg, ep, imm);
+    ctx->in_cb--;
+}
+
+/*
+ * The client's endpoint is READY when the WELCOME arrives, but rs_connect
+ * has not returned it yet: the user cannot know the ep a handler would
+ * name. Such messages (and any behind them, to keep order) wait here.
+ * Returns 1 when the message was queued.
+ */
+int rs__early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,
+                    size_t len)
+{
+    rs_ep_priv_t *p = RS_EP_PRIV(ep);
+    if (p->told && rs_list_empty(&p->early))
+        return 0;
+    rs_early_t *e = malloc(sizeof(*e) + len);
+    if (e == NULL) {
+        rs_error("out of memory keeping an early message (dropped)");
+        return 1;
+    }
+    e->notify = notify;
+    e->type = type;
+    e->imm = imm;
+    e->len = len;
+    if (len > 0)
+        memcpy(e->data, data, len);
+    rs_list_add_tail(&p->early, &e->link);
+    return 1;
+}
+
+static void early_deliver_ep(rs_ep_t *ep)
+{
+    rs_ctx_t *ctx = ep->ctx;
+    rs_ep_priv_t *p = RS_EP_PRIV(ep);
+    while (!rs_list_empty(&p->early) && ep->state == RS_EP_READY) {
+        rs_early_t *e = rs_list_first(&p->early, rs_early_t, link);
+        rs_list_del(&e->link);
+        ctx->in_cb++;
+        if (e->notify) {
+            if (ctx->notify_cb != NULL)
+                ctx->notify_cb(ctx->notify_arg, ep, e->imm);
+        } else if (ctx->msg_handlers[e->type].cb != NULL) {
+            ctx->msg_handlers[e->type].cb(ctx->msg_handlers[e->type].arg, ep, e->data, e->len);
+        }
+        ctx->in_cb--;
+        free(e);
+    }
+}
+
+unsigned rs__early_deliver(rs_ctx_t *ctx)
+{
+    unsigned n = 0;
+    while (!rs_list_empty(&ctx->early_eps)) {
+        rs_ep_priv_t *p = rs_list_first(&ctx->early_eps, rs_ep_priv_t, early_link);
+        rs_list_del(&p->early_link);
+        early_deliver_ep(&p->ep);
+        n++;
+    }
+    return n;
+}
+
+void rs__early_free(rs_ep_t *ep)
+{
+    rs_ep_priv_t *p = RS_EP_PRIV(ep);
+    rs_list_del(&p->early_link);
+    while (!rs_list_empty(&p->early)) {
+        rs_early_t *e = rs_list_first(&p->early, rs_early_t, link);
+        rs_list_del(&e->link);
+        free(e);
+    }
+}

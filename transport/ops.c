@@ -1,0 +1,170 @@
+/*
+ * One-sided operations: argument, state and range checks (nothing is posted
+ * when one fails), then the backend.
+ */
+#include "transport/internal.h"
+
+#include "common/log.h"
+
+/* [off, off+len) inside [0, total)? Without overflow. */
+static inline int range_ok(uint64_t off, uint64_t len, uint64_t total)
+{
+    return off <= total && len <= total - off;
+}
+
+static rs_status_t check_remote(const rs_ep_t *ep, const rs_rkey_t *rkey, uint64_t roff,
+                                uint64_t len, unsigned access, const char *what)
+{
+    if (rkey->ep != ep) {
+        rs_error("%s: the remote key was unpacked for another endpoint", what);
+        return RS_ERR_INVALID;
+    }
+    if (!range_ok(roff, len, rkey->len)) {
+        rs_error("%s: remote range [%llu, +%llu) outside the %llu-byte region", what,
+                 (unsigned long long)roff, (unsigned long long)len, (unsigned long long)rkey->len);
+        return RS_ERR_OUT_OF_RANGE;
+    }
+    if ((rkey->access & access) != access) {
+        rs_error("%s: the remote region does not grant this access", what);
+        return RS_ERR_INVALID;
+    }
+    return RS_OK;
+}
+
+static rs_status_t check_local(const rs_ctx_t *ctx, const void *buf, size_t len, const rs_mr_t *mr,
+                               const char *what)
+{
+    if (mr->ctx != ctx) {
+        rs_error("%s: the local region belongs to another context", what);
+        return RS_ERR_INVALID;
+    }
+    uintptr_t b = (uintptr_t)buf, base = (uintptr_t)mr->addr;
+    if (b < base || !range_ok(b - base, len, mr->len)) {
+        rs_error("%s: local buffer outside its registered region", what);
+        return RS_ERR_OUT_OF_RANGE;
+    }
+    return RS_OK;
+}
+
+static rs_status_t put_common(rs_ep_t *ep, const void *src, size_t len, rs_mr_t *src_mr,
+                              rs_rkey_t *rkey, uint64_t roff, int notify, uint32_t imm,
+                              rs_op_cb_t cb, void *arg)
+{
+    const char *what = notify ? "rs_put_notify" : "rs_put";
+    if (ep == NULL || src_mr == NULL || rkey == NULL || (src == NULL && len > 0)) {
+        rs_error("%s: invalid argument", what);
+        return RS_ERR_INVALID;
+    }
+    rs_ctx_t *ctx = ep->ctx;
+    rs__lock(ctx);
+    rs_status_t st = rs__ep_check_ready(ep);
+    if (st == RS_OK)
+        st = check_remote(ep, rkey, roff, len, RS_MEM_REMOTE_WRITE, what);
+    if (st == RS_OK)
+        st = check_local(ctx, src, len, src_mr, what);
+    if (st == RS_OK) {
+        rs_op_t *op = rs__op_alloc(ctx, ep, notify ? RS_OP_PUT_NOTIFY : RS_OP_PUT, cb, arg);
+        if (op == NULL) {
+            st = RS_ERR_NOMEM;
+        } else {
+            st = ctx->be_ops->put(ep, op, src, len, src_mr, rkey, rkey->base + roff, notify, imm);
+            if (st != RS_OK)
+                rs__op_unpost(op);
+        }
+    }
+    rs__unlock(ctx);
+    return st;
+}
+
+rs_status_t rs_put(rs_ep_t *ep, const void *src, size_t len, rs_mr_t *src_mr, rs_rkey_t *rkey,
+                   uint64_t roff, rs_op_cb_t cb, void *arg)
+{
+    return put_common(ep, src, len, src_mr, rkey, roff, 0, 0, cb, arg);
+}
+
+rs_status_t rs_put_notify(rs_ep_t *ep, const void *src, size_t len, rs_mr_t *src_mr,
+                          rs_rkey_t *rkey, uint64_t roff, uint32_t imm, rs_op_cb_t cb, void *arg)
+{
+    return put_common(ep, src, len, src_mr, rkey, roff, 1, imm, cb, arg);
+}
+
+rs_status_t rs_get(rs_ep_t *ep, void *dst, size_t len, rs_mr_t *dst_mr, rs_rkey_t *rkey,
+                   uint64_t roff, rs_op_cb_t cb, void *arg)
+{
+    if (ep == NULL || dst_mr == NULL || rkey == NULL || (dst == NULL && len > 0)) {
+        rs_error("rs_get: invalid argument");
+        return RS_ERR_INVALID;
+    }
+    rs_ctx_t *ctx = ep->ctx;
+    rs__lock(ctx);
+    rs_status_t st = rs__ep_check_ready(ep);
+    if (st == RS_OK)
+        st = check_remote(ep, rkey, roff, len, RS_MEM_REMOTE_READ, "rs_get");
+    if (st == RS_OK)
+        st = check_local(ctx, dst, len, dst_mr, "rs_get");
+    if (st == RS_OK) {
+        rs_op_t *op = rs__op_alloc(ctx, ep, RS_OP_GET, cb, arg);
+        if (op == NULL) {
+            st = RS_ERR_NOMEM;
+        } else {
+            st = ctx->be_ops->get(ep, op, dst, len, dst_mr, rkey, rkey->base + roff);
+            if (st != RS_OK)
+                rs__op_unpost(op);
+        }
+    }
+    rs__unlock(ctx);
+    return st;
+}
+
+rs_status_t rs_fetch_add(rs_ep_t *ep, rs_rkey_t *rkey, uint64_t roff, uint64_t add, uint64_t *old_p,
+                         rs_op_cb_t cb, void *arg)
+{
+    if (ep == NULL || rkey == NULL) {
+        rs_error("rs_fetch_add: invalid argument");
+        return RS_ERR_INVALID;
+    }
+    if (roff % 8 != 0) {
+        rs_error("rs_fetch_add: remote offset %llu is not 8-byte aligned",
+                 (unsigned long long)roff);
+        return RS_ERR_INVALID;
+    }
+    rs_ctx_t *ctx = ep->ctx;
+    rs__lock(ctx);
+    rs_status_t st = rs__ep_check_ready(ep);
+    if (st == RS_OK)
+        st = check_remote(ep, rkey, roff, 8, RS_MEM_REMOTE_ATOMIC, "rs_fetch_add");
+    if (st == RS_OK) {
+        rs_op_t *op = rs__op_alloc(ctx, ep, RS_OP_FETCH_ADD, cb, arg);
+        if (op == NULL) {
+            st = RS_ERR_NOMEM;
+        } else {
+            op->old_p = old_p;
+            st = ctx->be_ops->fetch_add(ep, op, rkey, rkey->base + roff, add);
+            if (st != RS_OK)
+                rs__op_unpost(op);
+        }
+    }
+    rs__unlock(ctx);
+    return st;
+}
+
+rs_status_t rs_ep_flush(rs_ep_t *ep, rs_op_cb_t cb, void *arg)
+{
+    if (ep == NULL)
+        return RS_ERR_INVALID;
+    rs_ctx_t *ctx = ep->ctx;
+    rs__lock(ctx);
+    rs_status_t st = rs__ep_check_ready(ep);
+    if (st == RS_OK) {
+        rs_op_t *op = rs__op_alloc(ctx, ep, RS_OP_FLUSH, cb, arg);
+        if (op == NULL) {
+            st = RS_ERR_NOMEM;
+        } else {
+            st = ctx->be_ops->flush(ep, op);
+            if (st != RS_OK)
+                rs__op_unpost(op);
+        }
+    }
+    rs__unlock(ctx);
+    return st;
+}

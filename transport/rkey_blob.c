@@ -1,0 +1,174 @@
+/*
+ * The remote-key blob: an envelope around the backend's packed key that
+ * carries the region's base, length and access, the backend's id, and an
+ * XXH3 checksum over all of it, so a truncated, corrupted or foreign blob is
+ * refused (RS_ERR_BAD_RKEY) before the backend parses a byte of it.
+ *
+ * Layout (host byte order; peers of one job share an architecture):
+ *   u32 magic, u16 version, u16 backend id, u32 access, u32 backend length,
+ *   u64 base, u64 length, u64 checksum (computed with this field zero),
+ *   backend bytes.
+ */
+#include "transport/internal.h"
+
+#include "common/checksum.h"
+#include "common/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define RS_RKEY_MAGIC   0x59454b52u /* "RKEY" */
+#define RS_RKEY_VERSION 1
+
+typedef struct rs_rkey_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t backend;
+    uint32_t access;
+    uint32_t be_len;
+    uint64_t base;
+    uint64_t len;
+    uint64_t checksum;
+} rs_rkey_hdr_t;
+
+_Static_assert(sizeof(rs_rkey_hdr_t) == 40, "rkey blob header has no padding");
+
+static uint16_t backend_id(const rs_backend_ops_t *ops)
+{
+    if (ops == &rs_ucx_ops)
+        return 1;
+    if (ops == &rs_verbs_ops)
+        return 2;
+    return 0xffff;
+}
+
+static uint64_t blob_checksum(const rs_rkey_hdr_t *hdr, const void *be, size_t be_len)
+{
+    rs_rkey_hdr_t h = *hdr;
+    h.checksum = 0;
+    return rs_checksum64_seeded(be, be_len, rs_checksum64(&h, sizeof(h)));
+}
+
+rs_status_t rs_mr_pack_rkey(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p)
+{
+    if (mr == NULL || buf == NULL || len_p == NULL)
+        return RS_ERR_INVALID;
+    if (buflen < sizeof(rs_rkey_hdr_t)) {
+        rs_error("rs_mr_pack_rkey: a %zu-byte buffer is too small", buflen);
+        return RS_ERR_NO_SPACE;
+    }
+    rs_ctx_t *ctx = mr->ctx;
+    size_t room = buflen - sizeof(rs_rkey_hdr_t);
+    if (room > RS_RKEY_BLOB_MAX - sizeof(rs_rkey_hdr_t))
+        room = RS_RKEY_BLOB_MAX - sizeof(rs_rkey_hdr_t);
+    unsigned char *be = (unsigned char *)buf + sizeof(rs_rkey_hdr_t);
+    size_t be_len = 0;
+    rs__lock(ctx);
+    rs_status_t st = ctx->be_ops->rkey_pack(mr, be, room, &be_len);
+    rs__unlock(ctx);
+    if (st != RS_OK)
+        return st;
+
+    rs_rkey_hdr_t hdr = {
+        .magic = RS_RKEY_MAGIC,
+        .version = RS_RKEY_VERSION,
+        .backend = backend_id(ctx->be_ops),
+        .access = mr->access,
+        .be_len = (uint32_t)be_len,
+        .base = (uint64_t)(uintptr_t)mr->addr,
+        .len = mr->len,
+        .checksum = 0,
+    };
+    hdr.checksum = blob_checksum(&hdr, be, be_len);
+    memcpy(buf, &hdr, sizeof(hdr));
+    *len_p = sizeof(hdr) + be_len;
+    return RS_OK;
+}
+
+static rs_status_t blob_check(const rs_ctx_t *ctx, const void *blob, size_t len, rs_rkey_hdr_t *hdr)
+{
+    if (len < sizeof(*hdr)) {
+        rs_error("remote key blob truncated: %zu bytes", len);
+        return RS_ERR_BAD_RKEY;
+    }
+    memcpy(hdr, blob, sizeof(*hdr));
+    const unsigned char *be = (const unsigned char *)blob + sizeof(*hdr);
+    if (hdr->magic != RS_RKEY_MAGIC || hdr->version != RS_RKEY_VERSION) {
+        rs_error("remote key blob: bad magic or version");
+        return RS_ERR_BAD_RKEY;
+    }
+    if (hdr->be_len != len - sizeof(*hdr)) {
+        rs_error("remote key blob truncated or padded: %zu bytes for a %u-byte key", len,
+                 hdr->be_len);
+        return RS_ERR_BAD_RKEY;
+    }
+    if (hdr->checksum != blob_checksum(hdr, be, hdr->be_len)) {
+        rs_error("remote key blob corrupted: checksum mismatch");
+        return RS_ERR_BAD_RKEY;
+    }
+    if (hdr->backend != backend_id(ctx->be_ops)) {
+        rs_error("remote key blob from another backend (id %u, ours %s)", hdr->backend,
+                 ctx->be_ops->name);
+        return RS_ERR_BAD_RKEY;
+    }
+    if (hdr->base + hdr->len < hdr->base || (hdr->access & ~(unsigned)RS_MEM_REMOTE_ALL)) {
+        rs_error("remote key blob describes an impossible region");
+        return RS_ERR_BAD_RKEY;
+    }
+    return RS_OK;
+}
+
+rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_rkey_t **rkey_p)
+{
+    if (ep == NULL || blob == NULL || rkey_p == NULL)
+        return RS_ERR_INVALID;
+    rs_ctx_t *ctx = ep->ctx;
+    rs_rkey_hdr_t hdr;
+    rs_status_t st = blob_check(ctx, blob, len, &hdr);
+    if (st != RS_OK)
+        return st;
+    rs_rkey_t *rkey = calloc(1, sizeof(*rkey));
+    if (rkey == NULL) {
+        rs_error("out of memory allocating a remote key");
+        return RS_ERR_NOMEM;
+    }
+    rkey->ep = ep;
+    rkey->base = hdr.base;
+    rkey->len = hdr.len;
+    rkey->access = hdr.access;
+
+    rs__lock(ctx);
+    st = rs__ep_check_ready(ep);
+    if (st == RS_OK) {
+        st = ctx->be_ops->rkey_unpack(ep, rkey, (const unsigned char *)blob + sizeof(hdr),
+                                      hdr.be_len);
+        if (st != RS_OK && st != RS_ERR_NOMEM)
+            st = RS_ERR_BAD_RKEY;
+    }
+    if (st == RS_OK)
+        rs_list_add_tail(&ep->rkeys, &rkey->link);
+    rs__unlock(ctx);
+    if (st != RS_OK) {
+        free(rkey);
+        return st;
+    }
+    *rkey_p = rkey;
+    return RS_OK;
+}
+
+uint64_t rs_rkey_len(const rs_rkey_t *rkey)
+{
+    return rkey->len;
+}
+
+void rs_rkey_destroy(rs_rkey_t *rkey)
+{
+    if (rkey == NULL)
+        return;
+    rs_ctx_t *ctx = rkey->ep->ctx;
+    rs__lock(ctx);
+    ctx->be_ops->rkey_release(rkey);
+    rs_list_del(&rkey->link);
+    rs__unlock(ctx);
+    free(rkey);
+}

@@ -1,0 +1,148 @@
+/*
+ * Private state of the UCX backend (ucx_*.c).
+ *
+ * Every active message carries an rs_ucx_hdr_t naming the receiver's
+ * connection id, so the receiver finds its rs_ep_t without relying on UCX
+ * reply endpoints (endpoints created from a worker address have no accept
+ * event on the server). Connection setup:
+ *   host:port  client ucp_ep (sockaddr) --CONN (reply flag)--> server ucp_ep
+ *              from the conn request, found by the reply endpoint
+ *   address    client ucp_ep (worker address) --CONN + client address-->
+ *              server creates a reverse ucp_ep to the client
+ *   both       server --CONN_ACK (its id)--> client: the client is connected
+ *              and the generic layer starts the job-token handshake.
+ */
+#ifndef RS_TRANSPORT_UCX_H
+#define RS_TRANSPORT_UCX_H
+
+#include <stdint.h>
+#include <ucp/api/ucp.h>
+
+#include "transport/backend.h"
+
+#define RS_UCX_AM_ID 0x5253 /* the one AM id rshuffle uses */
+
+enum {
+    RS_UCX_CONN = 1,     /* client -> server: src_id (+ client worker address) */
+    RS_UCX_CONN_ACK = 2, /* server -> client: src_id is the server's id */
+    RS_UCX_MSG = 3,      /* a message; arg is its type */
+    RS_UCX_NOTIFY = 4,   /* a notified put's notification; arg is the immediate */
+    RS_UCX_BYE = 5,      /* the sender closed the connection */
+};
+
+typedef struct rs_ucx_hdr {
+    uint32_t dst_id; /* receiver's connection id (0: unknown yet) */
+    uint32_t src_id; /* sender's connection id */
+    uint32_t arg;
+    uint32_t kind;
+} rs_ucx_hdr_t;
+
+typedef struct rs_ucx_ep {
+    rs_ctx_t *ctx;
+    rs_ep_t *ep; /* NULL once the generic layer released it */
+    ucp_ep_h uep;
+    uint32_t id, peer_id;
+    unsigned fail_pending : 1;  /* on pending list: report failure */
+    unsigned awaiting_conn : 1; /* listener side, CONN not seen yet (on awaiting list) */
+    unsigned ucp_failed : 1;    /* UCX reported an error on uep */
+    unsigned close_pending : 1; /* force-close uep after worker progress */
+    ucs_status_t fail_status;
+    unsigned ctl_inflight; /* control AMs (headers live here) and drain flushes */
+    rs_list_t pend_link;   /* ctx pending list (failure reports) */
+    rs_list_t wait_link;   /* ctx awaiting list, or zombie list once released */
+    rs_list_t close_link;  /* ctx close list */
+    rs_ucx_hdr_t conn_hdr;
+    rs_ucx_hdr_t bye_hdr;
+} rs_ucx_ep_t;
+
+/* A CONN received inside worker progress, handled right after it. */
+typedef struct rs_ucx_conn_req {
+    rs_list_t link;
+    uint32_t src_id;
+    ucp_ep_h reply_ep;
+    size_t addr_len;
+    unsigned char addr[];
+} rs_ucx_conn_req_t;
+
+typedef struct rs_ucx_ctx {
+    ucp_context_h context;
+    ucp_worker_h worker;
+    ucp_address_t *addr;
+    size_t addr_len;
+    int efd;
+    int in_worker; /* inside ucp_worker_progress: defer endpoint teardown */
+    int notify_flush;
+
+    rs_ucx_ep_t **slots; /* connection id -> endpoint */
+    uint16_t *gens;
+    uint32_t nslots, nfree;
+    uint32_t *free_ids;
+
+    rs_list_t pending;   /* endpoints with a failure to report */
+    rs_list_t awaiting;  /* listener-side endpoints before CONN */
+    rs_list_t conn_reqs; /* rs_ucx_conn_req_t */
+    rs_list_t closes;    /* endpoints to force-close after worker progress */
+    rs_list_t zombies;   /* released endpoints whose control AMs are in flight */
+} rs_ucx_ctx_t;
+
+typedef struct rs_ucx_mr {
+    ucp_mem_h memh;
+    void *rkey_buf;
+    size_t rkey_len;
+} rs_ucx_mr_t;
+
+static inline rs_ucx_ctx_t *rs_ucx_ctx(const rs_ctx_t *ctx)
+{
+    return (rs_ucx_ctx_t *)rs__ctx_be(ctx);
+}
+
+rs_status_t rs_ucx_status(ucs_status_t status);
+
+/* ucx_conn.c */
+rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);
+void rs_ucx_listener_close(rs_listener_t *l);
+rs_status_t rs_ucx_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port);
+rs_status_t rs_ucx_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len);
+void rs_ucx_ep_fail(rs_ep_t *ep);
+void rs_ucx_ep_close(rs_ep_t *ep);
+rs_ucx_ep_t *rs_ucx_ep_lookup(rs_ucx_ctx_t *uc, uint32_t id);
+/* After worker progress: connection requests, failures, deferred closes. */
+unsigned rs_ucx_conn_progress(rs_ctx_t *ctx);
+/* Context teardown, before and after the worker is destroyed. */
+void rs_ucx_conn_cleanup(rs_ctx_t *ctx, int worker_gone);
+/* A control AM of uep completed. */
+void rs_ucx_ctl_done(rs_ucx_ep_t *uep);
+void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, size_t len,
+                    const ucp_am_recv_param_t *param);
+void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
+void rs_ucx_on_bye(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
+
+/* ucx_am.c */
+ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length, void *data,
+                            size_t length, const ucp_am_recv_param_t *param);
+/* Sends a control AM whose header lives in uep (ctl_inflight counts it). */
+rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
+                            unsigned flags);
+rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len);
+/* Sends the notification of a notified put (header in op->be). */
+void rs_ucx_send_notify(rs_op_t *op);
+
+/* ucx_mem.c */
+rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access);
+void rs_ucx_mem_dereg(rs_mr_t *mr);
+rs_status_t rs_ucx_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
+rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
+void rs_ucx_rkey_release(rs_rkey_t *rkey);
+
+/* ucx_rma.c */
+rs_status_t rs_ucx_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,
+                       rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm);
+rs_status_t rs_ucx_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr,
+                       rs_rkey_t *rkey, uint64_t raddr);
+rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
+                             uint64_t add);
+rs_status_t rs_ucx_flush(rs_ep_t *ep, rs_op_t *op);
+/* One part of a multi-request op finished (put + notify). */
+void rs_ucx_op_part_done(rs_op_t *op, ucs_status_t status);
+
+#endif

@@ -1,0 +1,138 @@
+/*
+ * UCX backend: active messages. One AM id carries messages, notifications
+ * and the connection control messages; the rs_ucx_hdr_t header says which
+ * and names the receiving connection. Sends are forced eager so a handler
+ * always sees whole data and messages on one endpoint stay in order.
+ */
+#include "transport/ucx.h"
+
+#include "common/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The endpoint a MSG/NOTIFY header addresses, if it is live and from its peer. */
+static rs_ep_t *hdr_ep(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr)
+{
+    rs_ucx_ep_t *uep = rs_ucx_ep_lookup(rs_ucx_ctx(ctx), hdr->dst_id);
+    if (uep == NULL || uep->ep == NULL || uep->peer_id != hdr->src_id)
+        return NULL;
+    return uep->ep;
+}
+
+ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length, void *data,
+                            size_t length, const ucp_am_recv_param_t *param)
+{
+    rs_ctx_t *ctx = arg;
+    rs_ucx_hdr_t hdr;
+    rs_ep_t *ep;
+
+    if (header_length != sizeof(hdr) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        rs_warn("malformed active message (%zu-byte header) dropped", header_length);
+        return UCS_OK;
+    }
+    memcpy(&hdr, header, sizeof(hdr));
+    switch (hdr.kind) {
+        case RS_UCX_MSG:
+            if ((ep = hdr_ep(ctx, &hdr)) != NULL && hdr.arg < RS__MSG_TYPE_LIMIT)
+                rs__msg_recv(ep, hdr.arg, data, length);
+            break;
+        case RS_UCX_NOTIFY:
+            if ((ep = hdr_ep(ctx, &hdr)) != NULL)
+                rs__notify_recv(ep, hdr.arg);
+            break;
+        case RS_UCX_CONN:
+            rs_ucx_on_conn(ctx, &hdr, data, length, param);
+            break;
+        case RS_UCX_CONN_ACK:
+            rs_ucx_on_conn_ack(ctx, &hdr);
+            break;
+        case RS_UCX_BYE:
+            rs_ucx_on_bye(ctx, &hdr);
+            break;
+        default:
+            rs_warn("active message of unknown kind %u dropped", hdr.kind);
+            break;
+    }
+    return UCS_OK;
+}
+
+static void ctl_sent_cb(void *request, ucs_status_t status, void *user_data)
+{
+    (void)status;
+    ucp_request_free(request);
+    rs_ucx_ctl_done(user_data);
+}
+
+rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
+                            unsigned flags)
+{
+    if (uep->uep == NULL)
+        return RS_ERR_UNREACHABLE;
+    ucp_request_param_t p = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
+        .flags = UCP_AM_SEND_FLAG_EAGER | flags,
+        .cb.send = ctl_sent_cb,
+        .user_data = uep,
+    };
+    ucs_status_ptr_t req =
+        ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), data, len, &p);
+    if (UCS_PTR_IS_ERR(req)) {
+        rs_debug("control message failed: %s", ucs_status_string(UCS_PTR_STATUS(req)));
+        return RS_ERR_UNREACHABLE;
+    }
+    if (req != NULL)
+        uep->ctl_inflight++;
+    return RS_OK;
+}
+
+static void msg_sent_cb(void *request, ucs_status_t status, void *user_data)
+{
+    rs_op_t *op = user_data;
+    ucp_request_free(request);
+    free(op->be[0]);
+    op->be[0] = NULL;
+    rs__op_complete(op, rs_ucx_status(status));
+}
+
+rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len)
+{
+    rs_ucx_ep_t *uep = ep->be;
+    if (uep == NULL || uep->uep == NULL)
+        return RS_ERR_UNREACHABLE;
+    /* Header and data stay ours until UCX is done with them. */
+    rs_ucx_hdr_t *hdr = malloc(sizeof(*hdr) + len);
+    if (hdr == NULL) {
+        rs_error("out of memory copying a %zu-byte message", len);
+        return RS_ERR_NOMEM;
+    }
+    *hdr =
+        (rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .arg = type, .kind = RS_UCX_MSG};
+    if (len > 0)
+        memcpy(hdr + 1, data, len);
+    op->be[0] = hdr;
+    ucp_request_param_t p = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
+        .flags = UCP_AM_SEND_FLAG_EAGER,
+        .cb.send = msg_sent_cb,
+        .user_data = op,
+    };
+    ucs_status_ptr_t req =
+        ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), hdr + 1, len, &p);
+    if (req == NULL) {
+        free(hdr);
+        op->be[0] = NULL;
+        rs__op_complete(op, RS_OK);
+        return RS_OK;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        free(hdr);
+        op->be[0] = NULL;
+        rs_error("ucp_am_send_nbx failed: %s", ucs_status_string(UCS_PTR_STATUS(req)));
+        return rs_ucx_status(UCS_PTR_STATUS(req)) == RS_ERR_NOMEM ? RS_ERR_NOMEM
+                                                                  : RS_ERR_UNREACHABLE;
+    }
+    return RS_OK;
+}

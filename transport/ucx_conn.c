@@ -1,0 +1,524 @@
+/*
+ * UCX backend: connections. Connection ids, the listener, connecting by
+ * host:port or worker address, the CONN / CONN_ACK / BYE exchange, peer
+ * failures (error callback -> rs__ep_failed) and endpoint teardown.
+ * Anything that closes a ucp_ep runs outside ucp_worker_progress.
+ */
+#include "transport/ucx.h"
+
+#include "common/log.h"
+
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define RS_UCX_ID_BITS 20
+#define RS_UCX_ID_MASK ((1u << RS_UCX_ID_BITS) - 1)
+
+/* ------------------------------------------------------------ connection ids */
+
+static int ids_grow(rs_ucx_ctx_t *uc)
+{
+    uint32_t n = uc->nslots ? uc->nslots * 2 : 64;
+    if (n > RS_UCX_ID_MASK + 1)
+        return -1;
+    rs_ucx_ep_t **slots = realloc(uc->slots, n * sizeof(*slots));
+    if (slots == NULL)
+        return -1;
+    uc->slots = slots;
+    uint16_t *gens = realloc(uc->gens, n * sizeof(*gens));
+    if (gens == NULL)
+        return -1;
+    uc->gens = gens;
+    uint32_t *free_ids = realloc(uc->free_ids, n * sizeof(*free_ids));
+    if (free_ids == NULL)
+        return -1;
+    uc->free_ids = free_ids;
+    for (uint32_t i = n; i-- > uc->nslots;) {
+        uc->slots[i] = NULL;
+        uc->gens[i] = 1;
+        uc->free_ids[uc->nfree++] = i;
+    }
+    uc->nslots = n;
+    return 0;
+}
+
+static int id_alloc(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep)
+{
+    if (uc->nfree == 0 && ids_grow(uc) != 0)
+        return -1;
+    uint32_t idx = uc->free_ids[--uc->nfree];
+    uc->slots[idx] = uep;
+    /* Never 0: 0 means "unknown" in headers. */
+    uep->id = ((uint32_t)uc->gens[idx] << RS_UCX_ID_BITS) | idx;
+    return 0;
+}
+
+static void id_free(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep)
+{
+    uint32_t idx = uep->id & RS_UCX_ID_MASK;
+    if (uep->id == 0 || idx >= uc->nslots || uc->slots[idx] != uep)
+        return;
+    uc->slots[idx] = NULL;
+    uc->gens[idx] = (uint16_t)(uc->gens[idx] % 0xfff + 1); /* 12 bits, never 0 */
+    uc->free_ids[uc->nfree++] = idx;
+    uep->id = 0;
+}
+
+rs_ucx_ep_t *rs_ucx_ep_lookup(rs_ucx_ctx_t *uc, uint32_t id)
+{
+    uint32_t idx = id & RS_UCX_ID_MASK;
+    if (idx >= uc->nslots)
+        return NULL;
+    rs_ucx_ep_t *uep = uc->slots[idx];
+    return uep != NULL && uep->id == id ? uep : NULL;
+}
+
+/* ------------------------------------------------------------- endpoints */
+
+static rs_ucx_ep_t *uep_new(rs_ctx_t *ctx)
+{
+    rs_ucx_ep_t *uep = calloc(1, sizeof(*uep));
+    if (uep == NULL) {
+        rs_error("out of memory allocating a UCX endpoint");
+        return NULL;
+    }
+    if (id_alloc(rs_ucx_ctx(ctx), uep) != 0) {
+        rs_error("out of connection ids");
+        free(uep);
+        return NULL;
+    }
+    uep->ctx = ctx;
+    rs_list_init(&uep->pend_link);
+    rs_list_init(&uep->wait_link);
+    rs_list_init(&uep->close_link);
+    return uep;
+}
+
+static void uep_free(rs_ucx_ep_t *uep)
+{
+    id_free(rs_ucx_ctx(uep->ctx), uep);
+    rs_list_del(&uep->pend_link);
+    rs_list_del(&uep->wait_link);
+    rs_list_del(&uep->close_link);
+    free(uep);
+}
+
+static void ucx_ep_err_cb(void *arg, ucp_ep_h ucp_ep, ucs_status_t status)
+{
+    rs_ucx_ep_t *uep = arg;
+    (void)ucp_ep;
+    rs_debug("UCX endpoint error: %s", ucs_status_string(status));
+    uep->ucp_failed = 1;
+    uep->fail_status = status;
+    if (uep->ep != NULL && !uep->fail_pending) {
+        uep->fail_pending = 1;
+        rs_list_add_tail(&rs_ucx_ctx(uep->ctx)->pending, &uep->pend_link);
+    }
+}
+
+static void ep_params_common(ucp_ep_params_t *p, rs_ucx_ep_t *uep)
+{
+    p->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    p->err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    p->err_handler.cb = ucx_ep_err_cb;
+    p->err_handler.arg = uep;
+}
+
+static void uep_force_close(rs_ucx_ep_t *uep)
+{
+    if (uep->uep == NULL)
+        return;
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    ucs_status_ptr_t req = ucp_ep_close_nbx(uep->uep, &p);
+    uep->uep = NULL;
+    uep->close_pending = 0;
+    rs_list_del(&uep->close_link);
+    if (UCS_PTR_IS_PTR(req)) {
+        /* Force close completes at once; wait briefly if UCX says otherwise. */
+        rs_ucx_ctx_t *uc = rs_ucx_ctx(uep->ctx);
+        for (int i = 0; i < 100000 && ucp_request_check_status(req) == UCS_INPROGRESS; i++) {
+            uc->in_worker++;
+            ucp_worker_progress(uc->worker);
+            uc->in_worker--;
+        }
+        ucp_request_free(req);
+    }
+}
+
+/* Links a new rs_ep_t (server side) to uep; NULL when the context refuses. */
+static rs_ep_t *accept_ep(rs_ctx_t *ctx, rs_ucx_ep_t *uep)
+{
+    rs_ep_t *ep = rs__ep_new_accepted(ctx);
+    if (ep == NULL)
+        return NULL;
+    ep->be = uep;
+    uep->ep = ep;
+    return ep;
+}
+
+/* --------------------------------------------------------------- listener */
+
+static rs_status_t resolve(const char *host, uint16_t port, int passive,
+                           struct sockaddr_storage *ss, socklen_t *len)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
+    struct addrinfo *res;
+    char service[8];
+    snprintf(service, sizeof(service), "%u", port);
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc != 0) {
+        rs_error("cannot resolve '%s': %s", host, gai_strerror(rc));
+        return RS_ERR_INVALID;
+    }
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return RS_OK;
+}
+
+static void ucx_conn_handler(ucp_conn_request_h conn_request, void *arg)
+{
+    rs_listener_t *l = arg;
+    rs_ctx_t *ctx = l->ctx;
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    rs_ucx_ep_t *uep = uep_new(ctx);
+    if (uep == NULL) {
+        ucp_listener_reject(l->be, conn_request);
+        return;
+    }
+    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST,
+                         .conn_request = conn_request};
+    ep_params_common(&p, uep);
+    ucs_status_t s = ucp_ep_create(uc->worker, &p, &uep->uep);
+    if (s != UCS_OK) {
+        rs_warn("cannot accept a connection: %s", ucs_status_string(s));
+        uep_free(uep);
+        return;
+    }
+    if (accept_ep(ctx, uep) == NULL) {
+        /* Closing inside progress is not allowed: close it right after. */
+        uep->close_pending = 1;
+        rs_list_add_tail(&uc->closes, &uep->close_link);
+        return;
+    }
+    uep->awaiting_conn = 1;
+    rs_list_add_tail(&uc->awaiting, &uep->wait_link);
+}
+
+rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    struct sockaddr_storage ss;
+    socklen_t slen;
+    rs_status_t st = resolve(host, port, 1, &ss, &slen);
+    if (st != RS_OK)
+        return st;
+    ucp_listener_params_t p = {
+        .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+        .sockaddr = {.addr = (const struct sockaddr *)&ss, .addrlen = slen},
+        .conn_handler = {.cb = ucx_conn_handler, .arg = l},
+    };
+    ucp_listener_h listener;
+    ucs_status_t s = ucp_listener_create(uc->worker, &p, &listener);
+    if (s != UCS_OK) {
+        rs_error("cannot listen on %s:%u: %s", host, port, ucs_status_string(s));
+        return s == UCS_ERR_BUSY ? RS_ERR_EXISTS : RS_ERR_TRANSPORT;
+    }
+    ucp_listener_attr_t attr = {.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR};
+    s = ucp_listener_query(listener, &attr);
+    if (s != UCS_OK) {
+        rs_error("ucp_listener_query failed: %s", ucs_status_string(s));
+        ucp_listener_destroy(listener);
+        return RS_ERR_TRANSPORT;
+    }
+    const struct sockaddr *sa = (const struct sockaddr *)&attr.sockaddr;
+    l->port = sa->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)sa)->sin6_port)
+                                        : ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    l->be = listener;
+    return RS_OK;
+}
+
+void rs_ucx_listener_close(rs_listener_t *l)
+{
+    ucp_listener_destroy(l->be);
+    l->be = NULL;
+}
+
+/* ---------------------------------------------------------------- connect */
+
+static rs_status_t client_start(rs_ctx_t *ctx, rs_ep_t *ep, ucp_ep_params_t *p, const void *data,
+                                size_t len, unsigned flags)
+{
+    rs_ucx_ep_t *uep = uep_new(ctx);
+    if (uep == NULL)
+        return RS_ERR_NOMEM;
+    ep_params_common(p, uep);
+    ucs_status_t s = ucp_ep_create(rs_ucx_ctx(ctx)->worker, p, &uep->uep);
+    if (s != UCS_OK) {
+        /* Whatever UCX says (unreachable, shared memory gone, ...): no peer. */
+        rs_error("ucp_ep_create failed: %s", ucs_status_string(s));
+        uep_free(uep);
+        return s == UCS_ERR_NO_MEMORY ? RS_ERR_NOMEM : RS_ERR_UNREACHABLE;
+    }
+    ep->be = uep;
+    uep->ep = ep;
+    uep->conn_hdr = (rs_ucx_hdr_t){.dst_id = 0, .src_id = uep->id, .kind = RS_UCX_CONN};
+    rs_status_t st = rs_ucx_send_ctl(uep, &uep->conn_hdr, data, len, flags);
+    if (st != RS_OK) {
+        ep->be = NULL;
+        uep_force_close(uep);
+        if (uep->ctl_inflight == 0)
+            uep_free(uep);
+        else
+            rs_list_add_tail(&rs_ucx_ctx(ctx)->zombies, &uep->wait_link);
+        return st;
+    }
+    return RS_OK;
+}
+
+rs_status_t rs_ucx_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port)
+{
+    struct sockaddr_storage ss;
+    socklen_t slen;
+    rs_status_t st = resolve(host, port, 0, &ss, &slen);
+    if (st != RS_OK)
+        return st;
+    ucp_ep_params_t p = {
+        .field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS,
+        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+        .sockaddr = {.addr = (const struct sockaddr *)&ss, .addrlen = slen},
+    };
+    /* The server finds its endpoint for our CONN through the reply endpoint. */
+    return client_start(ctx, ep, &p, NULL, 0, UCP_AM_SEND_FLAG_REPLY);
+}
+
+rs_status_t rs_ucx_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    (void)len;
+    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+                         .address = (const ucp_address_t *)blob};
+    /* The server connects back to our address (it has no accept event). */
+    return client_start(ctx, ep, &p, uc->addr, uc->addr_len, 0);
+}
+
+void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, size_t len,
+                    const ucp_am_recv_param_t *param)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    if (len > RS_ADDR_BLOB_MAX)
+        return;
+    rs_ucx_conn_req_t *req = malloc(sizeof(*req) + len);
+    if (req == NULL)
+        return;
+    req->src_id = hdr->src_id;
+    req->reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : NULL;
+    req->addr_len = len;
+    if (len > 0)
+        memcpy(req->addr, data, len);
+    rs_list_add_tail(&uc->conn_reqs, &req->link);
+}
+
+static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    rs_ucx_ep_t *uep = NULL;
+
+    if (req->addr_len > 0) {
+        uep = uep_new(ctx);
+        if (uep == NULL)
+            return;
+        ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+                             .address = (const ucp_address_t *)req->addr};
+        ep_params_common(&p, uep);
+        ucs_status_t s = ucp_ep_create(uc->worker, &p, &uep->uep);
+        if (s != UCS_OK) {
+            rs_warn("cannot connect back to a peer: %s", ucs_status_string(s));
+            uep_free(uep);
+            return;
+        }
+        if (accept_ep(ctx, uep) == NULL) {
+            uep_force_close(uep);
+            uep_free(uep);
+            return;
+        }
+    } else {
+        rs_list_t *pos, *tmp;
+        rs_list_for_each_safe(pos, tmp, &uc->awaiting)
+        {
+            rs_ucx_ep_t *u = RS_CONTAINER_OF(pos, rs_ucx_ep_t, wait_link);
+            if (req->reply_ep != NULL && u->uep == req->reply_ep) {
+                uep = u;
+                break;
+            }
+        }
+        if (uep == NULL) {
+            rs_debug("CONN for no known endpoint (dropped)");
+            return;
+        }
+        uep->awaiting_conn = 0;
+        rs_list_del(&uep->wait_link);
+    }
+    uep->peer_id = req->src_id;
+    uep->conn_hdr =
+        (rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .kind = RS_UCX_CONN_ACK};
+    if (rs_ucx_send_ctl(uep, &uep->conn_hdr, NULL, 0, 0) != RS_OK)
+        rs__ep_failed(uep->ep, RS_ERR_UNREACHABLE);
+}
+
+void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr)
+{
+    rs_ucx_ep_t *uep = rs_ucx_ep_lookup(rs_ucx_ctx(ctx), hdr->dst_id);
+    if (uep == NULL || uep->ep == NULL || uep->ep->state != RS_EP_CONNECTING)
+        return;
+    uep->peer_id = hdr->src_id;
+    rs__ep_connected(uep->ep);
+}
+
+void rs_ucx_on_bye(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr)
+{
+    rs_ucx_ep_t *uep = rs_ucx_ep_lookup(rs_ucx_ctx(ctx), hdr->dst_id);
+    if (uep == NULL || uep->peer_id != hdr->src_id || uep->ep == NULL || uep->fail_pending)
+        return;
+    rs_debug("endpoint %p: the peer closed it", (void *)uep->ep);
+    uep->fail_status = UCS_ERR_CONNECTION_RESET;
+    uep->fail_pending = 1;
+    rs_list_add_tail(&rs_ucx_ctx(ctx)->pending, &uep->pend_link);
+}
+
+/* ------------------------------------------------------ failure and close */
+
+unsigned rs_ucx_conn_progress(rs_ctx_t *ctx)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    unsigned n = 0;
+    while (!rs_list_empty(&uc->conn_reqs)) {
+        rs_ucx_conn_req_t *req = rs_list_first(&uc->conn_reqs, rs_ucx_conn_req_t, link);
+        rs_list_del(&req->link);
+        conn_req_handle(ctx, req);
+        free(req);
+        n++;
+    }
+    while (!rs_list_empty(&uc->closes)) {
+        rs_ucx_ep_t *uep = rs_list_first(&uc->closes, rs_ucx_ep_t, close_link);
+        uep_force_close(uep);
+        if (uep->ep == NULL)
+            uep_free(uep); /* an accept nobody took */
+        n++;
+    }
+    while (!rs_list_empty(&uc->pending)) {
+        rs_ucx_ep_t *uep = rs_list_first(&uc->pending, rs_ucx_ep_t, pend_link);
+        rs_list_del(&uep->pend_link);
+        uep->fail_pending = 0;
+        if (uep->ep != NULL) {
+            rs_status_t st = rs_ucx_status(uep->fail_status);
+            rs__ep_failed(uep->ep, st == RS_ERR_TIMEOUT ? RS_ERR_TIMEOUT : RS_ERR_UNREACHABLE);
+        }
+        n++;
+    }
+    return n;
+}
+
+static void drain_done_cb(void *request, ucs_status_t status, void *user_data)
+{
+    (void)status;
+    ucp_request_free(request);
+    rs_ucx_ctl_done(user_data);
+}
+
+/*
+ * A close by the user of a healthy endpoint: let what is in flight finish
+ * (the generic layer waits a bounded time) instead of cutting it. A force
+ * close with a stream half sent makes UCX 1.13 on the target abort in
+ * ucp_put_handler when its acknowledgement cannot be sent.
+ */
+static void uep_start_drain(rs_ucx_ep_t *uep)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = drain_done_cb,
+        .user_data = uep,
+    };
+    ucs_status_ptr_t req = ucp_ep_flush_nbx(uep->uep, &p);
+    if (UCS_PTR_IS_PTR(req))
+        uep->ctl_inflight++;
+}
+
+void rs_ucx_ep_fail(rs_ep_t *ep)
+{
+    rs_ucx_ep_t *uep = ep->be;
+    if (uep == NULL || uep->uep == NULL)
+        return;
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ep->ctx);
+    if (ep->state == RS_EP_CLOSING && !uep->ucp_failed) {
+        if (ep->n_ops > 0)
+            uep_start_drain(uep);
+        return; /* rs_ucx_ep_close closes it */
+    }
+    if (uc->in_worker > 0) {
+        if (!uep->close_pending) {
+            uep->close_pending = 1;
+            rs_list_add_tail(&uc->closes, &uep->close_link);
+        }
+        return;
+    }
+    uep_force_close(uep);
+}
+
+void rs_ucx_ep_close(rs_ep_t *ep)
+{
+    rs_ucx_ep_t *uep = ep->be;
+    if (uep == NULL)
+        return;
+    ep->be = NULL;
+    uep->ep = NULL;
+    /* Tell the peer, so it need not wait for a transport error or keepalive. */
+    if (uep->uep != NULL && !uep->ucp_failed && uep->peer_id != 0) {
+        uep->bye_hdr =
+            (rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .kind = RS_UCX_BYE};
+        rs_ucx_send_ctl(uep, &uep->bye_hdr, NULL, 0, 0);
+    }
+    uep_force_close(uep);
+    if (uep->ctl_inflight == 0) {
+        uep_free(uep);
+        return;
+    }
+    /* Control AMs still reference headers inside uep: free it after them. */
+    id_free(rs_ucx_ctx(ep->ctx), uep);
+    rs_list_del(&uep->pend_link);
+    rs_list_del(&uep->wait_link);
+    rs_list_add_tail(&rs_ucx_ctx(ep->ctx)->zombies, &uep->wait_link);
+}
+
+void rs_ucx_ctl_done(rs_ucx_ep_t *uep)
+{
+    if (--uep->ctl_inflight == 0 && uep->ep == NULL && uep->uep == NULL)
+        uep_free(uep);
+}
+
+void rs_ucx_conn_cleanup(rs_ctx_t *ctx, int worker_gone)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    if (worker_gone) {
+        while (!rs_list_empty(&uc->zombies))
+            uep_free(rs_list_first(&uc->zombies, rs_ucx_ep_t, wait_link));
+        return;
+    }
+    while (!rs_list_empty(&uc->conn_reqs)) {
+        rs_ucx_conn_req_t *req = rs_list_first(&uc->conn_reqs, rs_ucx_conn_req_t, link);
+        rs_list_del(&req->link);
+        free(req);
+    }
+    while (!rs_list_empty(&uc->closes)) {
+        rs_ucx_ep_t *uep = rs_list_first(&uc->closes, rs_ucx_ep_t, close_link);
+        uep_force_close(uep);
+        if (uep->ep == NULL && uep->ctl_inflight == 0)
+            uep_free(uep);
+    }
+}

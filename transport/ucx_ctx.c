@@ -1,0 +1,277 @@
+/*
+ * UCX backend: UCP context and worker (explicit progress, wakeup fd), the
+ * worker address, and the ops table.
+ */
+#include "transport/ucx.h"
+
+#include "common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+rs_status_t rs_ucx_status(ucs_status_t status)
+{
+    switch (status) {
+        case UCS_OK:
+            return RS_OK;
+        case UCS_ERR_NO_MEMORY:
+            return RS_ERR_NOMEM;
+        case UCS_ERR_CANCELED:
+            return RS_ERR_CANCELED;
+        case UCS_ERR_TIMED_OUT:
+        case UCS_ERR_ENDPOINT_TIMEOUT:
+            return RS_ERR_TIMEOUT;
+        case UCS_ERR_REJECTED:
+        case UCS_ERR_NOT_CONNECTED:
+            return RS_ERR_REFUSED;
+        case UCS_ERR_UNREACHABLE:
+        case UCS_ERR_CONNECTION_RESET:
+        case UCS_ERR_IO_ERROR:
+            return RS_ERR_UNREACHABLE;
+        case UCS_ERR_UNSUPPORTED:
+            return RS_ERR_UNSUPPORTED;
+        default:
+            return RS_ERR_TRANSPORT;
+    }
+}
+
+/*
+ * UCX keepalive finds peers that died silently (no RST on shared memory).
+ * Unless the user configured it, run it often enough to notice within a
+ * fraction of peer_timeout_ms.
+ */
+static void ucx_config_set_default(ucp_config_t *config, const char *name, const char *value);
+
+static void ucx_config_keepalive(ucp_config_t *config, uint32_t peer_timeout_ms)
+{
+    char value[32];
+    uint32_t ms = peer_timeout_ms / 4;
+    snprintf(value, sizeof(value), "%ums", ms < 10 ? 10 : ms);
+    ucx_config_set_default(config, "KEEPALIVE_INTERVAL", value);
+}
+
+/*
+ * Every endpoint uses peer error handling; UCX 1.13 leaves shared-memory
+ * transports out of such endpoints unless their error handling is on.
+ */
+static void ucx_config_set_default(ucp_config_t *config, const char *name, const char *value)
+{
+    char env[64];
+    snprintf(env, sizeof(env), "UCX_%s", name);
+    if (getenv(env) != NULL)
+        return;
+    ucs_status_t s = ucp_config_modify(config, name, value);
+    if (s != UCS_OK)
+        rs_debug("cannot set UCX_%s=%s: %s", name, value, ucs_status_string(s));
+}
+
+/* Does UCX_TLS (unset: everything) enable transport tl? */
+static int ucx_tls_enables(const char *tl)
+{
+    const char *tls = getenv("UCX_TLS");
+    if (tls == NULL || tls[0] == '^')
+        return 1;
+    return strstr(tls, tl) != NULL || strstr(tls, "sm") != NULL || strstr(tls, "all") != NULL;
+}
+
+/*
+ * Shared-memory error handling is a transport-level knob that UCX 1.13
+ * reads from the environment only; set it (unless the user did) for the
+ * shared-memory transports in use, so UCX does not warn about unused ones.
+ */
+static void ucx_enable_shm_error_handling(void)
+{
+    if (ucx_tls_enables("posix"))
+        setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
+    if (ucx_tls_enables("sysv"))
+        setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
+}
+
+static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
+{
+    ucp_config_t *config;
+    ucs_status_t s = ucp_config_read(NULL, NULL, &config);
+    if (s != UCS_OK) {
+        rs_error("ucp_config_read failed: %s", ucs_status_string(s));
+        return RS_ERR_TRANSPORT;
+    }
+    ucx_config_keepalive(config, cfg->peer_timeout_ms);
+    ucx_enable_shm_error_handling();
+    ucp_params_t params = {
+        .field_mask =
+            UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME,
+        .features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+        .mt_workers_shared = 0,
+        .name = "rshuffle",
+    };
+    s = ucp_init(&params, config, &uc->context);
+    ucp_config_release(config);
+    if (s != UCS_OK) {
+        rs_error("ucp_init failed: %s", ucs_status_string(s));
+        return s == UCS_ERR_NO_DEVICE ? RS_ERR_UNSUPPORTED : RS_ERR_TRANSPORT;
+    }
+    return RS_OK;
+}
+
+static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
+{
+    /* The generic layer's lock serialises every call into the worker. */
+    ucp_worker_params_t wp = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
+    };
+    ucs_status_t s = ucp_worker_create(uc->context, &wp, &uc->worker);
+    if (s != UCS_OK) {
+        rs_error("ucp_worker_create failed: %s", ucs_status_string(s));
+        return RS_ERR_TRANSPORT;
+    }
+    s = ucp_worker_get_efd(uc->worker, &uc->efd);
+    if (s != UCS_OK) {
+        rs_error("ucp_worker_get_efd failed: %s", ucs_status_string(s));
+        goto err_destroy_worker;
+    }
+    s = ucp_worker_get_address(uc->worker, &uc->addr, &uc->addr_len);
+    if (s != UCS_OK) {
+        rs_error("ucp_worker_get_address failed: %s", ucs_status_string(s));
+        goto err_destroy_worker;
+    }
+    ucp_am_handler_param_t ap = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
+        .id = RS_UCX_AM_ID,
+        .flags = UCP_AM_FLAG_WHOLE_MSG,
+        .cb = rs_ucx_am_recv,
+        .arg = ctx,
+    };
+    s = ucp_worker_set_am_recv_handler(uc->worker, &ap);
+    if (s != UCS_OK) {
+        rs_error("ucp_worker_set_am_recv_handler failed: %s", ucs_status_string(s));
+        goto err_release_address;
+    }
+    return RS_OK;
+
+err_release_address:
+    ucp_worker_release_address(uc->worker, uc->addr);
+err_destroy_worker:
+    ucp_worker_destroy(uc->worker);
+    return RS_ERR_TRANSPORT;
+}
+
+static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
+{
+    rs_ucx_ctx_t *uc = calloc(1, sizeof(*uc));
+    if (uc == NULL) {
+        rs_error("out of memory allocating the UCX context");
+        return RS_ERR_NOMEM;
+    }
+    rs_list_init(&uc->pending);
+    rs_list_init(&uc->awaiting);
+    rs_list_init(&uc->conn_reqs);
+    rs_list_init(&uc->closes);
+    rs_list_init(&uc->zombies);
+    const char *mode = getenv("RSHUFFLE_UCX_NOTIFY");
+    uc->notify_flush = mode != NULL && strcasecmp(mode, "flush") == 0;
+
+    rs_status_t st = ucx_init_context(uc, rs__ctx_cfg(ctx));
+    if (st != RS_OK)
+        goto err_free_uc;
+    rs__ctx_set_be(ctx, uc);
+    st = ucx_init_worker(ctx, uc);
+    if (st != RS_OK)
+        goto err_cleanup_context;
+    return RS_OK;
+
+err_cleanup_context:
+    rs__ctx_set_be(ctx, NULL);
+    ucp_cleanup(uc->context);
+err_free_uc:
+    free(uc);
+    return st;
+}
+
+static void ucx_ctx_close(rs_ctx_t *ctx)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    rs_ucx_conn_cleanup(ctx, 0);
+    ucp_worker_release_address(uc->worker, uc->addr);
+    ucp_worker_destroy(uc->worker);
+    rs_ucx_conn_cleanup(ctx, 1);
+    ucp_cleanup(uc->context);
+    free(uc->slots);
+    free(uc->gens);
+    free(uc->free_ids);
+    free(uc);
+    rs__ctx_set_be(ctx, NULL);
+}
+
+static unsigned ucx_progress(rs_ctx_t *ctx)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    unsigned n = 0, k;
+    uc->in_worker++;
+    /* Drain what is ready, bounded so one call cannot spin forever. */
+    for (int i = 0; i < 16 && (k = ucp_worker_progress(uc->worker)) > 0; i++)
+        n += k;
+    uc->in_worker--;
+    return n + rs_ucx_conn_progress(ctx);
+}
+
+static int ucx_fd(rs_ctx_t *ctx)
+{
+    return rs_ucx_ctx(ctx)->efd;
+}
+
+static rs_status_t ucx_arm(rs_ctx_t *ctx)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    if (!rs_list_empty(&uc->pending) || !rs_list_empty(&uc->conn_reqs) ||
+        !rs_list_empty(&uc->closes))
+        return RS_ERR_BUSY;
+    ucs_status_t s = ucp_worker_arm(uc->worker);
+    if (s == UCS_OK)
+        return RS_OK;
+    if (s == UCS_ERR_BUSY)
+        return RS_ERR_BUSY;
+    rs_error("ucp_worker_arm failed: %s", ucs_status_string(s));
+    return RS_ERR_TRANSPORT;
+}
+
+static rs_status_t ucx_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    if (uc->addr_len > RS_ADDR_BLOB_MAX || buflen < uc->addr_len) {
+        rs_error("rs_ctx_address: %zu bytes needed, %zu given", uc->addr_len, buflen);
+        return RS_ERR_NO_SPACE;
+    }
+    memcpy(buf, uc->addr, uc->addr_len);
+    *len_p = uc->addr_len;
+    return RS_OK;
+}
+
+const rs_backend_ops_t rs_ucx_ops = {
+    .name = "ucx",
+    .ctx_open = ucx_ctx_open,
+    .ctx_close = ucx_ctx_close,
+    .progress = ucx_progress,
+    .fd = ucx_fd,
+    .arm = ucx_arm,
+    .mem_reg = rs_ucx_mem_reg,
+    .mem_dereg = rs_ucx_mem_dereg,
+    .rkey_pack = rs_ucx_rkey_pack,
+    .rkey_unpack = rs_ucx_rkey_unpack,
+    .rkey_release = rs_ucx_rkey_release,
+    .listen = rs_ucx_listen,
+    .listener_close = rs_ucx_listener_close,
+    .connect = rs_ucx_connect,
+    .address = ucx_address,
+    .connect_address = rs_ucx_connect_address,
+    .ep_fail = rs_ucx_ep_fail,
+    .ep_close = rs_ucx_ep_close,
+    .put = rs_ucx_put,
+    .get = rs_ucx_get,
+    .fetch_add = rs_ucx_fetch_add,
+    .flush = rs_ucx_flush,
+    .msg_send = rs_ucx_msg_send,
+};

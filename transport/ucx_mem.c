@@ -1,0 +1,113 @@
+/*
+ * UCX backend: memory. rs_mem_alloc lets UCX allocate (UCP_MEM_MAP_ALLOCATE)
+ * so shared-memory transports can map the region into peers and put/get are
+ * plain copies; rs_mem_reg maps the caller's memory.
+ */
+#include "transport/ucx.h"
+
+#include "common/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    rs_ucx_mr_t *umr = calloc(1, sizeof(*umr));
+    if (umr == NULL) {
+        rs_error("out of memory allocating a region");
+        return RS_ERR_NOMEM;
+    }
+    unsigned prot = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE;
+    if (access & RS_MEM_REMOTE_READ)
+        prot |= UCP_MEM_MAP_PROT_REMOTE_READ;
+    if (access & (RS_MEM_REMOTE_WRITE | RS_MEM_REMOTE_ATOMIC))
+        prot |= UCP_MEM_MAP_PROT_REMOTE_WRITE;
+    ucp_mem_map_params_t p = {
+        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                      UCP_MEM_MAP_PARAM_FIELD_FLAGS | UCP_MEM_MAP_PARAM_FIELD_PROT,
+        .address = addr,
+        .length = len,
+        .flags = addr == NULL ? UCP_MEM_MAP_ALLOCATE : 0,
+        .prot = prot,
+    };
+    ucs_status_t s = ucp_mem_map(uc->context, &p, &umr->memh);
+    if (s != UCS_OK) {
+        rs_error("ucp_mem_map of %zu bytes failed: %s", len, ucs_status_string(s));
+        free(umr);
+        return s == UCS_ERR_NO_MEMORY ? RS_ERR_NOMEM : RS_ERR_TRANSPORT;
+    }
+    ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
+    s = ucp_mem_query(umr->memh, &attr);
+    if (s != UCS_OK) {
+        rs_error("ucp_mem_query failed: %s", ucs_status_string(s));
+        goto err_unmap;
+    }
+    void *buf;
+    s = ucp_rkey_pack(uc->context, umr->memh, &buf, &umr->rkey_len);
+    if (s != UCS_OK) {
+        rs_error("ucp_rkey_pack failed: %s", ucs_status_string(s));
+        goto err_unmap;
+    }
+    umr->rkey_buf = malloc(umr->rkey_len);
+    if (umr->rkey_buf == NULL) {
+        ucp_rkey_buffer_release(buf);
+        rs_error("out of memory keeping a packed key");
+        s = UCS_ERR_NO_MEMORY;
+        goto err_unmap;
+    }
+    memcpy(umr->rkey_buf, buf, umr->rkey_len);
+    ucp_rkey_buffer_release(buf);
+    mr->addr = attr.address;
+    mr->be = umr;
+    return RS_OK;
+
+err_unmap:
+    ucp_mem_unmap(uc->context, umr->memh);
+    free(umr);
+    return s == UCS_ERR_NO_MEMORY ? RS_ERR_NOMEM : RS_ERR_TRANSPORT;
+}
+
+void rs_ucx_mem_dereg(rs_mr_t *mr)
+{
+    rs_ucx_mr_t *umr = mr->be;
+    ucp_mem_unmap(rs_ucx_ctx(mr->ctx)->context, umr->memh);
+    free(umr->rkey_buf);
+    free(umr);
+    mr->be = NULL;
+}
+
+rs_status_t rs_ucx_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p)
+{
+    const rs_ucx_mr_t *umr = mr->be;
+    if (buflen < umr->rkey_len) {
+        rs_error("rs_mr_pack_rkey: buffer too small for a %zu-byte UCX key", umr->rkey_len);
+        return RS_ERR_NO_SPACE;
+    }
+    memcpy(buf, umr->rkey_buf, umr->rkey_len);
+    *len_p = umr->rkey_len;
+    return RS_OK;
+}
+
+rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len)
+{
+    rs_ucx_ep_t *uep = ep->be;
+    (void)len;
+    if (uep == NULL || uep->uep == NULL)
+        return RS_ERR_UNREACHABLE;
+    ucp_rkey_h rk;
+    ucs_status_t s = ucp_ep_rkey_unpack(uep->uep, buf, &rk);
+    if (s != UCS_OK) {
+        rs_error("ucp_ep_rkey_unpack failed: %s", ucs_status_string(s));
+        return RS_ERR_BAD_RKEY;
+    }
+    rkey->be = rk;
+    return RS_OK;
+}
+
+void rs_ucx_rkey_release(rs_rkey_t *rkey)
+{
+    if (rkey->be != NULL)
+        ucp_rkey_destroy(rkey->be);
+    rkey->be = NULL;
+}
