@@ -1,10 +1,10 @@
 /*
  * Private state of the broadcast node.
  *
- * Threads: the node's service thread progresses the transport context; all
- * transport callbacks run there, under the context lock. Callbacks only
- * record state and queue work; the service thread handles queued messages
- * after each rs_wait. API threads (getters) plan and post their reads
+ * Threads: the transport's progress thread runs every callback, under the
+ * context lock. Callbacks only record state and queue work; the node's
+ * service thread handles queued messages (it may register memory and post)
+ * and runs the timers. API threads (getters) plan and post their reads
  * themselves.
  *
  * Locks, in the only order they may nest:
@@ -332,6 +332,7 @@ struct rs_bcast_node {
     uint32_t sends;         /* destroy notices in flight (atomic) */
 
     pthread_mutex_t work_lock;
+    pthread_cond_t work_cond;
     rs_list_t work;
 
     rs_bslots_t replies; /* reader: reply slots peers write into */

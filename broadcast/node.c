@@ -37,7 +37,7 @@ uint64_t rs_brandom64(void)
 
 /* ---------------------------------------------------------------- callbacks */
 
-/* Copies an event into the work queue; the service thread handles it after rs_wait. */
+/* Copies an event into the work queue and wakes the service thread. */
 static void work_push(rs_bcast_node_t *node, int kind, rs_ep_t *ep, uint32_t imm,
                       rs_status_t status, const void *data, size_t len)
 {
@@ -55,6 +55,7 @@ static void work_push(rs_bcast_node_t *node, int kind, rs_ep_t *ep, uint32_t imm
         memcpy(w->data, data, len);
     pthread_mutex_lock(&node->work_lock);
     rs_list_add_tail(&node->work, &w->link);
+    pthread_cond_signal(&node->work_cond);
     pthread_mutex_unlock(&node->work_lock);
 }
 
@@ -235,14 +236,25 @@ static unsigned work_drain(rs_bcast_node_t *node)
     return n;
 }
 
+/*
+ * The service thread: the transport's progress thread runs the callbacks,
+ * which queue events; this thread handles them (it may register memory and
+ * post, which a callback should not) and runs the timers.
+ */
 static void *service_main(void *arg)
 {
     rs_bcast_node_t *node = arg;
     uint64_t next_timer = 0;
     while (!__atomic_load_n(&node->stop, __ATOMIC_ACQUIRE)) {
-        rs_wait(node->ctx, RS_BSERVICE_WAIT_MS);
-        while (work_drain(node) > 0)
-            rs_progress(node->ctx);
+        pthread_mutex_lock(&node->work_lock);
+        if (rs_list_empty(&node->work)) {
+            uint64_t until = rs_bnow() + RS_MS_TO_NS(RS_BSERVICE_WAIT_MS);
+            struct timespec ts = {.tv_sec = (time_t)(until / 1000000000ull),
+                                  .tv_nsec = (long)(until % 1000000000ull)};
+            pthread_cond_timedwait(&node->work_cond, &node->work_lock, &ts);
+        }
+        pthread_mutex_unlock(&node->work_lock);
+        work_drain(node);
         uint64_t now = rs_bnow();
         if (now >= next_timer) {
             pending_fail(node, NULL, now, RS_ERR_TIMEOUT);
@@ -322,7 +334,7 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
         return st;
     if (bcfg != NULL)
         bc = *bcfg;
-    tc.progress_thread = 0; /* the node's service thread progresses */
+    tc.progress_thread = 1; /* targets of emulated one-sided ops must progress */
 
     rs_bcast_node_t *node = calloc(1, sizeof(*node));
     if (node == NULL) {
@@ -343,6 +355,7 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&node->cond, &ca);
+        pthread_cond_init(&node->work_cond, &ca);
         pthread_condattr_destroy(&ca);
     }
     rs_list_init(&node->entries);
@@ -391,6 +404,7 @@ err_destroy_ctx:
     rs_bslots_fini(&node->staging);
     rs_bslots_fini(&node->replies);
 err_free_node:
+    pthread_cond_destroy(&node->work_cond);
     pthread_cond_destroy(&node->cond);
     pthread_mutex_destroy(&node->work_lock);
     pthread_mutex_destroy(&node->lock);
@@ -419,7 +433,7 @@ void rs_bcast_node_destroy(rs_bcast_node_t *node)
     /* Give the destroy notices a moment to leave (bounded). */
     uint64_t end = rs_bnow() + RS_MS_TO_NS(100);
     while (rs_bnow() < end && __atomic_load_n(&node->sends, __ATOMIC_ACQUIRE) > 0)
-        rs_progress(node->ctx);
+        usleep(1000);
     /*
      * The context cancels what is still in flight (its callbacks find our
      * structures alive) and frees every endpoint, key and region; only our own
@@ -438,6 +452,7 @@ void rs_bcast_node_destroy(rs_bcast_node_t *node)
         free(RS_CONTAINER_OF(pos, rs_bwork_t, link));
     }
     rs_baddr_release(&node->self);
+    pthread_cond_destroy(&node->work_cond);
     pthread_cond_destroy(&node->cond);
     pthread_mutex_destroy(&node->work_lock);
     pthread_mutex_destroy(&node->lock);

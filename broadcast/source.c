@@ -324,8 +324,8 @@ static void reply_holders(rs_bcast_node_t *node, rs_bcast_t *src, rs_breply_enc_
         idx[k] = idx[j];
         idx[j] = t;
         rs_bsrc_holder_t *h = src->holders[idx[k]];
-        if (h == self || h->have == 0)
-            continue;
+        if (h == self || h->have == 0 || (h->conn != NULL && h->conn->dead))
+            continue; /* nothing to serve, or its connection to us died */
         w.id = h->id;
         w.flags = h->complete ? RS_BHOLDER_F_COMPLETE : 0;
         w.addr = h->addr.a;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <rshuffle/config.h>
 #include <rshuffle/status.h>
+#include <rshuffle/transport.h>
 
 #ifdef __cplusplus
 extern "C" {
