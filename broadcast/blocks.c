@@ -66,3 +66,22 @@ void rs_border(uint64_t seed, uint32_t ticket, uint32_t n, uint32_t *order)
         order[b] = t;
     }
 }
+
+uint32_t rs_bown_count(uint32_t ticket, const uint32_t *active, uint32_t n_active, uint32_t n)
+{
+    uint32_t me = rs_border_start(ticket, n), next = n;
+    for (uint32_t i = 0; i < n_active; i++) {
+        if (active[i] == ticket)
+            continue;
+        uint32_t s = rs_border_start(active[i], n);
+        if (s == me) {
+            if (active[i] < ticket)
+                return 0;
+            continue;
+        }
+        uint32_t d = (s + n - me) % n;
+        if (d < next)
+            next = d;
+    }
+    return next;
+}

@@ -74,4 +74,13 @@ void rs_border(uint64_t seed, uint32_t ticket, uint32_t n, uint32_t *order);
 /* Where ticket starts, as an index into the permutation of n blocks. */
 uint32_t rs_border_start(uint32_t ticket, uint32_t n);
 
+/*
+ * How many leading blocks of ticket's order are its own to read from the
+ * source while the readers with the given tickets are active: up to the next
+ * active reader's start (all n when alone; 0 when a lower ticket starts at
+ * the same place). The other blocks come from whoever owns them, once they
+ * announce them.
+ */
+uint32_t rs_bown_count(uint32_t ticket, const uint32_t *active, uint32_t n_active, uint32_t n);
+
 #endif

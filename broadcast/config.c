@@ -13,10 +13,11 @@ void rs_bcast_config_defaults(rs_bcast_config_t *cfg)
     cfg->block_size = 4u << 20;
     cfg->inline_max = 64u << 10;
     cfg->reads_per_ep = 4;
-    cfg->source_reads = 1;
+    cfg->source_reads = 2;
     cfg->holders_max = 32;
     cfg->timeout_ms = 30000;
     cfg->grace_ms = 500;
+    cfg->patience_ms = 50;
     cfg->mode = RS_BCAST_TORRENT;
     cfg->addr_kind = RS_BCAST_ADDR_HOSTPORT;
     strcpy(cfg->host, "127.0.0.1");
@@ -41,6 +42,7 @@ rs_status_t rs_bcast_config_from_env(rs_bcast_config_t *cfg)
         (st = rs_env_u32("RSHUFFLE_BCAST_HOLDERS_MAX", 1, 4096, &c.holders_max)) != RS_OK ||
         (st = rs_env_u32("RSHUFFLE_BCAST_TIMEOUT_MS", 10, 3600000, &c.timeout_ms)) != RS_OK ||
         (st = rs_env_u32("RSHUFFLE_BCAST_GRACE_MS", 0, 600000, &c.grace_ms)) != RS_OK ||
+        (st = rs_env_u32("RSHUFFLE_BCAST_PATIENCE_MS", 0, 600000, &c.patience_ms)) != RS_OK ||
         (st = rs_env_choice("RSHUFFLE_BCAST_MODE", modes, &mode)) != RS_OK ||
         (st = rs_env_choice("RSHUFFLE_BCAST_ADDRESS", kinds, &kind)) != RS_OK ||
         (st = rs_env_str("RSHUFFLE_BCAST_HOST", c.host, sizeof(c.host))) != RS_OK ||
@@ -88,6 +90,7 @@ rs_status_t rs_bcast_config_validate(const rs_bcast_config_t *cfg)
     CHECK_RANGE(holders_max, 1, 4096);
     CHECK_RANGE(timeout_ms, 10, 3600000);
     CHECK_RANGE(grace_ms, 0, 600000);
+    CHECK_RANGE(patience_ms, 0, 600000);
     CHECK_RANGE(mode, RS_BCAST_TORRENT, RS_BCAST_SOURCE);
     CHECK_RANGE(addr_kind, RS_BCAST_ADDR_HOSTPORT, RS_BCAST_ADDR_BLOB);
     if (memchr(cfg->host, '\0', sizeof(cfg->host)) == NULL ||

@@ -43,6 +43,7 @@ static void entry_free(rs_bentry_t *e, int force)
     free(e->bitmap);
     free(e->order);
     free(e->landed);
+    free(e->tickets);
     rs_baddr_release(&e->src_addr);
     pthread_cond_destroy(&e->cond);
     pthread_mutex_destroy(&e->lock);
@@ -140,6 +141,31 @@ void rs_bentry_fail(rs_bentry_t *e, rs_status_t st)
     e->state = RS_BENT_FAILED;
     e->err = st;
     pthread_cond_broadcast(&e->cond);
+}
+
+/* Keeps the newest list of active readers' tickets (e->lock held). */
+static void tickets_take(rs_bentry_t *e, uint32_t rversion, const uint8_t *p, uint32_t n)
+{
+    if (e->tickets != NULL && rversion <= e->rversion)
+        return;
+    uint32_t *t = realloc(e->tickets, (n + 1u) * sizeof(*t));
+    if (t == NULL)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        t[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
+               (uint32_t)p[4 * i + 3] << 24;
+    e->tickets = t;
+    e->n_tickets = n;
+    e->rversion = rversion;
+}
+
+/* Recomputes which leading blocks of our order are ours to take from the source (e->lock held). */
+static void own_update(rs_bentry_t *e)
+{
+    if (e->node->cfg.mode != RS_BCAST_TORRENT || e->nblocks < 2 || e->tickets == NULL)
+        e->own_count = e->nblocks; /* nothing to share out */
+    else
+        e->own_count = rs_bown_count(e->ticket, e->tickets, e->n_tickets, e->nblocks);
 }
 
 /* ------------------------------------------------------------ retiring */
@@ -274,6 +300,28 @@ static void mark_destroyed(rs_bentry_t *e, const void *key)
     rs_bentry_fail(e, RS_ERR_DESTROYED);
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
+}
+
+static void apply_news(rs_bentry_t *e, const void *arg)
+{
+    const rs_bnews_t *news = arg;
+    pthread_mutex_lock(&e->lock);
+    tickets_take(e, news->rversion, news->tickets.p, news->n_active);
+    if (e->have_manifest)
+        own_update(e);
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static int match_news(rs_bentry_t *e, const void *key)
+{
+    const rs_bnews_t *news = key;
+    return e->node_id == news->node_id && e->seq == news->seq;
+}
+
+void rs_bentry_news(rs_bcast_node_t *node, const rs_bnews_t *news)
+{
+    entries_each(node, match_news, news, apply_news);
 }
 
 void rs_bentry_destroyed(rs_bcast_node_t *node, uint64_t node_id, uint64_t seq)
@@ -442,6 +490,12 @@ static int reply_apply(rs_bentry_t *e, const rs_breply_t *r, rs_bslot_t *slot, r
     rs_bcast_node_t *node = e->node;
     rs_status_t st;
     e->others_active = r->active;
+    if (r->kind == RS_BREQ_GET || r->version != e->version) {
+        /* News: what others fetch is worth waiting for again. */
+        e->progress_ns = rs_bnow();
+        e->src_open = 0;
+    }
+    e->version = r->version;
     if (r->kind == RS_BREQ_GET && e->is_inline) {
         if (!inline_verify(r)) {
             rs_error("broadcast: inline object %llu failed its checksum",
@@ -461,8 +515,11 @@ static int reply_apply(rs_bentry_t *e, const rs_breply_t *r, rs_bslot_t *slot, r
     if (r->kind == RS_BREQ_GET) {
         for (uint32_t i = 0; i < e->nblocks; i++)
             e->sums[i] = rs_breply_sum(r, i);
+        e->ticket = r->ticket;
         rs_border(r->perm_seed, r->ticket, e->nblocks, e->order);
     }
+    tickets_take(e, r->rversion, r->tickets.p, r->n_active);
+    own_update(e);
     st = merge_holders(e, r, src_rkey);
     if (st != RS_OK) {
         if (r->kind == RS_BREQ_GET)

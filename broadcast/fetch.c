@@ -22,8 +22,9 @@
 
 typedef struct rs_bact {
     int send_get;
-    int send_update;
-    int send_announce;
+    int send_update;   /* a long poll for news about other holders */
+    int send_announce; /* blocks verified since the last announcement (bitmap below) */
+    int send_complete; /* the final announcement */
     int verify;
     uint32_t vblock;
     rs_bholder_t *prepare;
@@ -35,8 +36,8 @@ typedef struct rs_bact {
 
 static int act_empty(const rs_bact_t *a)
 {
-    return !a->send_get && !a->send_update && !a->send_announce && !a->verify &&
-           a->prepare == NULL && a->n_reads == 0;
+    return !a->send_get && !a->send_update && !a->send_announce && !a->send_complete &&
+           !a->verify && a->prepare == NULL && a->n_reads == 0;
 }
 
 static void stat_add(rs_bentry_t *e, size_t field_off, uint64_t v)
@@ -60,10 +61,14 @@ static void read_done(void *arg, rs_status_t status)
     pthread_mutex_lock(&e->lock);
     rs_bholder_t *h = e->holders[b->holder];
     e->ops--;
+    e->reads_inflight--;
     if (h->is_source)
         e->source_inflight--;
     if (status == RS_OK) {
+        uint64_t now = rs_bnow(), took = now - b->posted_ns;
         b->state = RS_BLK_LANDED;
+        e->progress_ns = now;
+        e->read_ns = e->read_ns == 0 ? took : (3 * e->read_ns + took) / 4;
         e->landed[e->n_landed++] = b->index;
         ESTAT(e, bytes_read, rs_bblock_len(b->index, e->size, e->block_size));
     } else {
@@ -98,16 +103,20 @@ static int holder_can_serve(rs_bentry_t *e, rs_bholder_t *h, uint32_t b, rs_bact
 
 /*
  * Chooses reads (e->lock held): blocks in the entry's order; for each a
- * random holder that has it and a free read slot, the source only when no
- * other holder can serve and the entry's source budget allows.
+ * random holder that has it and a free read slot. The source serves a block
+ * only when no other holder can, and only the blocks this reader owns (the
+ * first own_count of its order) unless patience ran out: the others are
+ * being fetched by the readers that own them, and come from them soon.
  */
 static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
 {
     const rs_bcast_config_t *cfg = &e->node->cfg;
     rs_bholder_t *src = e->holders[0];
     int torrent = cfg->mode == RS_BCAST_TORRENT;
-    uint32_t src_cap = !torrent || e->others_active == 0 ? cfg->reads_per_ep : cfg->source_reads;
+    uint32_t src_cap = torrent ? cfg->source_reads : cfg->reads_per_ep;
+    uint64_t now = rs_bnow();
 
+    e->waiting = 0;
     for (uint32_t k = 0; k < e->nblocks && a->n_reads < RS_BREADS_BATCH; k++) {
         uint32_t bi = e->order[k];
         rs_bblock_t *b = &e->blocks[bi];
@@ -128,7 +137,13 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
                 rs_bentry_fail(e, e->last_err != RS_OK ? e->last_err : RS_ERR_UNREACHABLE);
                 return;
             }
-            if (src->bad || e->source_inflight >= src_cap)
+            if (src->bad)
+                continue; /* a holder being prepared has it */
+            if (torrent && k >= e->own_count && !e->src_open) {
+                e->waiting = 1; /* its owner fetches it */
+                continue;
+            }
+            if (e->source_inflight >= src_cap)
                 continue;
             chosen = 0;
         }
@@ -137,7 +152,9 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
             continue;
         b->state = RS_BLK_READING;
         b->holder = chosen;
+        b->posted_ns = now;
         e->ops++;
+        e->reads_inflight++;
         if (chosen == 0)
             e->source_inflight++;
         a->rblock[a->n_reads] = bi;
@@ -145,10 +162,20 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
     }
 }
 
+/* A bitmap snapshot for an announcement (e->lock held); NULL when out of memory. */
+static uint8_t *bitmap_copy(const rs_bentry_t *e)
+{
+    uint8_t *m = malloc(rs_bmap_bytes(e->nblocks) + 1);
+    if (m != NULL)
+        memcpy(m, e->bitmap, rs_bmap_bytes(e->nblocks));
+    return m;
+}
+
 /* Decides this getter's next steps (e->lock held). */
 static void plan(rs_bentry_t *e, rs_bact_t *a)
 {
     const rs_bcast_config_t *cfg = &e->node->cfg;
+    int torrent = cfg->mode == RS_BCAST_TORRENT;
     memset(a, 0, sizeof(*a));
     if (!e->requested) {
         e->requested = 1;
@@ -163,17 +190,33 @@ static void plan(rs_bentry_t *e, rs_bact_t *a)
         e->blocks[a->vblock].state = RS_BLK_VERIFYING;
     }
     plan_reads(e, a);
-    if (e->state != RS_BENT_FETCHING)
+    if (e->state != RS_BENT_FETCHING || !torrent)
         return;
-    if (cfg->mode == RS_BCAST_TORRENT && e->update_due && !e->req_inflight && !e->source_gone &&
-        !e->holders[0]->bad) {
-        a->bitmap = malloc(rs_bmap_bytes(e->nblocks) + 1);
+    /* Announce what we verified, batched: one message per round, off the read path. */
+    if (e->announce_due && e->n_done < e->nblocks && !e->source_gone) {
+        a->bitmap = bitmap_copy(e);
         if (a->bitmap != NULL) {
-            memcpy(a->bitmap, e->bitmap, rs_bmap_bytes(e->nblocks));
-            a->send_update = 1;
-            e->update_due = 0;
-            e->req_inflight = 1;
+            a->send_announce = 1;
+            e->announce_due = 0;
         }
+    }
+    if (!e->waiting)
+        return;
+    /* Waiting for others' blocks: poll the source for news, bounded by our patience. */
+    if (!e->req_inflight && !e->source_gone && !e->holders[0]->bad) {
+        a->send_update = 1;
+        e->req_inflight = 1;
+    }
+    uint64_t patience = RS_MS_TO_NS(cfg->patience_ms);
+    if (patience < 4 * e->read_ns)
+        patience = 4 * e->read_ns; /* a loaded machine: blocks take longer to come */
+    if (e->reads_inflight == 0 && e->n_landed == 0 && !a->verify &&
+        rs_bnow() - e->progress_ns >= patience) {
+        e->src_open = 1; /* nobody delivered in time: take the rest from the source */
+        ESTAT(e, source_fallbacks, 1);
+        rs_debug("broadcast: patience ran out on object %llu (%u of %u blocks here)",
+                 (unsigned long long)e->seq, e->n_done, e->nblocks);
+        plan_reads(e, a);
     }
 }
 
@@ -307,14 +350,47 @@ static rs_status_t send_get(rs_bentry_t *e)
     return st;
 }
 
-/* Announces the blocks we hold and asks for the holders the source knows now. */
-static void send_update(rs_bentry_t *e, const uint8_t *bitmap)
+/* A long poll: the holders the source knows, once they changed since our last reply. */
+static void send_update(rs_bentry_t *e)
 {
     rs_bcast_node_t *node = e->node;
     rs_breq_t q;
     memset(&q, 0, sizeof(q));
     q.kind = RS_BREQ_UPDATE;
-    q.flags = RS_BREQ_F_HOLDER | RS_BREQ_F_BITMAP;
+    q.flags = RS_BREQ_F_HOLDER | RS_BREQ_F_WAIT;
+    q.nblocks = e->nblocks;
+    q.node_id = e->node_id;
+    q.seq = e->seq;
+    q.holder_addr = node->self.a;
+    q.holder_rkey.p = e->rkey;
+    q.holder_rkey.len = (uint32_t)e->rkey_len;
+    pthread_mutex_lock(&e->lock);
+    q.known = e->version;
+    e->ops++;
+    pthread_mutex_unlock(&e->lock);
+    rs_status_t st = request_send(e, &q, rs_breply_meta_len(0) + 4 * 4096 + RS_BHOLDER_BUDGET);
+    if (st != RS_OK) {
+        pthread_mutex_lock(&e->lock);
+        e->ops--;
+        e->req_inflight = 0;
+        pthread_mutex_unlock(&e->lock);
+    }
+}
+
+/*
+ * A one-way announcement: the blocks we hold (bitmap), or that we hold them
+ * all (bitmap NULL) with what the fetch cost. Best effort: a lost one only
+ * means fewer readers learn about this copy.
+ */
+static void send_announce(rs_bentry_t *e, const uint8_t *bitmap)
+{
+    rs_bcast_node_t *node = e->node;
+    rs_breq_t q;
+    uint8_t *msg;
+    size_t len;
+    memset(&q, 0, sizeof(q));
+    q.kind = RS_BREQ_ANNOUNCE;
+    q.flags = RS_BREQ_F_HOLDER | (bitmap != NULL ? RS_BREQ_F_BITMAP : RS_BREQ_F_COMPLETE);
     q.nblocks = e->nblocks;
     q.node_id = e->node_id;
     q.seq = e->seq;
@@ -324,39 +400,6 @@ static void send_update(rs_bentry_t *e, const uint8_t *bitmap)
     q.bitmap.p = bitmap;
     q.bitmap.len = (uint32_t)rs_bmap_bytes(e->nblocks);
     pthread_mutex_lock(&e->lock);
-    e->ops++;
-    pthread_mutex_unlock(&e->lock);
-    rs_status_t st = request_send(e, &q, rs_breply_meta_len(0) + RS_BHOLDER_BUDGET);
-    if (st == RS_ERR_MSG_SIZE) {
-        /* A bitmap too large for one message: ask for holders only. */
-        q.flags = RS_BREQ_F_HOLDER;
-        st = request_send(e, &q, rs_breply_meta_len(0) + RS_BHOLDER_BUDGET);
-    }
-    if (st != RS_OK) {
-        pthread_mutex_lock(&e->lock);
-        e->ops--;
-        e->req_inflight = 0;
-        pthread_mutex_unlock(&e->lock);
-    }
-}
-
-/* The one-way final announcement: every block is here, and what the fetch cost. */
-static void send_announce(rs_bentry_t *e)
-{
-    rs_bcast_node_t *node = e->node;
-    rs_breq_t q;
-    uint8_t *msg;
-    size_t len;
-    memset(&q, 0, sizeof(q));
-    q.kind = RS_BREQ_ANNOUNCE;
-    q.flags = RS_BREQ_F_HOLDER | RS_BREQ_F_COMPLETE;
-    q.nblocks = e->nblocks;
-    q.node_id = e->node_id;
-    q.seq = e->seq;
-    q.holder_addr = node->self.a;
-    q.holder_rkey.p = e->rkey;
-    q.holder_rkey.len = (uint32_t)e->rkey_len;
-    pthread_mutex_lock(&e->lock);
     q.source_reads = (uint32_t)e->stats.source_reads;
     q.holder_reads = (uint32_t)e->stats.holder_reads;
     pthread_mutex_unlock(&e->lock);
@@ -365,7 +408,7 @@ static void send_announce(rs_bentry_t *e)
     if (msg == NULL || rs_breq_encode(&q, msg, len, &len) != RS_OK || len > node->msg_max ||
         rs_msg_send(e->src_peer->ep, RS_BMSG_REQ, msg, len, NULL, NULL) != RS_OK) {
         free(msg);
-        return; /* best effort: later readers just do not learn about this copy */
+        return;
     }
     free(msg);
     pthread_mutex_lock(&e->lock);
@@ -423,6 +466,7 @@ static void post_read(rs_bentry_t *e, uint32_t bi, rs_bholder_t *h)
     }
     e->blocks[bi].state = RS_BLK_MISSING;
     e->ops--;
+    e->reads_inflight--;
     if (h->is_source)
         e->source_inflight--;
     h->bad = 1;
@@ -447,7 +491,7 @@ static int verify_block(rs_bentry_t *e, uint32_t bi)
         b->state = RS_BLK_DONE;
         rs_bmap_set(e->bitmap, bi);
         e->n_done++;
-        e->update_due = 1;
+        e->announce_due = 1;
 #ifdef RS_FAULT_INJECTION
         if (e->node->fault_corrupt && len > 0) /* this copy now serves bad bytes */
             e->data[off + len / 2] ^= 0x5a;
@@ -485,11 +529,13 @@ static void execute(rs_bentry_t *e, rs_bact_t *a)
     for (uint32_t i = 0; i < a->n_reads; i++)
         post_read(e, a->rblock[i], a->rholder[i]);
     if (a->verify && verify_block(e, a->vblock) && e->node->cfg.mode == RS_BCAST_TORRENT)
-        a->send_announce = 1;
-    if (a->send_update)
-        send_update(e, a->bitmap);
+        a->send_complete = 1;
     if (a->send_announce)
-        send_announce(e);
+        send_announce(e, a->bitmap);
+    if (a->send_complete)
+        send_announce(e, NULL);
+    if (a->send_update)
+        send_update(e);
     if (a->prepare != NULL)
         prepare_holder(e, a->prepare);
     free(a->bitmap);
@@ -522,7 +568,12 @@ static rs_status_t fetch_run(rs_bentry_t *e, uint64_t deadline)
             pthread_mutex_lock(&e->lock);
             continue;
         }
-        uint64_t until = deadline < now + RS_MS_TO_NS(100) ? deadline : now + RS_MS_TO_NS(100);
+        /* Wake for the deadline and for patience (waiting readers re-plan when it runs out). */
+        uint64_t until = now + RS_MS_TO_NS(e->node->cfg.patience_ms + 1u);
+        if (until > now + RS_MS_TO_NS(100))
+            until = now + RS_MS_TO_NS(100);
+        if (until > deadline)
+            until = deadline;
         struct timespec ts = {.tv_sec = (time_t)(until / 1000000000ull),
                               .tv_nsec = (long)(until % 1000000000ull)};
         pthread_cond_timedwait(&e->cond, &e->lock, &ts);

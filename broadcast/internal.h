@@ -135,6 +135,19 @@ typedef struct rs_bsrc_holder {
 
 typedef enum { RS_BSRC_OPEN, RS_BSRC_SEALED, RS_BSRC_DESTROYED } rs_bsrc_state_t;
 
+/* An UPDATE parked until the object's version moves (a long poll). */
+typedef struct rs_bparked {
+    rs_list_t link;
+    rs_bepinfo_t *info;
+    uint32_t req_id;
+    uint32_t self_id; /* the requester's holder id (0: none) */
+    uint64_t reply_off;
+    uint32_t reply_cap;
+    uint64_t deadline_ns;
+    size_t rkey_len;
+    uint8_t rkey[];
+} rs_bparked_t;
+
 struct rs_bcast {
     rs_list_t link; /* node->sources, then node->retired_srcs */
     rs_bcast_node_t *node;
@@ -151,7 +164,10 @@ struct rs_bcast {
     size_t rkey_len;
     uint64_t perm_seed;
     rs_bsrc_state_t state;
-    uint32_t busy; /* requests being served + puts in flight from mr (node->lock) */
+    uint32_t version;  /* bumped whenever holders join, announce blocks or die (src->lock) */
+    uint32_t rversion; /* bumped when the set of active readers changes (src->lock) */
+    rs_list_t parked;  /* rs_bparked_t (src->lock) */
+    uint32_t busy;     /* requests being served + puts in flight from mr (node->lock) */
     uint64_t free_after_ns;
     rs_bsrc_holder_t **holders;
     uint32_t n_holders, cap_holders;
@@ -160,6 +176,12 @@ struct rs_bcast {
 
 /* Serves one decoded request that arrived on info's endpoint. Service thread. */
 void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q);
+
+/* Answers long polls whose time is up. Service thread. */
+void rs_bsrc_tick(rs_bcast_node_t *node, uint64_t now);
+
+/* An endpoint peers used died: holders behind it stop being listed. Service thread. */
+void rs_bsrc_conn_dead(rs_bcast_node_t *node, rs_bepinfo_t *info);
 
 /*
  * Frees retired objects whose grace passed and that nothing uses. force: the
@@ -185,6 +207,7 @@ typedef struct rs_bblock {
     uint8_t state;
     uint8_t source_fails; /* checksum failures of reads from the source */
     uint32_t holder;      /* index in entry->holders of the read in flight or last read */
+    uint64_t posted_ns;   /* when its read was posted */
 } rs_bblock_t;
 
 /* A holder as a reader sees it (index 0 is the source once the manifest is in). */
@@ -229,10 +252,21 @@ struct rs_bentry {
     int source_gone;
     int requested; /* the manifest request was sent (or is being sent) */
     int have_manifest;
-    int req_inflight; /* a request awaits its reply */
-    int update_due;   /* blocks verified since the last announcement */
-    int announced;    /* registered as a holder with the source (readers may read us) */
-    uint32_t ops;     /* reads in flight + requests awaiting replies */
+    int req_inflight;     /* a request awaits its reply */
+    int announce_due;     /* blocks verified since the last announcement */
+    int waiting;          /* some block can be read from nobody now: others are fetching it */
+    int src_open;         /* patience ran out: any block may come from the source */
+    uint64_t progress_ns; /* last time a block landed or the source told news */
+    uint64_t read_ns;     /* moving average of how long a block read takes */
+    uint32_t version;     /* the object's version as the last reply told it */
+    uint32_t rversion;    /* ... and of its active readers (tickets) */
+    uint32_t *tickets;    /* those readers' tickets */
+    uint32_t n_tickets;
+    uint32_t ticket;
+    uint32_t own_count; /* the first own_count blocks of order are ours to read from the source */
+    uint32_t reads_inflight;
+    int announced; /* registered as a holder with the source (readers may read us) */
+    uint32_t ops;  /* reads in flight + requests awaiting replies */
     uint32_t source_inflight;
     uint32_t others_active; /* other readers fetching, as the source last said */
     rs_status_t last_err;   /* why the last read or verification failed */
@@ -272,6 +306,9 @@ typedef struct rs_bpending {
 /* The reply to a request arrived (imm) or failed (slot NULL). Service thread. */
 void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t status);
 
+/* News of the readers fetching an object. Service thread. */
+void rs_bentry_news(rs_bcast_node_t *node, const rs_bnews_t *news);
+
 /* A destroy notice for (node_id, seq). Service thread. */
 void rs_bentry_destroyed(rs_bcast_node_t *node, uint64_t node_id, uint64_t seq);
 
@@ -296,7 +333,7 @@ typedef struct rs_bwork {
     uint8_t data[];
 } rs_bwork_t;
 
-enum { RS_BWORK_REQ, RS_BWORK_DESTROY, RS_BWORK_NOTIFY, RS_BWORK_EP };
+enum { RS_BWORK_REQ, RS_BWORK_DESTROY, RS_BWORK_NOTIFY, RS_BWORK_EP, RS_BWORK_NEWS };
 
 #define RS_BTOMBS 256
 

@@ -69,6 +69,11 @@ static void on_destroy(void *arg, rs_ep_t *ep, const void *data, size_t len)
     work_push(arg, RS_BWORK_DESTROY, ep, 0, RS_OK, data, len);
 }
 
+static void on_news(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    work_push(arg, RS_BWORK_NEWS, ep, 0, RS_OK, data, len);
+}
+
 static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
 {
     work_push(arg, RS_BWORK_NOTIFY, ep, imm, RS_OK, NULL, 0);
@@ -171,8 +176,10 @@ static void handle_ep(rs_bcast_node_t *node, rs_bwork_t *w)
         return;
     info->dead = 1;
     rs_bpeer_t *peer = info->peer;
-    if (peer == NULL)
+    if (peer == NULL) {
+        rs_bsrc_conn_dead(node, info); /* a reader of ours is gone */
         return;
+    }
     char name[300];
     rs_baddr_format(&peer->addr.a, name, sizeof(name));
     rs_info("broadcast: peer %s is gone: %s", name, rs_strerror(w->status));
@@ -194,6 +201,17 @@ static void handle_destroy(rs_bcast_node_t *node, rs_bwork_t *w)
         return;
     }
     rs_bentry_destroyed(node, node_id, seq);
+}
+
+static void handle_news(rs_bcast_node_t *node, rs_bwork_t *w)
+{
+    rs_bnews_t news;
+    rs_status_t st = rs_bnews_decode(w->data, w->len, &news);
+    if (st != RS_OK) {
+        rs_warn("broadcast: dropped malformed news: %s", rs_strerror(st));
+        return;
+    }
+    rs_bentry_news(node, &news);
 }
 
 /* Handles every queued event; returns how many. */
@@ -229,6 +247,9 @@ static unsigned work_drain(rs_bcast_node_t *node)
             case RS_BWORK_EP:
                 handle_ep(node, w);
                 break;
+            case RS_BWORK_NEWS:
+                handle_news(node, w);
+                break;
         }
         free(w);
         n++;
@@ -258,6 +279,7 @@ static void *service_main(void *arg)
         uint64_t now = rs_bnow();
         if (now >= next_timer) {
             pending_fail(node, NULL, now, RS_ERR_TIMEOUT);
+            rs_bsrc_tick(node, now);
             rs_bentry_reap(node, now, 0);
             rs_bsrc_reap(node, now, 0);
             next_timer = now + RS_MS_TO_NS(RS_BSERVICE_WAIT_MS);
@@ -377,6 +399,7 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
     rs_bslots_init(&node->staging, node->ctx, RS_MEM_LOCAL, RS_BSTAGE_SLOT, RS_BSTAGE_SLOTS);
     rs_set_msg_handler(node->ctx, RS_BMSG_REQ, on_req, node);
     rs_set_msg_handler(node->ctx, RS_BMSG_DESTROY, on_destroy, node);
+    rs_set_msg_handler(node->ctx, RS_BMSG_NEWS, on_news, node);
     rs_set_notify_handler(node->ctx, on_notify, node);
     rs_set_ep_handler(node->ctx, on_ep, node);
     st = rs_listen(node->ctx, bc.host, bc.port, &node->listener);

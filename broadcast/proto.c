@@ -208,7 +208,7 @@ rs_status_t rs_bdesc_decode(const void *buf, size_t len, rs_bdesc_t *out)
 
 /* -------------------------------------------------------------- request */
 
-#define RS_BREQ_FIXED 40u
+#define RS_BREQ_FIXED 44u
 
 static int req_has_reply(uint8_t kind)
 {
@@ -241,6 +241,7 @@ rs_status_t rs_breq_encode(const rs_breq_t *q, void *buf, size_t buflen, size_t 
     rs_w_u64(&w, q->seq);
     rs_w_u32(&w, q->source_reads);
     rs_w_u32(&w, q->holder_reads);
+    rs_w_u32(&w, q->known);
     if (req_has_reply(q->kind)) {
         rs_w_u64(&w, q->reply_off);
         rs_w_u32(&w, q->reply_cap);
@@ -282,6 +283,7 @@ rs_status_t rs_breq_decode(const void *buf, size_t len, rs_breq_t *out)
     q.seq = rs_r_u64(&r);
     q.source_reads = rs_r_u32(&r);
     q.holder_reads = rs_r_u32(&r);
+    q.known = rs_r_u32(&r);
     if (q.kind < RS_BREQ_GET || q.kind > RS_BREQ_ANNOUNCE || (q.flags & ~RS_BREQ_F_ALL) != 0)
         return RS_ERR_PROTOCOL;
     if (q.nblocks > RS_BCAST_BLOCKS_MAX)
@@ -311,6 +313,8 @@ rs_status_t rs_breq_decode(const void *buf, size_t len, rs_breq_t *out)
     /* Announcing blocks means offering to serve them: the holder's key must come along. */
     if ((q.flags & (RS_BREQ_F_BITMAP | RS_BREQ_F_COMPLETE)) && !(q.flags & RS_BREQ_F_HOLDER))
         return RS_ERR_PROTOCOL;
+    if ((q.flags & RS_BREQ_F_WAIT) && q.kind != RS_BREQ_UPDATE)
+        return RS_ERR_PROTOCOL;
     *out = q;
     return RS_OK;
 }
@@ -319,7 +323,7 @@ rs_status_t rs_breq_decode(const void *buf, size_t len, rs_breq_t *out)
 
 size_t rs_breply_meta_len(uint32_t n_sums)
 {
-    return RS_BREPLY_HDR_LEN + 8u * (size_t)n_sums + 4u + 8u;
+    return RS_BREPLY_MIN_LEN + 8u * (size_t)n_sums;
 }
 
 size_t rs_bholder_wire_len(const rs_bholder_wire_t *h, uint32_t nblocks)
@@ -351,14 +355,31 @@ void rs_breply_begin(rs_breply_enc_t *e, void *buf, size_t cap, const rs_breply_
     rs_w_u32(&w, hdr->active);
     rs_w_u64(&w, hdr->perm_seed);
     rs_w_u32(&w, 0); /* n_sums: put_sums */
+    rs_w_u32(&w, hdr->version);
+    rs_w_u32(&w, hdr->rversion);
     rs_w_u32(&w, 0);
     e->off = w.off;
     e->failed = w.overflow;
 }
 
-/* Writes the holder count placeholder once, after the sums. */
+/* Writes the active list's count (empty unless put_active ran) once, after the sums. */
+static void reply_open_active(rs_breply_enc_t *e)
+{
+    if (e->n_active_off != 0 || e->failed)
+        return;
+    if (e->cap - e->off < 4) {
+        e->failed = 1;
+        return;
+    }
+    e->n_active_off = e->off;
+    rs_put_le(e->p + e->off, 0, 4);
+    e->off += 4;
+}
+
+/* Writes the holder count placeholder once, after the active list. */
 static void reply_open_holders(rs_breply_enc_t *e)
 {
+    reply_open_active(e);
     if (e->n_holders_off != 0 || e->failed)
         return;
     if (e->cap - e->off < 4) {
@@ -371,7 +392,7 @@ static void reply_open_holders(rs_breply_enc_t *e)
 
 void rs_breply_put_sums(rs_breply_enc_t *e, const uint64_t *sums, uint32_t n)
 {
-    if (e->failed || e->n_holders_off != 0 || (size_t)n * 8 > e->cap - e->off) {
+    if (e->failed || e->n_active_off != 0 || (size_t)n * 8 > e->cap - e->off) {
         e->failed = 1;
         return;
     }
@@ -379,6 +400,21 @@ void rs_breply_put_sums(rs_breply_enc_t *e, const uint64_t *sums, uint32_t n)
         rs_put_le(e->p + e->off + 8 * (size_t)i, sums[i], 8);
     e->off += 8 * (size_t)n;
     rs_put_le(e->p + 64, n, 4);
+}
+
+void rs_breply_put_active(rs_breply_enc_t *e, const uint32_t *tickets, uint32_t n)
+{
+    if (n > RS_BCAST_ACTIVE_MAX)
+        n = RS_BCAST_ACTIVE_MAX;
+    reply_open_active(e);
+    if (e->failed || e->n_holders_off != 0 || (size_t)n * 4 > e->cap - e->off) {
+        e->failed = 1;
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        rs_put_le(e->p + e->off + 4 * (size_t)i, tickets[i], 4);
+    e->off += 4 * (size_t)n;
+    rs_put_le(e->p + e->n_active_off, n, 4);
 }
 
 rs_status_t rs_breply_add_holder(rs_breply_enc_t *e, const rs_bholder_wire_t *h)
@@ -482,6 +518,8 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *out)
     x.active = rs_r_u32(&r);
     x.perm_seed = rs_r_u64(&r);
     uint32_t n_sums = rs_r_u32(&r);
+    x.version = rs_r_u32(&r);
+    x.rversion = rs_r_u32(&r);
     uint32_t reserved = rs_r_u32(&r);
     if (x.kind != RS_BREQ_GET && x.kind != RS_BREQ_UPDATE)
         return RS_ERR_PROTOCOL;
@@ -491,7 +529,8 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *out)
         return RS_ERR_PROTOCOL;
     if (x.status != 0) {
         /* An error reply carries nothing but its status. */
-        if (n_sums != 0 || x.flags != 0 || x.meta_len != RS_BREPLY_MIN_LEN || rs_r_u32(&r) != 0)
+        if (n_sums != 0 || x.flags != 0 || x.meta_len != RS_BREPLY_MIN_LEN || rs_r_u32(&r) != 0 ||
+            rs_r_u32(&r) != 0)
             return RS_ERR_PROTOCOL;
         *out = x;
         return RS_OK;
@@ -506,11 +545,17 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *out)
             return RS_ERR_PROTOCOL;
     }
     const uint8_t *sums = rs_r_take(&r, 8 * (size_t)n_sums);
+    x.n_active = rs_r_u32(&r);
+    if (x.n_active > RS_BCAST_ACTIVE_MAX)
+        return RS_ERR_BAD_LENGTH;
+    const uint8_t *tickets = rs_r_take(&r, 4 * (size_t)x.n_active);
     x.n_holders = rs_r_u32(&r);
     if (r.truncated)
         return RS_ERR_TRUNCATED;
     x.sums.p = sums;
     x.sums.len = 8 * n_sums;
+    x.tickets.p = tickets;
+    x.tickets.len = 4 * x.n_active;
     x.holders.p = p + r.off;
     for (uint32_t i = 0; i < x.n_holders; i++) {
         rs_bholder_wire_t h;
@@ -549,6 +594,74 @@ int rs_breply_next_holder(const rs_breply_t *r, size_t *off, rs_bholder_wire_t *
 uint64_t rs_breply_sum(const rs_breply_t *r, uint32_t i)
 {
     return rs_get_le(r->sums.p + 8 * (size_t)i, 8);
+}
+
+uint32_t rs_breply_ticket(const rs_breply_t *r, uint32_t i)
+{
+    return (uint32_t)rs_get_le(r->tickets.p + 4 * (size_t)i, 4);
+}
+
+/* ---------------------------------------------------------------- news */
+
+rs_status_t rs_bnews_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
+                            const uint32_t *tickets, uint32_t n, void *buf, size_t buflen,
+                            size_t *len_p)
+{
+    rs_wbuf_t w;
+    if (buflen < RS_BNEWS_FIXED)
+        return RS_ERR_NO_SPACE;
+    /* As many tickets as fit: readers beyond them are rare and only cost extra source reads. */
+    size_t fit = (buflen - RS_BNEWS_FIXED) / 4;
+    if (n > fit)
+        n = (uint32_t)fit;
+    if (n > RS_BCAST_ACTIVE_MAX)
+        n = RS_BCAST_ACTIVE_MAX;
+    rs_wbuf_init(&w, buf, buflen);
+    rs_w_u32(&w, RS_BNEWS_MAGIC);
+    rs_w_u8(&w, RS_BCAST_VERSION);
+    rs_w_zero(&w, 3);
+    rs_w_u64(&w, node_id);
+    rs_w_u64(&w, seq);
+    rs_w_u32(&w, rversion);
+    rs_w_u32(&w, n);
+    for (uint32_t i = 0; i < n; i++)
+        rs_w_u32(&w, tickets[i]);
+    if (w.overflow)
+        return RS_ERR_NO_SPACE;
+    *len_p = w.off;
+    return RS_OK;
+}
+
+rs_status_t rs_bnews_decode(const void *buf, size_t len, rs_bnews_t *out)
+{
+    rs_rbuf_t r;
+    rs_bnews_t n;
+    if (buf == NULL || len < RS_BNEWS_FIXED)
+        return RS_ERR_TRUNCATED;
+    rs_rbuf_init(&r, buf, len);
+    if (rs_r_u32(&r) != RS_BNEWS_MAGIC)
+        return RS_ERR_BAD_MAGIC;
+    if (rs_r_u8(&r) != RS_BCAST_VERSION)
+        return RS_ERR_BAD_VERSION;
+    if (rs_r_u8(&r) != 0 || rs_r_u16(&r) != 0)
+        return RS_ERR_PROTOCOL;
+    n.node_id = rs_r_u64(&r);
+    n.seq = rs_r_u64(&r);
+    n.rversion = rs_r_u32(&r);
+    n.n_active = rs_r_u32(&r);
+    if (n.n_active > RS_BCAST_ACTIVE_MAX)
+        return RS_ERR_BAD_LENGTH;
+    if ((size_t)n.n_active * 4 != rs_r_left(&r))
+        return rs_r_left(&r) < (size_t)n.n_active * 4 ? RS_ERR_TRUNCATED : RS_ERR_BAD_LENGTH;
+    n.tickets.p = rs_r_take(&r, 4 * (size_t)n.n_active);
+    n.tickets.len = 4 * n.n_active;
+    *out = n;
+    return RS_OK;
+}
+
+uint32_t rs_bnews_ticket(const rs_bnews_t *n, uint32_t i)
+{
+    return (uint32_t)rs_get_le(n->tickets.p + 4 * (size_t)i, 4);
 }
 
 /* ------------------------------------------------------------- destroy */

@@ -25,9 +25,10 @@
 #define RS_BREQ_MAGIC   0x51425352u /* "RSBQ" */
 #define RS_BREPLY_MAGIC 0x52425352u /* "RSBR" */
 #define RS_BDESTR_MAGIC 0x58425352u /* "RSBX" */
+#define RS_BNEWS_MAGIC  0x4e425352u /* "RSBN" */
 
 /* Message types in the node's own transport context. */
-enum { RS_BMSG_REQ = 1, RS_BMSG_DESTROY = 2 };
+enum { RS_BMSG_REQ = 1, RS_BMSG_DESTROY = 2, RS_BMSG_NEWS = 3 };
 
 /* Descriptor flags. */
 enum { RS_BDESC_F_INLINE = 1u << 0 };
@@ -42,7 +43,8 @@ enum {
     RS_BREQ_F_HOLDER = 1u << 0,   /* carries the requester's address and region key */
     RS_BREQ_F_BITMAP = 1u << 1,   /* carries the requester's block bitmap */
     RS_BREQ_F_COMPLETE = 1u << 2, /* the requester holds every block */
-    RS_BREQ_F_ALL = (1u << 3) - 1,
+    RS_BREQ_F_WAIT = 1u << 3,     /* UPDATE: answer once the object's version passes known */
+    RS_BREQ_F_ALL = (1u << 4) - 1,
 };
 
 /* Reply flags and holder flags. */
@@ -57,9 +59,10 @@ enum {
     RS_BHOLDER_F_ALL = (1u << 2) - 1,
 };
 
-/* The fixed part of a reply (up to the checksums); reply_min_len adds the trailer. */
-#define RS_BREPLY_HDR_LEN 72u
-#define RS_BREPLY_MIN_LEN (RS_BREPLY_HDR_LEN + 4u + 8u)
+/* The fixed part of a reply (up to the checksums); the minimum adds empty lists and the trailer. */
+#define RS_BREPLY_HDR_LEN   80u
+#define RS_BREPLY_MIN_LEN   (RS_BREPLY_HDR_LEN + 4u + 4u + 8u)
+#define RS_BCAST_ACTIVE_MAX 4096u /* tickets of active readers listed in one reply */
 
 typedef struct rs_bview {
     const uint8_t *p;
@@ -89,8 +92,9 @@ typedef struct rs_breq {
     uint32_t req_id;
     uint32_t nblocks;
     uint64_t node_id, seq;
-    uint32_t source_reads,
-        holder_reads;       /* the requester's reads so far (for the source's counters) */
+    uint32_t source_reads;  /* the requester's reads so far from the source, */
+    uint32_t holder_reads;  /* ... and from holders (for the source's counters) */
+    uint32_t known;         /* UPDATE: the object version the requester has seen */
     uint64_t reply_off;     /* GET/UPDATE: where in the reply region */
     uint32_t reply_cap;     /* ... and how many bytes fit */
     rs_bview_t reply_rkey;  /* ... packed key of the reply region */
@@ -113,10 +117,14 @@ typedef struct rs_breply {
     uint32_t meta_len;
     uint64_t node_id, seq, size;
     uint32_t block_size, nblocks, flags;
-    uint32_t ticket; /* the order the requester registered in (spreads start blocks) */
-    uint32_t active; /* other holders still fetching */
+    uint32_t ticket;   /* the order the requester registered in (spreads start blocks) */
+    uint32_t active;   /* other holders still fetching */
+    uint32_t version;  /* the object's holder-set version at the source */
+    uint32_t rversion; /* ... of its set of active readers (the tickets below) */
     uint64_t perm_seed;
-    rs_bview_t sums; /* nblocks little-endian u64, or empty */
+    rs_bview_t sums;    /* nblocks little-endian u64, or empty */
+    uint32_t n_active;  /* tickets of the readers still fetching (the requester's included) */
+    rs_bview_t tickets; /* n_active little-endian u32 */
     uint32_t n_holders;
     rs_bview_t holders; /* the encoded holder list, already validated */
     rs_bview_t data;    /* INLINE: size bytes */
@@ -152,16 +160,17 @@ rs_status_t rs_breq_decode(const void *buf, size_t len, rs_breq_t *q);
 /* ---------------------------------------------------------------- reply */
 
 /*
- * A reply is written in steps: begin (header), sums, holders one at a time
- * (rs_breply_add_holder returns RS_ERR_NO_SPACE when it would not fit, the
- * encoder staying valid), then finish (trailer, inline data) which returns
- * the total length. Data is copied by finish unless data == NULL (it was
- * placed at rs_breply_data_off already).
+ * A reply is written in steps: begin (header), sums, active tickets, holders
+ * one at a time (rs_breply_add_holder returns RS_ERR_NO_SPACE when it would
+ * not fit, the encoder staying valid), then finish (trailer, inline data)
+ * which returns the total length. Data is copied by finish unless data ==
+ * NULL (it was placed at rs_breply_data_off already).
  */
 typedef struct rs_breply_enc {
     uint8_t *p;
     size_t cap;
     size_t off;
+    size_t n_active_off;
     size_t n_holders_off;
     uint32_t n_holders;
     uint32_t nblocks;
@@ -170,6 +179,7 @@ typedef struct rs_breply_enc {
 
 void rs_breply_begin(rs_breply_enc_t *e, void *buf, size_t cap, const rs_breply_t *hdr);
 void rs_breply_put_sums(rs_breply_enc_t *e, const uint64_t *sums, uint32_t n);
+void rs_breply_put_active(rs_breply_enc_t *e, const uint32_t *tickets, uint32_t n);
 rs_status_t rs_breply_add_holder(rs_breply_enc_t *e, const rs_bholder_wire_t *h);
 rs_status_t rs_breply_finish(rs_breply_enc_t *e, const void *data, uint64_t size, size_t *len_p);
 
@@ -191,8 +201,29 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *r);
 /* Iterates the validated holders: *off starts at 0; returns 0 at the end. */
 int rs_breply_next_holder(const rs_breply_t *r, size_t *off, rs_bholder_wire_t *h);
 
-/* The i-th checksum of a decoded reply. */
+/* The i-th checksum / active ticket of a decoded reply. */
 uint64_t rs_breply_sum(const rs_breply_t *r, uint32_t i);
+uint32_t rs_breply_ticket(const rs_breply_t *r, uint32_t i);
+
+/* ----------------------------------------------------------- news */
+
+/*
+ * News (source -> active readers, one-way): the set of readers fetching the
+ * object changed; tickets lists them (at most what fits in max_len bytes).
+ */
+typedef struct rs_bnews {
+    uint64_t node_id, seq;
+    uint32_t rversion;
+    uint32_t n_active;
+    rs_bview_t tickets;
+} rs_bnews_t;
+
+#define RS_BNEWS_FIXED 32u
+rs_status_t rs_bnews_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
+                            const uint32_t *tickets, uint32_t n, void *buf, size_t buflen,
+                            size_t *len_p);
+rs_status_t rs_bnews_decode(const void *buf, size_t len, rs_bnews_t *n);
+uint32_t rs_bnews_ticket(const rs_bnews_t *n, uint32_t i);
 
 /* ----------------------------------------------------------- destroy */
 

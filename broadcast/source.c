@@ -50,6 +50,7 @@ rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p
     src->is_inline = len <= cfg->inline_max;
     src->perm_seed = rs_brandom64();
     src->state = RS_BSRC_OPEN;
+    rs_list_init(&src->parked);
     pthread_mutex_init(&src->lock, NULL);
     src->sums = calloc(src->nblocks > 0 ? src->nblocks : 1, sizeof(uint64_t));
     if (src->sums == NULL) {
@@ -238,24 +239,25 @@ static int holder_find(rs_bcast_t *src, const rs_baddr_t *addr)
     return -1;
 }
 
+static int holder_alive(const rs_bsrc_holder_t *h)
+{
+    return h->conn == NULL || !h->conn->dead;
+}
+
 /*
- * Registers the requester as a holder (src->lock held). A GET starts a new
- * copy: a holder already known at that address is replaced, under a new id,
- * because its region (and key) are new.
+ * Registers a GET's requester as a holder (src->lock held). A holder already
+ * known at that address is replaced under a new id: its region (and key)
+ * are new.
  */
 static rs_bsrc_holder_t *holder_register(rs_bcast_t *src, rs_bepinfo_t *conn, const rs_breq_t *q)
 {
     int i = holder_find(src, &q->holder_addr);
-    if (i >= 0 && q->kind != RS_BREQ_GET) {
-        src->holders[i]->conn = conn;
-        return src->holders[i];
-    }
     if (i >= 0) {
         holder_free(src->holders[i]);
         src->holders[i] = src->holders[--src->n_holders];
     }
-    if (q->kind != RS_BREQ_GET || src->n_holders >= RS_BSRC_HOLDERS_MAX)
-        return NULL; /* updates from holders we dropped are not re-registered */
+    if (src->n_holders >= RS_BSRC_HOLDERS_MAX)
+        return NULL;
     if (src->n_holders == src->cap_holders) {
         uint32_t cap = src->cap_holders ? 2 * src->cap_holders : 8;
         rs_bsrc_holder_t **hs = realloc(src->holders, cap * sizeof(*hs));
@@ -282,65 +284,54 @@ static rs_bsrc_holder_t *holder_register(rs_bcast_t *src, rs_bepinfo_t *conn, co
     RS_BSTAT_ADD(src->node->stats.holders, 1);
     h->conn = conn;
     src->holders[src->n_holders++] = h;
+    src->version++;
+    src->rversion++;
     return h;
 }
 
-/* Applies an announcement's bitmap or completion to h (src->lock held). */
-static void holder_update(rs_bcast_t *src, rs_bsrc_holder_t *h, const rs_breq_t *q)
+/*
+ * Applies an announcement to h (src->lock held); the version moves when h
+ * gained blocks. gained (optional, bitmap bytes) receives the blocks h just
+ * announced; returns whether there were any.
+ */
+static int holder_update(rs_bcast_t *src, rs_bsrc_holder_t *h, const rs_breq_t *q, uint8_t *gained)
 {
+    size_t nbytes = rs_bmap_bytes(src->nblocks);
+    int any = 0;
+    if (h->complete)
+        return 0;
     if (q->flags & RS_BREQ_F_COMPLETE) {
+        for (size_t i = 0; i < nbytes; i++) {
+            uint8_t all = i + 1 < nbytes || src->nblocks % 8 == 0
+                              ? 0xff
+                              : (uint8_t)((1u << (src->nblocks % 8)) - 1);
+            if (gained != NULL)
+                gained[i] = (uint8_t)(all & ~h->bitmap[i]);
+            h->bitmap[i] = all;
+        }
         h->complete = 1;
         h->have = src->nblocks;
-    } else if ((q->flags & RS_BREQ_F_BITMAP) && q->nblocks == src->nblocks) {
-        memcpy(h->bitmap, q->bitmap.p, q->bitmap.len);
-        h->have = rs_bmap_count(h->bitmap, src->nblocks);
+        src->version++;
+        src->rversion++;
+        return 1;
     }
+    if ((q->flags & RS_BREQ_F_BITMAP) && q->nblocks == src->nblocks) {
+        for (size_t i = 0; i < nbytes; i++) {
+            uint8_t g = (uint8_t)(q->bitmap.p[i] & ~h->bitmap[i]);
+            if (gained != NULL)
+                gained[i] = g;
+            h->bitmap[i] |= g;
+            any |= g != 0;
+        }
+        if (any) {
+            h->have = rs_bmap_count(h->bitmap, src->nblocks);
+            src->version++;
+        }
+    }
+    return any;
 }
 
-/* Adds the source and a random choice of other holders to a reply (src->lock held). */
-static void reply_holders(rs_bcast_node_t *node, rs_bcast_t *src, rs_breply_enc_t *enc,
-                          const rs_bsrc_holder_t *self, uint64_t *rng)
-{
-    rs_bholder_wire_t w;
-    memset(&w, 0, sizeof(w));
-    w.id = 0;
-    w.flags = RS_BHOLDER_F_SOURCE | RS_BHOLDER_F_COMPLETE;
-    w.addr = node->self.a;
-    w.rkey.p = src->rkey;
-    w.rkey.len = (uint32_t)src->rkey_len;
-    if (rs_breply_add_holder(enc, &w) != RS_OK)
-        return;
-
-    /* Partial Fisher-Yates over the holders that have something to serve. */
-    uint32_t n = src->n_holders, listed = 0;
-    uint32_t *idx = malloc((n + 1u) * sizeof(*idx));
-    if (idx == NULL)
-        return;
-    for (uint32_t i = 0; i < n; i++)
-        idx[i] = i;
-    for (uint32_t k = 0; k < n && listed < node->cfg.holders_max; k++) {
-        uint32_t j = k + rs_brand_below(rng, n - k);
-        uint32_t t = idx[k];
-        idx[k] = idx[j];
-        idx[j] = t;
-        rs_bsrc_holder_t *h = src->holders[idx[k]];
-        if (h == self || h->have == 0 || (h->conn != NULL && h->conn->dead))
-            continue; /* nothing to serve, or its connection to us died */
-        w.id = h->id;
-        w.flags = h->complete ? RS_BHOLDER_F_COMPLETE : 0;
-        w.addr = h->addr.a;
-        w.rkey.p = h->rkey;
-        w.rkey.len = (uint32_t)h->rkey_len;
-        w.bitmap.p = h->bitmap;
-        w.bitmap.len = (uint32_t)rs_bmap_bytes(src->nblocks);
-        if (rs_breply_add_holder(enc, &w) != RS_OK)
-            break;
-        listed++;
-    }
-    free(idx);
-}
-
-/* ---------------------------------------------------------------- serving */
+/* ---------------------------------------------------------------- replies */
 
 static void put_done(void *arg, rs_status_t status)
 {
@@ -394,6 +385,245 @@ static void reply_status(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_bre
     reply_post(info, q, slot->p, len, slot->slab->mr, put);
 }
 
+/* Lists the source, the active tickets and a random choice of holders (src->lock held). */
+static void reply_lists(rs_bcast_node_t *node, rs_bcast_t *src, rs_breply_enc_t *enc,
+                        uint32_t self_id, uint64_t *rng)
+{
+    uint32_t n = src->n_holders, listed = 0, n_active = 0;
+    uint32_t *idx = malloc((n + 1u) * sizeof(*idx));
+    if (idx == NULL)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        const rs_bsrc_holder_t *h = src->holders[i];
+        if (!h->complete && holder_alive(h))
+            idx[n_active++] = h->id - 1; /* the ticket */
+    }
+    rs_breply_put_active(enc, idx, n_active);
+
+    rs_bholder_wire_t w;
+    memset(&w, 0, sizeof(w));
+    w.flags = RS_BHOLDER_F_SOURCE | RS_BHOLDER_F_COMPLETE;
+    w.addr = node->self.a;
+    w.rkey.p = src->rkey;
+    w.rkey.len = (uint32_t)src->rkey_len;
+    if (rs_breply_add_holder(enc, &w) != RS_OK)
+        goto out;
+    /* Partial Fisher-Yates over the holders that have something to serve. */
+    for (uint32_t i = 0; i < n; i++)
+        idx[i] = i;
+    for (uint32_t k = 0; k < n && listed < node->cfg.holders_max; k++) {
+        uint32_t j = k + rs_brand_below(rng, n - k);
+        uint32_t t = idx[k];
+        idx[k] = idx[j];
+        idx[j] = t;
+        rs_bsrc_holder_t *h = src->holders[idx[k]];
+        if (h->id == self_id || h->have == 0 || !holder_alive(h))
+            continue;
+        w.id = h->id;
+        w.flags = h->complete ? RS_BHOLDER_F_COMPLETE : 0;
+        w.addr = h->addr.a;
+        w.rkey.p = h->rkey;
+        w.rkey.len = (uint32_t)h->rkey_len;
+        w.bitmap.p = h->bitmap;
+        w.bitmap.len = (uint32_t)rs_bmap_bytes(src->nblocks);
+        if (rs_breply_add_holder(enc, &w) != RS_OK)
+            break;
+        listed++;
+    }
+out:
+    free(idx);
+}
+
+/*
+ * Builds and sends a manifest (GET) or holder update (UPDATE) for the
+ * requester self_id, in a staging slot as large as the requester allows.
+ * Takes a busy reference on src for the put.
+ */
+static void reply_manifest(rs_bcast_node_t *node, rs_bcast_t *src, rs_bepinfo_t *info,
+                           const rs_breq_t *q, uint32_t self_id)
+{
+    rs_breply_t hdr;
+    rs_breply_enc_t enc;
+    size_t len = 0;
+    uint64_t rng = rs_brandom64();
+    size_t want =
+        rs_breply_meta_len(q->kind == RS_BREQ_GET ? src->nblocks : 0) + 4 * 4096 + (16u << 10);
+    size_t cap = want < q->reply_cap ? want : q->reply_cap;
+    rs_bput_t *put = calloc(1, sizeof(*put));
+
+    if (put == NULL || rs_bslots_get(&node->staging, cap, &put->slot) != RS_OK) {
+        free(put);
+        return;
+    }
+    put->node = node;
+    put->src = src;
+    pthread_mutex_lock(&node->lock);
+    src->busy++;
+    pthread_mutex_unlock(&node->lock);
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.kind = q->kind;
+    hdr.node_id = node->node_id;
+    hdr.seq = src->seq;
+    hdr.size = src->size;
+    hdr.block_size = src->block_size;
+    hdr.nblocks = src->nblocks;
+    hdr.flags = q->kind == RS_BREQ_GET ? RS_BREPLY_F_SUMS : 0;
+    hdr.perm_seed = src->perm_seed;
+    hdr.ticket = self_id != 0 ? self_id - 1 : (uint32_t)rs_brand(&rng);
+    pthread_mutex_lock(&src->lock);
+    hdr.version = src->version;
+    hdr.rversion = src->rversion;
+    for (uint32_t i = 0; i < src->n_holders; i++) {
+        const rs_bsrc_holder_t *h = src->holders[i];
+        if (h->id != self_id && !h->complete && holder_alive(h))
+            hdr.active++;
+    }
+    rs_breply_begin(&enc, put->slot->p, cap, &hdr);
+    if (q->kind == RS_BREQ_GET)
+        rs_breply_put_sums(&enc, src->sums, src->nblocks);
+    reply_lists(node, src, &enc, self_id, &rng);
+    rs_status_t st = rs_breply_finish(&enc, NULL, 0, &len);
+    pthread_mutex_unlock(&src->lock);
+    if (st != RS_OK) {
+        put_done(put, st);
+        reply_status(node, info, q, RS_ERR_NO_SPACE);
+        return;
+    }
+    reply_post(info, q, put->slot->p, len, put->slot->slab->mr, put);
+}
+
+/* ---------------------------------------------------------------- long polls */
+
+static rs_bparked_t *park_new(rs_bepinfo_t *info, const rs_breq_t *q, uint32_t self_id,
+                              uint64_t deadline)
+{
+    rs_bparked_t *p = malloc(sizeof(*p) + q->reply_rkey.len);
+    if (p == NULL)
+        return NULL;
+    p->info = info;
+    p->req_id = q->req_id;
+    p->self_id = self_id;
+    p->reply_off = q->reply_off;
+    p->reply_cap = q->reply_cap;
+    p->deadline_ns = deadline;
+    p->rkey_len = q->reply_rkey.len;
+    memcpy(p->rkey, q->reply_rkey.p, q->reply_rkey.len);
+    return p;
+}
+
+/* The request a parked poll stood for (views into p). */
+static void park_req(const rs_bcast_t *src, const rs_bparked_t *p, rs_breq_t *q)
+{
+    memset(q, 0, sizeof(*q));
+    q->kind = RS_BREQ_UPDATE;
+    q->req_id = p->req_id;
+    q->node_id = src->node->node_id;
+    q->seq = src->seq;
+    q->reply_off = p->reply_off;
+    q->reply_cap = p->reply_cap;
+    q->reply_rkey.p = p->rkey;
+    q->reply_rkey.len = (uint32_t)p->rkey_len;
+}
+
+/* The holder with this id (src->lock held). */
+static rs_bsrc_holder_t *holder_by_id(rs_bcast_t *src, uint32_t id)
+{
+    for (uint32_t i = 0; i < src->n_holders; i++)
+        if (src->holders[i]->id == id)
+            return src->holders[i];
+    return NULL;
+}
+
+/* Whether blocks someone just announced (gained) include one the poller lacks (src->lock held). */
+static int park_wants(rs_bcast_t *src, const rs_bparked_t *p, const uint8_t *gained)
+{
+    const rs_bsrc_holder_t *poller = holder_by_id(src, p->self_id);
+    if (poller == NULL)
+        return 1;
+    for (size_t i = 0; i < rs_bmap_bytes(src->nblocks); i++)
+        if (gained[i] & ~poller->bitmap[i])
+            return 1;
+    return 0;
+}
+
+/*
+ * Answers the parked polls of src that are due: those whose deadline passed,
+ * those gained brings news for (when given), or all (all). status != OK:
+ * only that status.
+ */
+static void park_release(rs_bcast_node_t *node, rs_bcast_t *src, uint64_t now, int all,
+                         const uint8_t *gained, rs_status_t status)
+{
+    rs_list_t due, *pos, *tmp;
+    rs_list_init(&due);
+    pthread_mutex_lock(&src->lock);
+    rs_list_for_each_safe(pos, tmp, &src->parked)
+    {
+        rs_bparked_t *p = RS_CONTAINER_OF(pos, rs_bparked_t, link);
+        if (all || now >= p->deadline_ns || (gained != NULL && park_wants(src, p, gained))) {
+            rs_list_del(pos);
+            rs_list_add_tail(&due, pos);
+        }
+    }
+    pthread_mutex_unlock(&src->lock);
+    rs_list_for_each_safe(pos, tmp, &due)
+    {
+        rs_bparked_t *p = RS_CONTAINER_OF(pos, rs_bparked_t, link);
+        rs_breq_t q;
+        rs_list_del(pos);
+        park_req(src, p, &q);
+        if (p->info->dead)
+            ; /* nobody to answer */
+        else if (status != RS_OK)
+            reply_status(node, p->info, &q, status);
+        else
+            reply_manifest(node, src, p->info, &q, p->self_id);
+        free(p);
+    }
+}
+
+/* ---------------------------------------------------------------- news */
+
+/*
+ * Tells every active reader of src (but skip_id) which readers are active
+ * now, so each reads from the source only its own share. One-way.
+ */
+static void news_send(rs_bcast_node_t *node, rs_bcast_t *src, uint32_t skip_id)
+{
+    uint32_t n = 0, n_eps = 0, rversion;
+    uint32_t *tickets = NULL;
+    rs_ep_t **eps = NULL;
+    uint8_t *msg = NULL;
+    size_t len;
+
+    pthread_mutex_lock(&src->lock);
+    tickets = malloc((src->n_holders + 1u) * sizeof(*tickets));
+    eps = malloc((src->n_holders + 1u) * sizeof(*eps));
+    for (uint32_t i = 0; tickets != NULL && eps != NULL && i < src->n_holders; i++) {
+        const rs_bsrc_holder_t *h = src->holders[i];
+        if (h->complete || !holder_alive(h))
+            continue;
+        tickets[n++] = h->id - 1;
+        if (h->id != skip_id && h->conn != NULL)
+            eps[n_eps++] = h->conn->ep;
+    }
+    rversion = src->rversion;
+    pthread_mutex_unlock(&src->lock);
+    msg = malloc(node->msg_max);
+    if (tickets == NULL || eps == NULL || msg == NULL ||
+        rs_bnews_encode(node->node_id, src->seq, rversion, tickets, n, msg, node->msg_max, &len) !=
+            RS_OK)
+        n_eps = 0;
+    for (uint32_t i = 0; i < n_eps; i++)
+        rs_msg_send(eps[i], RS_BMSG_NEWS, msg, len, NULL, NULL); /* best effort */
+    free(msg);
+    free(eps);
+    free(tickets);
+}
+
+/* ---------------------------------------------------------------- serving */
+
 /* Looks the object up and takes a busy reference; the status when it is not served. */
 static rs_status_t src_lookup(rs_bcast_node_t *node, const rs_breq_t *q, rs_bcast_t **src_p)
 {
@@ -426,21 +656,35 @@ static rs_status_t src_lookup(rs_bcast_node_t *node, const rs_breq_t *q, rs_bcas
 static void serve_announce(rs_bcast_node_t *node, rs_bepinfo_t *info, rs_bcast_t *src,
                            const rs_breq_t *q)
 {
+    int complete = 0, news = 0;
+    uint8_t *gained = calloc(1, rs_bmap_bytes(src->nblocks) + 1);
     pthread_mutex_lock(&src->lock);
     int i = holder_find(src, &q->holder_addr);
     if (i >= 0) {
         rs_bsrc_holder_t *h = src->holders[i];
         h->conn = info;
-        holder_update(src, h, q);
+        complete = !h->complete && (q->flags & RS_BREQ_F_COMPLETE);
+        news = holder_update(src, h, q, gained);
     }
     pthread_mutex_unlock(&src->lock);
+    /* Wake the long polls of readers that lack a block just announced. */
+    if (news && gained != NULL)
+        park_release(node, src, 0, 0, gained, RS_OK);
+    free(gained);
     RS_BSTAT_ADD(src->stats.announces, 1);
-    RS_BSTAT_ADD(src->stats.reported_source_reads, q->source_reads);
-    RS_BSTAT_ADD(src->stats.reported_holder_reads, q->holder_reads);
     RS_BSTAT_ADD(node->stats.announces, 1);
-    RS_BSTAT_ADD(node->stats.reported_source_reads, q->source_reads);
-    RS_BSTAT_ADD(node->stats.reported_holder_reads, q->holder_reads);
+    if (complete) {
+        /* The final announcement carries what the fetch cost (counted once). */
+        RS_BSTAT_ADD(src->stats.copies_complete, 1);
+        RS_BSTAT_ADD(src->stats.reported_source_reads, q->source_reads);
+        RS_BSTAT_ADD(src->stats.reported_holder_reads, q->holder_reads);
+        RS_BSTAT_ADD(node->stats.copies_complete, 1);
+        RS_BSTAT_ADD(node->stats.reported_source_reads, q->source_reads);
+        RS_BSTAT_ADD(node->stats.reported_holder_reads, q->holder_reads);
+    }
 }
+
+#define RS_BPOLL_MS 50 /* longest a long poll stays parked */
 
 void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q)
 {
@@ -452,84 +696,127 @@ void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q
             reply_status(node, info, q, st);
         return;
     }
+    uint32_t rbefore = src->rversion, self_id = 0;
     if (q->kind == RS_BREQ_ANNOUNCE) {
         serve_announce(node, info, src, q);
-        src_unbusy(node, src);
-        return;
-    }
-    rs_bput_t *put = calloc(1, sizeof(*put));
-    if (put == NULL) {
-        src_unbusy(node, src);
-        return;
-    }
-    put->node = node;
-    put->src = src;
-
-    if (q->kind == RS_BREQ_GET && src->is_inline) {
+    } else if (q->kind == RS_BREQ_GET && src->is_inline) {
         /* Zero copy: the prebuilt reply goes straight from the object's region. */
         RS_BSTAT_ADD(src->stats.requests_served, 1);
         RS_BSTAT_ADD(node->stats.requests_served, 1);
-        if (src->reply_len > q->reply_cap) {
+        rs_bput_t *put = calloc(1, sizeof(*put));
+        if (src->reply_len > q->reply_cap || put == NULL) {
             free(put);
-            src_unbusy(node, src);
             reply_status(node, info, q, RS_ERR_NO_SPACE);
-            return;
+        } else {
+            put->node = node;
+            put->src = src;
+            pthread_mutex_lock(&node->lock);
+            src->busy++;
+            pthread_mutex_unlock(&node->lock);
+            reply_post(info, q, rs_mr_addr(src->mr), src->reply_len, src->mr, put);
         }
-        reply_post(info, q, rs_mr_addr(src->mr), src->reply_len, src->mr, put);
-        return;
-    }
-
-    /* Manifest or update: built in a staging slot, as large as the requester allows. */
-    size_t want = rs_breply_meta_len(q->kind == RS_BREQ_GET ? src->nblocks : 0) + (16u << 10);
-    size_t cap = want < q->reply_cap ? want : q->reply_cap;
-    if (rs_bslots_get(&node->staging, cap, &put->slot) != RS_OK) {
-        put_done(put, RS_ERR_NOMEM);
-        return;
-    }
-    rs_breply_t hdr;
-    rs_breply_enc_t enc;
-    size_t len = 0;
-    uint64_t rng = rs_brandom64();
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.kind = q->kind;
-    hdr.node_id = node->node_id;
-    hdr.seq = src->seq;
-    hdr.size = src->size;
-    hdr.block_size = src->block_size;
-    hdr.nblocks = src->nblocks;
-    hdr.flags = q->kind == RS_BREQ_GET ? RS_BREPLY_F_SUMS : 0;
-    hdr.perm_seed = src->perm_seed;
-
-    pthread_mutex_lock(&src->lock);
-    rs_bsrc_holder_t *self = NULL;
-    if (q->flags & RS_BREQ_F_HOLDER) {
-        self = holder_register(src, info, q);
-        if (self != NULL)
-            holder_update(src, self, q);
-    }
-    hdr.ticket = self != NULL ? self->id - 1 : (uint32_t)rs_brand(&rng);
-    for (uint32_t i = 0; i < src->n_holders; i++)
-        if (src->holders[i] != self && !src->holders[i]->complete)
-            hdr.active++;
-    rs_breply_begin(&enc, put->slot->p, cap, &hdr);
-    if (q->kind == RS_BREQ_GET)
-        rs_breply_put_sums(&enc, src->sums, src->nblocks);
-    reply_holders(node, src, &enc, self, &rng);
-    st = rs_breply_finish(&enc, NULL, 0, &len);
-    pthread_mutex_unlock(&src->lock);
-    if (q->kind == RS_BREQ_GET) {
-        RS_BSTAT_ADD(src->stats.requests_served, 1);
-        RS_BSTAT_ADD(node->stats.requests_served, 1);
     } else {
-        RS_BSTAT_ADD(src->stats.updates_served, 1);
-        RS_BSTAT_ADD(node->stats.updates_served, 1);
+        int parked = 0;
+        pthread_mutex_lock(&src->lock);
+        rs_bsrc_holder_t *self = NULL;
+        if ((q->flags & RS_BREQ_F_HOLDER) && q->kind == RS_BREQ_GET) {
+            self = holder_register(src, info, q);
+        } else if (q->flags & RS_BREQ_F_HOLDER) {
+            int i = holder_find(src, &q->holder_addr);
+            self = i >= 0 ? src->holders[i] : NULL;
+        }
+        if (self != NULL) {
+            self->conn = info;
+            holder_update(src, self, q, NULL);
+            self_id = self->id;
+        }
+        if ((q->flags & RS_BREQ_F_WAIT) && q->known == src->version) {
+            rs_bparked_t *p = park_new(info, q, self_id, rs_bnow() + RS_MS_TO_NS(RS_BPOLL_MS));
+            if (p != NULL) {
+                rs_list_add_tail(&src->parked, &p->link);
+                parked = 1;
+            }
+        }
+        pthread_mutex_unlock(&src->lock);
+        if (q->kind == RS_BREQ_GET) {
+            RS_BSTAT_ADD(src->stats.requests_served, 1);
+            RS_BSTAT_ADD(node->stats.requests_served, 1);
+        } else {
+            RS_BSTAT_ADD(src->stats.updates_served, 1);
+            RS_BSTAT_ADD(node->stats.updates_served, 1);
+        }
+        if (!parked)
+            reply_manifest(node, src, info, q, self_id);
     }
-    if (st != RS_OK) {
-        put_done(put, st);
-        reply_status(node, info, q, RS_ERR_NO_SPACE);
+    /* News for the readers of this object: pushed when the reader set changed. */
+    if (src->rversion != rbefore && q->kind == RS_BREQ_GET)
+        news_send(node, src, self_id);
+    src_unbusy(node, src);
+}
+
+/* Runs f on every published object under a busy reference. */
+static void sources_each(rs_bcast_node_t *node, void (*f)(rs_bcast_node_t *, rs_bcast_t *, void *),
+                         void *arg)
+{
+    rs_list_t *pos, *tmp;
+    uint32_t n = 0, cap = 16;
+    rs_bcast_t **list = malloc(cap * sizeof(*list));
+    if (list == NULL)
         return;
+    pthread_mutex_lock(&node->lock);
+    rs_list_for_each_safe(pos, tmp, &node->sources)
+    {
+        if (n == cap) {
+            rs_bcast_t **l = realloc(list, 2 * cap * sizeof(*l));
+            if (l == NULL)
+                break;
+            list = l;
+            cap *= 2;
+        }
+        list[n] = RS_CONTAINER_OF(pos, rs_bcast_t, link);
+        list[n++]->busy++;
     }
-    reply_post(info, q, put->slot->p, len, put->slot->slab->mr, put);
+    pthread_mutex_unlock(&node->lock);
+    for (uint32_t i = 0; i < n; i++) {
+        f(node, list[i], arg);
+        src_unbusy(node, list[i]);
+    }
+    free(list);
+}
+
+static void tick_one(rs_bcast_node_t *node, rs_bcast_t *src, void *arg)
+{
+    park_release(node, src, *(const uint64_t *)arg, 0, NULL, RS_OK);
+}
+
+void rs_bsrc_tick(rs_bcast_node_t *node, uint64_t now)
+{
+    sources_each(node, tick_one, &now);
+}
+
+static void conn_dead_one(rs_bcast_node_t *node, rs_bcast_t *src, void *arg)
+{
+    const rs_bepinfo_t *info = arg;
+    int readers = 0;
+    (void)node;
+    pthread_mutex_lock(&src->lock);
+    for (uint32_t i = 0; i < src->n_holders; i++) {
+        if (src->holders[i]->conn == info) {
+            src->version++;
+            if (!src->holders[i]->complete) {
+                src->rversion++;
+                readers = 1;
+            }
+        }
+    }
+    pthread_mutex_unlock(&src->lock);
+    if (readers)
+        news_send(node, src, 0); /* its share of the blocks goes to the others */
+}
+
+void rs_bsrc_conn_dead(rs_bcast_node_t *node, rs_bepinfo_t *info)
+{
+    sources_each(node, conn_dead_one, info);
 }
 
 void rs_bsrc_reap(rs_bcast_node_t *node, uint64_t now, int force)
@@ -558,8 +845,16 @@ void rs_bsrc_reap(rs_bcast_node_t *node, uint64_t now, int force)
     {
         rs_bcast_t *src = RS_CONTAINER_OF(pos, rs_bcast_t, link);
         rs_list_del(pos);
-        if (!force)
+        if (!force) {
+            park_release(node, src, 0, 1, NULL, RS_ERR_DESTROYED);
             rs_mem_free(src->mr);
+        }
+        rs_list_t *ppos, *ptmp;
+        rs_list_for_each_safe(ppos, ptmp, &src->parked)
+        {
+            rs_list_del(ppos);
+            free(RS_CONTAINER_OF(ppos, rs_bparked_t, link));
+        }
         for (uint32_t i = 0; i < src->n_holders; i++)
             holder_free(src->holders[i]);
         free(src->holders);

@@ -55,11 +55,14 @@ typedef struct rs_bcast_config {
     uint32_t inline_max;   /* RSHUFFLE_BCAST_INLINE_MAX: objects <= this ride inline (64 KiB) */
     uint32_t reads_per_ep; /* RSHUFFLE_BCAST_READS_PER_EP: outstanding reads per peer (4) */
     uint32_t source_reads; /* RSHUFFLE_BCAST_SOURCE_READS: torrent reads in flight to the
-                              source per broadcast (1) */
+                              source per broadcast (2) */
     uint32_t holders_max;  /* RSHUFFLE_BCAST_HOLDERS_MAX: holders listed per reply (32) */
     uint32_t timeout_ms;   /* RSHUFFLE_BCAST_TIMEOUT_MS: longest rs_bcast_get (30000) */
     uint32_t grace_ms;     /* RSHUFFLE_BCAST_GRACE_MS: a destroyed object's memory stays
                               mapped this long for reads already in flight (500) */
+    uint32_t patience_ms;  /* RSHUFFLE_BCAST_PATIENCE_MS: how long a torrent reader waits for
+                              blocks other readers are fetching before it reads them from the
+                              source; at least 4 block read times (50) */
     rs_bcast_mode_t mode;  /* RSHUFFLE_BCAST_MODE: torrent|source (torrent) */
     rs_bcast_addr_kind_t addr_kind;   /* RSHUFFLE_BCAST_ADDRESS: hostport|blob (hostport) */
     char host[RS_BCAST_HOST_MAX + 1]; /* RSHUFFLE_BCAST_HOST: listen and advertise ("127.0.0.1") */
@@ -78,13 +81,15 @@ typedef struct rs_bcast_stats {
     uint64_t holder_reads;      /* ... from other holders */
     uint64_t read_failures;     /* reads that completed with an error */
     uint64_t checksum_failures; /* blocks whose checksum did not match */
+    uint64_t source_fallbacks;  /* times patience ran out and the source served others' blocks */
     uint64_t bytes_read;        /* bytes landed by successful reads */
     uint64_t inline_gets;       /* fetches answered inline (no read) */
     uint64_t connects;          /* connections opened to peers */
     /* source side */
     uint64_t requests_served;       /* manifest requests answered */
     uint64_t updates_served;        /* holder updates answered */
-    uint64_t announces;             /* announcements received */
+    uint64_t announces;             /* announcements received (partial and complete) */
+    uint64_t copies_complete;       /* ... of which announced a complete copy */
     uint64_t reported_source_reads; /* block reads readers reported taking from this source */
     uint64_t reported_holder_reads; /* block reads they reported taking from other holders */
     uint64_t holders;               /* holders registered (sum over objects) */

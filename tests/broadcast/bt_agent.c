@@ -449,12 +449,12 @@ void bt_wait_announces(bt_agent_t *a, int i, uint64_t n)
     uint64_t end = now_ms() + 5000;
     do {
         bt_stats(a, i, &s);
-        if (s.announces >= n)
+        if (s.copies_complete >= n)
             return;
         usleep(2000);
     } while (now_ms() < end);
-    fail_msg("only %llu of %llu announcements arrived", (unsigned long long)s.announces,
-             (unsigned long long)n);
+    fail_msg("only %llu of %llu complete copies were announced",
+             (unsigned long long)s.copies_complete, (unsigned long long)n);
 }
 
 void bt_quit(bt_agent_t *a)

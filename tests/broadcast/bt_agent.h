@@ -53,7 +53,7 @@ void bt_release(bt_agent_t *a);
 void bt_destroy(bt_agent_t *a, uint32_t i);
 /* The agent's node counters (or, for i >= 0, those of its i-th published object). */
 void bt_stats(bt_agent_t *a, int i, rs_bcast_stats_t *s);
-/* Waits until the agent's i-th object saw at least n announcements. */
+/* Waits until at least n holders announced a complete copy of the agent's i-th object. */
 void bt_wait_announces(bt_agent_t *a, int i, uint64_t n);
 
 void bt_quit(bt_agent_t *a);
