@@ -257,7 +257,12 @@ static rs_status_t request_send(rs_bentry_t *e, rs_breq_t *q, size_t need)
     pend->entry = e;
     pend->slot = slot;
     pend->peer = e->src_peer;
-    pend->deadline_ns = rs_bnow() + RS_MS_TO_NS(node->peer_timeout_ms);
+    /* A long poll may rest at the source for RS_BPOLL_MS before its answer leaves. */
+    pend->deadline_ns = rs_bnow() + RS_MS_TO_NS(node->peer_timeout_ms) +
+                        ((q->flags & RS_BREQ_F_WAIT) ? RS_MS_TO_NS(RS_BPOLL_MS) : 0);
+    pthread_mutex_lock(&e->lock);
+    ESTAT(e, round_trips, 1);
+    pthread_mutex_unlock(&e->lock);
     pthread_mutex_lock(&node->lock);
     e->refs++; /* the request's reference, dropped with its reply */
     rs_list_add_tail(&node->pending, &pend->link);
@@ -286,9 +291,6 @@ static rs_status_t request_send(rs_bentry_t *e, rs_breq_t *q, size_t need)
         goto err_put_slot;
     }
     free(msg);
-    pthread_mutex_lock(&e->lock);
-    ESTAT(e, round_trips, 1);
-    pthread_mutex_unlock(&e->lock);
     return RS_OK;
 
 err_put_slot:
@@ -370,9 +372,11 @@ static void send_update(rs_bentry_t *e)
     pthread_mutex_unlock(&e->lock);
     rs_status_t st = request_send(e, &q, rs_breply_meta_len(0) + 4 * 4096 + RS_BHOLDER_BUDGET);
     if (st != RS_OK) {
+        /* No news can come: stop waiting for it and take what is missing from the source. */
         pthread_mutex_lock(&e->lock);
         e->ops--;
         e->req_inflight = 0;
+        e->src_open = 1;
         pthread_mutex_unlock(&e->lock);
     }
 }

@@ -171,6 +171,8 @@ struct rs_bcast {
     uint64_t free_after_ns;
     rs_bsrc_holder_t **holders;
     uint32_t n_holders, cap_holders;
+    rs_bepinfo_t **readers; /* every endpoint that asked for the manifest: told of a destroy */
+    uint32_t n_readers, cap_readers;
     rs_bcast_stats_t stats; /* source fields (atomic adds) */
 };
 

@@ -27,6 +27,9 @@
 #define RS_BDESTR_MAGIC 0x58425352u /* "RSBX" */
 #define RS_BNEWS_MAGIC  0x4e425352u /* "RSBN" */
 
+/* Longest a source keeps an UPDATE with RS_BREQ_F_WAIT before answering it anyway. */
+#define RS_BPOLL_MS 50
+
 /* Message types in the node's own transport context. */
 enum { RS_BMSG_REQ = 1, RS_BMSG_DESTROY = 2, RS_BMSG_NEWS = 3 };
 

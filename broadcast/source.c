@@ -195,16 +195,14 @@ void rs_bcast_destroy(rs_bcast_t *src)
     uint8_t msg[RS_BDESTROY_LEN];
     rs_bdestroy_encode(node->node_id, src->seq, msg);
 
-    /* Answer RS_ERR_DESTROYED from now on, and collect the holders to tell. */
+    /* Answer RS_ERR_DESTROYED from now on, and collect every reader to tell. */
     pthread_mutex_lock(&src->lock);
     src->state = RS_BSRC_DESTROYED;
     uint32_t n = 0;
-    rs_ep_t **eps = calloc(src->n_holders + 1u, sizeof(*eps));
-    for (uint32_t i = 0; eps != NULL && i < src->n_holders; i++) {
-        rs_bepinfo_t *conn = src->holders[i]->conn;
-        if (conn != NULL && !conn->dead)
-            eps[n++] = conn->ep;
-    }
+    rs_ep_t **eps = calloc(src->n_readers + 1u, sizeof(*eps));
+    for (uint32_t i = 0; eps != NULL && i < src->n_readers; i++)
+        if (!src->readers[i]->dead)
+            eps[n++] = src->readers[i]->ep;
     pthread_mutex_unlock(&src->lock);
 
     pthread_mutex_lock(&node->lock);
@@ -583,6 +581,23 @@ static void park_release(rs_bcast_node_t *node, rs_bcast_t *src, uint64_t now, i
     }
 }
 
+/* Remembers an endpoint that asked for the manifest (src->lock held). */
+static void reader_note(rs_bcast_t *src, rs_bepinfo_t *info)
+{
+    for (uint32_t i = 0; i < src->n_readers; i++)
+        if (src->readers[i] == info)
+            return;
+    if (src->n_readers == src->cap_readers) {
+        uint32_t cap = src->cap_readers ? 2 * src->cap_readers : 8;
+        rs_bepinfo_t **r = realloc(src->readers, cap * sizeof(*r));
+        if (r == NULL)
+            return; /* that reader then learns of a destroy from the source itself */
+        src->readers = r;
+        src->cap_readers = cap;
+    }
+    src->readers[src->n_readers++] = info;
+}
+
 /* ---------------------------------------------------------------- news */
 
 /*
@@ -684,8 +699,6 @@ static void serve_announce(rs_bcast_node_t *node, rs_bepinfo_t *info, rs_bcast_t
     }
 }
 
-#define RS_BPOLL_MS 50 /* longest a long poll stays parked */
-
 void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q)
 {
     rs_bcast_t *src = NULL;
@@ -703,6 +716,9 @@ void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q
         /* Zero copy: the prebuilt reply goes straight from the object's region. */
         RS_BSTAT_ADD(src->stats.requests_served, 1);
         RS_BSTAT_ADD(node->stats.requests_served, 1);
+        pthread_mutex_lock(&src->lock);
+        reader_note(src, info);
+        pthread_mutex_unlock(&src->lock);
         rs_bput_t *put = calloc(1, sizeof(*put));
         if (src->reply_len > q->reply_cap || put == NULL) {
             free(put);
@@ -719,6 +735,8 @@ void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q
         int parked = 0;
         pthread_mutex_lock(&src->lock);
         rs_bsrc_holder_t *self = NULL;
+        if (q->kind == RS_BREQ_GET)
+            reader_note(src, info);
         if ((q->flags & RS_BREQ_F_HOLDER) && q->kind == RS_BREQ_GET) {
             self = holder_register(src, info, q);
         } else if (q->flags & RS_BREQ_F_HOLDER) {
@@ -858,6 +876,7 @@ void rs_bsrc_reap(rs_bcast_node_t *node, uint64_t now, int force)
         for (uint32_t i = 0; i < src->n_holders; i++)
             holder_free(src->holders[i]);
         free(src->holders);
+        free(src->readers);
         free(src->sums);
         pthread_mutex_destroy(&src->lock);
         free(src);

@@ -53,8 +53,12 @@ static void test_destroyed(void **state)
     /* The holder's references still read the right bytes until released... */
     bt_rehash(&holder, &r);
     assert_true(r.hash == bt_expected_hash(100, 22));
-    /* ...but a new get of a destroyed object fails, from its copy or the source alike. */
+    /* ...but a new get of a destroyed object fails, from its copy or the source alike, */
     bt_get_start(&holder, big, big_len);
+    bt_get_wait(&holder, &r);
+    assert_int_equal(r.status, RS_ERR_DESTROYED);
+    /* inline objects included (their readers hear of the destroy too). */
+    bt_get_start(&holder, small, small_len);
     bt_get_wait(&holder, &r);
     assert_int_equal(r.status, RS_ERR_DESTROYED);
     bt_release(&holder);
