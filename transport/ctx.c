@@ -124,8 +124,9 @@ void rs_ctx_destroy(rs_ctx_t *ctx)
     {
         rs__ep_be_fail(RS_CONTAINER_OF(pos, rs_ep_t, link));
     }
+    uint64_t end = rs__close_deadline(ctx); /* one bound for all of them */
     while (!rs_list_empty(&ctx->eps))
-        rs__ep_destroy(rs_list_first(&ctx->eps, rs_ep_t, link), RS_ERR_CANCELED);
+        rs__ep_destroy(rs_list_first(&ctx->eps, rs_ep_t, link), RS_ERR_CANCELED, end);
     rs__ops_drain(ctx);
 
     while (!rs_list_empty(&ctx->mrs))

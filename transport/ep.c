@@ -12,8 +12,17 @@
 
 /* After an endpoint died, the backend gets this long to return its ops. */
 #define RS_EP_FAIL_GRACE_NS RS_MS_TO_NS(100)
-/* rs_ep_close waits at most this long for the backend to cancel ops. */
-#define RS_EP_CLOSE_WAIT_NS RS_MS_TO_NS(2000)
+/*
+ * Closing waits at most this long (or peer_timeout_ms if shorter) for what
+ * is in flight to finish or be canceled by the backend; then it is cut.
+ */
+#define RS_EP_CLOSE_WAIT_NS RS_MS_TO_NS(500)
+
+uint64_t rs__close_deadline(const rs_ctx_t *ctx)
+{
+    uint64_t wait = RS_EP_CLOSE_WAIT_NS < ctx->timeout_ns ? RS_EP_CLOSE_WAIT_NS : ctx->timeout_ns;
+    return rs_now_ns() + wait;
+}
 
 rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx)
 {
@@ -103,6 +112,10 @@ void rs__ep_be_fail(rs_ep_t *ep)
 void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
 {
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
+    if (ep->state == RS_EP_DEAD && ep->accepted && !p->told) {
+        ep_mark_reap(ep); /* e.g. a rejected peer went away: drop it now */
+        return;
+    }
     if (ep->state == RS_EP_DEAD || ep->state == RS_EP_CLOSING)
         return;
     rs_ep_state_t prev = ep->state;
@@ -131,7 +144,7 @@ void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
         ep_mark_reap(ep);
 }
 
-void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status)
+void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end)
 {
     rs_ctx_t *ctx = ep->ctx;
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
@@ -143,7 +156,6 @@ void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status)
     rs__ep_be_fail(ep);
 
     /* Let the backend cancel what it holds, within a bound. */
-    uint64_t end = rs_now_ns() + RS_EP_CLOSE_WAIT_NS;
     while (ep->n_ops > 0 && ctx->in_progress == 0 && rs_now_ns() < end) {
         ctx->in_progress++;
         ctx->be_ops->progress(ctx);
@@ -152,6 +164,8 @@ void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status)
     rs_status_t forced = was_dead ? ep->status : cancel_status;
     while (!rs_list_empty(&ep->ops))
         rs__op_force(rs_list_first(&ep->ops, rs_op_t, link), forced);
+    /* Callbacks run while ep and its rkeys still exist (posting is refused). */
+    rs__ops_drain(ctx);
 
     while (!rs_list_empty(&ep->rkeys)) {
         rs_rkey_t *rkey = rs_list_first(&ep->rkeys, rs_rkey_t, link);
@@ -213,7 +227,7 @@ unsigned rs__eps_reap(rs_ctx_t *ctx)
             ctx->n_reap = 0;
             break;
         }
-        rs__ep_destroy(victim, RS_ERR_CANCELED);
+        rs__ep_destroy(victim, RS_ERR_CANCELED, rs__close_deadline(ctx));
         n++;
     }
     return n;
@@ -258,7 +272,12 @@ rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
             rs_error("connect: the peer refused our job token");
         else
             rs_error("connect failed: %s", rs_strerror(st));
-        rs__ep_destroy(ep, RS_ERR_CANCELED);
+        /* Nothing of a failed connect is worth draining: cut it. */
+        if (ep->state != RS_EP_DEAD) {
+            ep->state = RS_EP_DEAD;
+            ep->status = st;
+        }
+        rs__ep_destroy(ep, RS_ERR_CANCELED, rs__close_deadline(ctx));
         rs__ops_drain(ctx);
     }
     rs__unlock(ctx);
@@ -362,7 +381,7 @@ void rs_ep_close(rs_ep_t *ep)
         rs__unlock(ctx);
         return;
     }
-    rs__ep_destroy(ep, RS_ERR_CANCELED);
+    rs__ep_destroy(ep, RS_ERR_CANCELED, rs__close_deadline(ctx));
     rs__ops_drain(ctx);
     rs__unlock(ctx);
 }

@@ -136,8 +136,12 @@ void rs__ep_free(rs_ep_t *ep);
 void rs__ep_be_fail(rs_ep_t *ep);
 /* Marks ep dead with status, tells the backend and (if known) the user. */
 void rs__ep_kill(rs_ep_t *ep, rs_status_t status);
-/* Fails, drains (bounded) and releases ep. Lock held, not inside backend progress. */
-void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status);
+/*
+ * Fails, drains (until end, rs_now_ns) and releases ep. Lock held, not
+ * inside backend progress. rs__close_deadline gives the usual end.
+ */
+void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end);
+uint64_t rs__close_deadline(const rs_ctx_t *ctx);
 /* Deadline scan and deferred closes, from progress. */
 unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now);
 unsigned rs__eps_reap(rs_ctx_t *ctx);

@@ -2,14 +2,11 @@
  * The remote-key blob: an envelope around the backend's packed key that
  * carries the region's base, length and access, the backend's id, and an
  * XXH3 checksum over all of it, so a truncated, corrupted or foreign blob is
- * refused (RS_ERR_BAD_RKEY) before the backend parses a byte of it.
- *
- * Layout (host byte order; peers of one job share an architecture):
- *   u32 magic, u16 version, u16 backend id, u32 access, u32 backend length,
- *   u64 base, u64 length, u64 checksum (computed with this field zero),
- *   backend bytes.
+ * refused (RS_ERR_BAD_RKEY) before the backend parses a byte of it. The
+ * layout is in rkey_blob.h.
  */
 #include "transport/internal.h"
+#include "transport/rkey_blob.h"
 
 #include "common/checksum.h"
 #include "common/log.h"
@@ -17,28 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RS_RKEY_MAGIC   0x59454b52u /* "RKEY" */
-#define RS_RKEY_VERSION 1
-
-typedef struct rs_rkey_hdr {
-    uint32_t magic;
-    uint16_t version;
-    uint16_t backend;
-    uint32_t access;
-    uint32_t be_len;
-    uint64_t base;
-    uint64_t len;
-    uint64_t checksum;
-} rs_rkey_hdr_t;
-
-_Static_assert(sizeof(rs_rkey_hdr_t) == 40, "rkey blob header has no padding");
-
 static uint16_t backend_id(const rs_backend_ops_t *ops)
 {
     if (ops == &rs_ucx_ops)
-        return 1;
+        return RS_RKEY_BACKEND_UCX;
     if (ops == &rs_verbs_ops)
-        return 2;
+        return RS_RKEY_BACKEND_VERBS;
     return 0xffff;
 }
 

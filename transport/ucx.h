@@ -46,6 +46,7 @@ typedef struct rs_ucx_ep {
     unsigned awaiting_conn : 1; /* listener side, CONN not seen yet (on awaiting list) */
     unsigned ucp_failed : 1;    /* UCX reported an error on uep */
     unsigned close_pending : 1; /* force-close uep after worker progress */
+    unsigned released : 1;      /* the generic layer is done with it (zombie) */
     ucs_status_t fail_status;
     unsigned ctl_inflight; /* control AMs (headers live here) and drain flushes */
     rs_list_t pend_link;   /* ctx pending list (failure reports) */
@@ -83,6 +84,9 @@ typedef struct rs_ucx_ctx {
     rs_list_t conn_reqs; /* rs_ucx_conn_req_t */
     rs_list_t closes;    /* endpoints to force-close after worker progress */
     rs_list_t zombies;   /* released endpoints whose control AMs are in flight */
+
+    size_t req_size;    /* ucp request size, for requests we allocate */
+    rs_list_t amo_reqs; /* free request buffers for fetch-add (see ucx_rma.c) */
 } rs_ucx_ctx_t;
 
 typedef struct rs_ucx_mr {
@@ -142,6 +146,8 @@ rs_status_t rs_ucx_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t 
 rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
                              uint64_t add);
 rs_status_t rs_ucx_flush(rs_ep_t *ep, rs_op_t *op);
+/* Frees the fetch-add request buffers (after the worker is gone). */
+void rs_ucx_amo_reqs_free(rs_ucx_ctx_t *uc);
 /* One part of a multi-request op finished (put + notify). */
 void rs_ucx_op_part_done(rs_op_t *op, ucs_status_t status);
 

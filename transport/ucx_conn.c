@@ -131,6 +131,12 @@ static void uep_force_close(rs_ucx_ep_t *uep)
 {
     if (uep->uep == NULL)
         return;
+    /* Tell the peer, so it need not wait for a transport error or keepalive. */
+    if (!uep->ucp_failed && uep->peer_id != 0 && uep->bye_hdr.kind == 0) {
+        uep->bye_hdr =
+            (rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .kind = RS_UCX_BYE};
+        rs_ucx_send_ctl(uep, &uep->bye_hdr, NULL, 0, 0);
+    }
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
     ucs_status_ptr_t req = ucp_ep_close_nbx(uep->uep, &p);
@@ -147,6 +153,26 @@ static void uep_force_close(rs_ucx_ep_t *uep)
         }
         ucp_request_free(req);
     }
+}
+
+/*
+ * Nobody but in-flight control AMs (whose headers live in uep) holds uep any
+ * more: free it now, or when the last of them completes.
+ */
+static void uep_release(rs_ucx_ep_t *uep)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(uep->ctx);
+    uep->ep = NULL;
+    uep->released = 1;
+    if (uep->ctl_inflight == 0) {
+        uep_free(uep);
+        return;
+    }
+    id_free(uc, uep);
+    rs_list_del(&uep->pend_link);
+    rs_list_del(&uep->wait_link);
+    rs_list_del(&uep->close_link);
+    rs_list_add_tail(&uc->zombies, &uep->wait_link);
 }
 
 /* Links a new rs_ep_t (server side) to uep; NULL when the context refuses. */
@@ -273,10 +299,7 @@ static rs_status_t client_start(rs_ctx_t *ctx, rs_ep_t *ep, ucp_ep_params_t *p, 
     if (st != RS_OK) {
         ep->be = NULL;
         uep_force_close(uep);
-        if (uep->ctl_inflight == 0)
-            uep_free(uep);
-        else
-            rs_list_add_tail(&rs_ucx_ctx(ctx)->zombies, &uep->wait_link);
+        uep_release(uep);
         return st;
     }
     return RS_OK;
@@ -345,7 +368,7 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
         }
         if (accept_ep(ctx, uep) == NULL) {
             uep_force_close(uep);
-            uep_free(uep);
+            uep_release(uep);
             return;
         }
     } else {
@@ -409,7 +432,7 @@ unsigned rs_ucx_conn_progress(rs_ctx_t *ctx)
         rs_ucx_ep_t *uep = rs_list_first(&uc->closes, rs_ucx_ep_t, close_link);
         uep_force_close(uep);
         if (uep->ep == NULL)
-            uep_free(uep); /* an accept nobody took */
+            uep_release(uep); /* an accept nobody took */
         n++;
     }
     while (!rs_list_empty(&uc->pending)) {
@@ -478,27 +501,13 @@ void rs_ucx_ep_close(rs_ep_t *ep)
         return;
     ep->be = NULL;
     uep->ep = NULL;
-    /* Tell the peer, so it need not wait for a transport error or keepalive. */
-    if (uep->uep != NULL && !uep->ucp_failed && uep->peer_id != 0) {
-        uep->bye_hdr =
-            (rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .kind = RS_UCX_BYE};
-        rs_ucx_send_ctl(uep, &uep->bye_hdr, NULL, 0, 0);
-    }
     uep_force_close(uep);
-    if (uep->ctl_inflight == 0) {
-        uep_free(uep);
-        return;
-    }
-    /* Control AMs still reference headers inside uep: free it after them. */
-    id_free(rs_ucx_ctx(ep->ctx), uep);
-    rs_list_del(&uep->pend_link);
-    rs_list_del(&uep->wait_link);
-    rs_list_add_tail(&rs_ucx_ctx(ep->ctx)->zombies, &uep->wait_link);
+    uep_release(uep);
 }
 
 void rs_ucx_ctl_done(rs_ucx_ep_t *uep)
 {
-    if (--uep->ctl_inflight == 0 && uep->ep == NULL && uep->uep == NULL)
+    if (--uep->ctl_inflight == 0 && uep->released)
         uep_free(uep);
 }
 
@@ -518,7 +527,7 @@ void rs_ucx_conn_cleanup(rs_ctx_t *ctx, int worker_gone)
     while (!rs_list_empty(&uc->closes)) {
         rs_ucx_ep_t *uep = rs_list_first(&uc->closes, rs_ucx_ep_t, close_link);
         uep_force_close(uep);
-        if (uep->ep == NULL && uep->ctl_inflight == 0)
-            uep_free(uep);
+        if (uep->ep == NULL)
+            uep_release(uep);
     }
 }

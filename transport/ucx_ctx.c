@@ -112,6 +112,14 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
         rs_error("ucp_init failed: %s", ucs_status_string(s));
         return s == UCS_ERR_NO_DEVICE ? RS_ERR_UNSUPPORTED : RS_ERR_TRANSPORT;
     }
+    ucp_context_attr_t attr = {.field_mask = UCP_ATTR_FIELD_REQUEST_SIZE};
+    s = ucp_context_query(uc->context, &attr);
+    if (s != UCS_OK) {
+        rs_error("ucp_context_query failed: %s", ucs_status_string(s));
+        ucp_cleanup(uc->context);
+        return RS_ERR_TRANSPORT;
+    }
+    uc->req_size = attr.request_size;
     return RS_OK;
 }
 
@@ -171,6 +179,7 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     rs_list_init(&uc->conn_reqs);
     rs_list_init(&uc->closes);
     rs_list_init(&uc->zombies);
+    rs_list_init(&uc->amo_reqs);
     const char *mode = getenv("RSHUFFLE_UCX_NOTIFY");
     uc->notify_flush = mode != NULL && strcasecmp(mode, "flush") == 0;
 
@@ -198,6 +207,7 @@ static void ucx_ctx_close(rs_ctx_t *ctx)
     ucp_worker_release_address(uc->worker, uc->addr);
     ucp_worker_destroy(uc->worker);
     rs_ucx_conn_cleanup(ctx, 1);
+    rs_ucx_amo_reqs_free(uc);
     ucp_cleanup(uc->context);
     free(uc->slots);
     free(uc->gens);

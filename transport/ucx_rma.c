@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(rs_ucx_hdr_t) <= 2 * sizeof(void *), "notify header fits op->be[0..1]");
@@ -175,21 +176,87 @@ rs_status_t rs_ucx_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t 
     return post_result(op, ucp_get_nbx(uep->uep, dst, len, raddr, rkey->be, &p), 0, "ucp_get_nbx");
 }
 
+/*
+ * Fetch-add requests live in zeroed memory of our own: UCX 1.13 never sets
+ * the datatype of an emulated fetching atomic, and when an endpoint fails it
+ * "deregisters" the request's buffer according to that field. In memory
+ * from its pool that is stale garbage (seen as a double free); zeroed, it
+ * means a contiguous buffer with nothing registered.
+ */
+static void *amo_req_get(rs_ucx_ctx_t *uc)
+{
+    void *buf;
+    if (!rs_list_empty(&uc->amo_reqs)) {
+        rs_list_t *l = uc->amo_reqs.next;
+        rs_list_del(l);
+        buf = l;
+    } else {
+        size_t size = uc->req_size < sizeof(rs_list_t) ? sizeof(rs_list_t) : uc->req_size;
+        buf = malloc(size);
+        if (buf == NULL)
+            return NULL;
+    }
+    memset(buf, 0, uc->req_size);
+    return buf;
+}
+
+static void amo_req_put(rs_ucx_ctx_t *uc, void *buf)
+{
+    rs_list_add_head(&uc->amo_reqs, (rs_list_t *)buf);
+}
+
+void rs_ucx_amo_reqs_free(rs_ucx_ctx_t *uc)
+{
+    while (!rs_list_empty(&uc->amo_reqs)) {
+        rs_list_t *l = uc->amo_reqs.next;
+        rs_list_del(l);
+        free(l);
+    }
+}
+
+static void fadd_done_cb(void *request, ucs_status_t status, void *user_data)
+{
+    rs_op_t *op = user_data;
+    (void)request; /* ours: never ucp_request_free'd */
+    amo_req_put(op->be[2], op->be[1]);
+    rs__op_complete(op, rs_ucx_status(status));
+}
+
 rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
                              uint64_t add)
 {
     rs_ucx_ep_t *uep = ep->be;
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ep->ctx);
     if (uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
+    void *req = amo_req_get(uc);
+    if (req == NULL) {
+        rs_error("out of memory for a fetch-add request");
+        return RS_ERR_NOMEM;
+    }
     /* The operand lives in the op until UCX is done with it. */
     memcpy(&op->be[0], &add, sizeof(add));
-    ucp_request_param_t p = op_param(op, op_done_cb);
-    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    op->be[1] = req;
+    op->be[2] = uc;
+    ucp_request_param_t p = op_param(op, fadd_done_cb);
+    p.op_attr_mask |=
+        UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER | UCP_OP_ATTR_FIELD_REQUEST;
     p.datatype = ucp_dt_make_contig(sizeof(uint64_t));
     p.reply_buffer = &op->result;
-    return post_result(
-        op, ucp_atomic_op_nbx(uep->uep, UCP_ATOMIC_OP_ADD, &op->be[0], 1, raddr, rkey->be, &p), 0,
-        "ucp_atomic_op_nbx");
+    p.request = (char *)req + uc->req_size;
+    ucs_status_ptr_t r =
+        ucp_atomic_op_nbx(uep->uep, UCP_ATOMIC_OP_ADD, &op->be[0], 1, raddr, rkey->be, &p);
+    if (!UCS_PTR_IS_PTR(r))
+        amo_req_put(uc, req); /* done or failed at once: UCX let go of it */
+    if (r == NULL) {
+        rs__op_complete(op, RS_OK);
+        return RS_OK;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        rs_error("ucp_atomic_op_nbx failed: %s", ucs_status_string(UCS_PTR_STATUS(r)));
+        return RS_ERR_UNREACHABLE;
+    }
+    return RS_OK;
 }
 
 rs_status_t rs_ucx_flush(rs_ep_t *ep, rs_op_t *op)

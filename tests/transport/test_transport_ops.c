@@ -127,11 +127,7 @@ static void test_put_notify(void **state)
             rs_progress(f->p.cli);
     }
     assert_int_equal(tt_progress_count(f->p.cli, f->p.srv, &ns.seen, n, 10000), n);
-    assert_true(tt_progress_until(f->p.cli, NULL, (volatile int *)&d.calls, 1));
-    while (d.calls < (int)n && tt_progress_count(f->p.cli, f->p.srv, &ns.seen, n + 1, 10) >= 0 &&
-           d.calls < (int)n)
-        ;
-    assert_int_equal(d.calls, n);
+    assert_int_equal(tt_wait_calls(f->p.cli, f->p.srv, &d, (int)n, 10000), n);
     assert_int_equal(d.status, RS_OK);
     assert_int_equal(ns.bad, 0);
     rs_set_notify_handler(f->p.srv, NULL, NULL);
@@ -149,11 +145,7 @@ static void test_fetch_add(void **state)
     for (int i = 0; i < 64; i++)
         assert_int_equal(rs_fetch_add(f->p.cep, f->rkey, 64, 1, &s.olds[i], tt_done_cb, &s.done),
                          RS_OK);
-    while (s.done.calls < 64 && tt_progress_until(f->p.cli, f->p.srv, &s.done.calls, 1) >= 0) {
-        static int spins;
-        if (++spins > 5000000)
-            fail_msg("fetch-add did not complete");
-    }
+    assert_int_equal(tt_wait_calls(f->p.cli, f->p.srv, &s.done, 64, 10000), 64);
     assert_int_equal(s.done.status, RS_OK);
     int seen[64] = {0};
     for (int i = 0; i < 64; i++) {

@@ -107,6 +107,18 @@ void tt_done_cb(void *arg, rs_status_t status)
     d->status = status;
 }
 
+int tt_wait_calls(rs_ctx_t *a, rs_ctx_t *b, tt_done_t *d, int want, int timeout_ms)
+{
+    uint64_t end = now_ms() + (uint64_t)timeout_ms;
+    while (d->calls < want && now_ms() < end) {
+        if (a != NULL)
+            rs_progress(a);
+        if (b != NULL)
+            rs_progress(b);
+    }
+    return d->calls;
+}
+
 rs_rkey_t *tt_rkey_for(rs_ep_t *ep, rs_mr_t *mr)
 {
     unsigned char blob[RS_RKEY_BLOB_MAX];

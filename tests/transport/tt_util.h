@@ -37,6 +37,9 @@ typedef struct tt_done {
 } tt_done_t;
 void tt_done_cb(void *arg, rs_status_t status);
 
+/* Progresses both until d->calls >= want or timeout_ms; returns d->calls. */
+int tt_wait_calls(rs_ctx_t *a, rs_ctx_t *b, tt_done_t *d, int want, int timeout_ms);
+
 /* Exchanges the server region's rkey to the client endpoint. */
 rs_rkey_t *tt_rkey_for(rs_ep_t *ep, rs_mr_t *mr);
 
