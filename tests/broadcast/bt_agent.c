@@ -263,9 +263,9 @@ static void agent_main(int cmd_fd, int res_fd, rs_bcast_mode_t mode)
     ag.res_fd = res_fd;
     if (rs_config_init(&tc) != RS_OK || rs_bcast_config_init(&bc) != RS_OK)
         _exit(2);
-    tc.transport = RS_TRANSPORT_UCX;
-    if (getenv("BT_TRANSPORT") != NULL && strcmp(getenv("BT_TRANSPORT"), "verbs") == 0)
-        tc.transport = RS_TRANSPORT_VERBS;
+    /* UCX unless RSHUFFLE_TRANSPORT says otherwise (verbs in the Soft-RoCE guest). */
+    if (getenv("RSHUFFLE_TRANSPORT") == NULL)
+        tc.transport = RS_TRANSPORT_UCX;
     tc.peer_timeout_ms = 2000;
     tc.connect_timeout_ms = 2000;
     bc.block_size = BT_BLOCK;
