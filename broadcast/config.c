@@ -18,6 +18,7 @@ void rs_bcast_config_defaults(rs_bcast_config_t *cfg)
     cfg->timeout_ms = 30000;
     cfg->grace_ms = 500;
     cfg->patience_ms = 50;
+    cfg->cache_bytes = 128u << 20;
     cfg->mode = RS_BCAST_TORRENT;
     cfg->addr_kind = RS_BCAST_ADDR_HOSTPORT;
     strcpy(cfg->host, "127.0.0.1");
@@ -43,6 +44,7 @@ rs_status_t rs_bcast_config_from_env(rs_bcast_config_t *cfg)
         (st = rs_env_u32("RSHUFFLE_BCAST_TIMEOUT_MS", 10, 3600000, &c.timeout_ms)) != RS_OK ||
         (st = rs_env_u32("RSHUFFLE_BCAST_GRACE_MS", 0, 600000, &c.grace_ms)) != RS_OK ||
         (st = rs_env_u32("RSHUFFLE_BCAST_PATIENCE_MS", 0, 600000, &c.patience_ms)) != RS_OK ||
+        (st = rs_env_u64("RSHUFFLE_BCAST_CACHE_BYTES", 0, UINT64_MAX, &c.cache_bytes)) != RS_OK ||
         (st = rs_env_choice("RSHUFFLE_BCAST_MODE", modes, &mode)) != RS_OK ||
         (st = rs_env_choice("RSHUFFLE_BCAST_ADDRESS", kinds, &kind)) != RS_OK ||
         (st = rs_env_str("RSHUFFLE_BCAST_HOST", c.host, sizeof(c.host))) != RS_OK ||

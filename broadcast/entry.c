@@ -34,7 +34,7 @@ static void entry_free(rs_bentry_t *e, int force)
     free(e->holders);
     if (!force) {
         if (e->mr != NULL)
-            rs_mem_free(e->mr);
+            rs_bregion_put(e->node, e->mr, e->rkey, e->rkey_len);
         if (e->inline_slot != NULL)
             rs_bslots_put(&e->node->replies, e->inline_slot);
     }
@@ -181,7 +181,6 @@ static void entry_maybe_retire(rs_bentry_t *e)
     pthread_mutex_lock(&e->lock);
     int keep = e->state == RS_BENT_READY && !e->destroyed && !e->source_gone && !e->is_inline &&
                node->cfg.mode == RS_BCAST_TORRENT;
-    int announced = e->announced;
     pthread_mutex_unlock(&e->lock);
 
     pthread_mutex_lock(&node->lock);
@@ -189,7 +188,7 @@ static void entry_maybe_retire(rs_bentry_t *e)
     if (retire) {
         e->in_table = 0;
         rs_list_del(&e->link);
-        e->retire_ns = rs_bnow() + (announced ? RS_MS_TO_NS(node->cfg.grace_ms) : 0);
+        e->retire_ns = rs_bnow(); /* freed once its own operations are done */
         rs_list_add_tail(&node->retired, &e->link);
     }
     pthread_mutex_unlock(&node->lock);

@@ -313,10 +313,7 @@ static rs_status_t send_get(rs_bentry_t *e)
     if (st != RS_OK)
         return st == RS_ERR_TIMEOUT ? RS_ERR_TIMEOUT : st;
     if (!e->is_inline) {
-        st = rs_mem_alloc(node->ctx, e->size, RS_MEM_REMOTE_READ, &e->mr);
-        if (st != RS_OK)
-            return st;
-        st = rs_mr_pack_rkey(e->mr, e->rkey, sizeof(e->rkey), &e->rkey_len);
+        st = rs_bregion_get(node, e->size, &e->mr, e->rkey, &e->rkey_len);
         if (st != RS_OK)
             return st;
         e->data = rs_mr_addr(e->mr);

@@ -120,6 +120,27 @@ struct rs_bpeer {
     rs_bepinfo_t info;
 };
 
+/* ---------------------------------------------------------------- regions */
+
+typedef struct rs_bregion rs_bregion_t;
+
+/*
+ * A remote-readable region of at least len bytes with its packed key
+ * (rkey: RS_RKEY_BLOB_MAX bytes), from the cache or newly registered. Not
+ * from a transport callback.
+ */
+rs_status_t rs_bregion_get(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
+                           size_t *rkey_len);
+/*
+ * Takes a region nothing here uses any more: cached for reuse (within
+ * cache_bytes), else freed after grace_ms (peers may still be reading it).
+ */
+void rs_bregion_put(rs_bcast_node_t *node, rs_mr_t *mr, const uint8_t *rkey, size_t rkey_len);
+/* Frees the regions whose grace passed. Service thread. */
+void rs_bregions_tick(rs_bcast_node_t *node, uint64_t now);
+/* Frees the cache's structures once the context (which frees the memory) is destroyed. */
+void rs_bregions_fini(rs_bcast_node_t *node);
+
 /* ---------------------------------------------------------------- source */
 
 typedef struct rs_bsrc_holder {
@@ -362,6 +383,9 @@ struct rs_bcast_node {
     rs_list_t epinfos; /* accepted endpoints */
     rs_list_t pending;
     rs_list_t lost_slots; /* reply slots of requests that timed out: never reused */
+    rs_list_t regions;    /* cached object regions (rs_bregion_t) */
+    rs_list_t doomed;     /* regions freed once their grace passed */
+    size_t region_bytes;
     uint64_t next_seq;
     uint32_t next_req_id;
     uint64_t tombs[RS_BTOMBS][2]; /* (node_id, seq) of objects destroyed lately */

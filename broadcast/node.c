@@ -282,6 +282,7 @@ static void *service_main(void *arg)
             rs_bsrc_tick(node, now);
             rs_bentry_reap(node, now, 0);
             rs_bsrc_reap(node, now, 0);
+            rs_bregions_tick(node, now);
             next_timer = now + RS_MS_TO_NS(RS_BSERVICE_WAIT_MS);
         }
     }
@@ -388,6 +389,8 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
     rs_list_init(&node->epinfos);
     rs_list_init(&node->pending);
     rs_list_init(&node->lost_slots);
+    rs_list_init(&node->regions);
+    rs_list_init(&node->doomed);
     rs_list_init(&node->work);
     node_read_faults(node);
 
@@ -467,6 +470,7 @@ void rs_bcast_node_destroy(rs_bcast_node_t *node)
     rs_bentry_reap(node, UINT64_MAX, 1);
     rs_bsrc_reap(node, UINT64_MAX, 1);
     rs_bpeers_fini(node);
+    rs_bregions_fini(node);
     rs_bslots_fini(&node->staging);
     rs_bslots_fini(&node->replies);
     rs_list_for_each_safe(pos, tmp, &node->work)

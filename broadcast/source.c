@@ -65,12 +65,9 @@ rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p
             goto err_free_src;
         src->data = (uint8_t *)rs_mr_addr(src->mr) + doff;
     } else {
-        st = rs_mem_alloc(node->ctx, len, RS_MEM_REMOTE_READ, &src->mr);
+        st = rs_bregion_get(node, len, &src->mr, src->rkey, &src->rkey_len);
         if (st != RS_OK)
             goto err_free_src;
-        st = rs_mr_pack_rkey(src->mr, src->rkey, sizeof(src->rkey), &src->rkey_len);
-        if (st != RS_OK)
-            goto err_free_mr;
         src->data = rs_mr_addr(src->mr);
     }
     pthread_mutex_lock(&node->lock);
@@ -80,8 +77,6 @@ rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p
     *bc_p = src;
     return RS_OK;
 
-err_free_mr:
-    rs_mem_free(src->mr);
 err_free_src:
     pthread_mutex_destroy(&src->lock);
     free(src->sums);
@@ -207,7 +202,8 @@ void rs_bcast_destroy(rs_bcast_t *src)
 
     pthread_mutex_lock(&node->lock);
     rs_list_del(&src->link);
-    src->free_after_ns = rs_bnow() + RS_MS_TO_NS(node->cfg.grace_ms);
+    /* Inline objects are never read remotely; larger ones retire through the region cache. */
+    src->free_after_ns = rs_bnow();
     rs_list_add_tail(&node->retired_srcs, &src->link);
     pthread_mutex_unlock(&node->lock);
 
@@ -865,7 +861,10 @@ void rs_bsrc_reap(rs_bcast_node_t *node, uint64_t now, int force)
         rs_list_del(pos);
         if (!force) {
             park_release(node, src, 0, 1, NULL, RS_ERR_DESTROYED);
-            rs_mem_free(src->mr);
+            if (src->is_inline)
+                rs_mem_free(src->mr);
+            else
+                rs_bregion_put(node, src->mr, src->rkey, src->rkey_len);
         }
         rs_list_t *ppos, *ptmp;
         rs_list_for_each_safe(ppos, ptmp, &src->parked)

@@ -58,11 +58,14 @@ typedef struct rs_bcast_config {
                               source per broadcast (2) */
     uint32_t holders_max;  /* RSHUFFLE_BCAST_HOLDERS_MAX: holders listed per reply (32) */
     uint32_t timeout_ms;   /* RSHUFFLE_BCAST_TIMEOUT_MS: longest rs_bcast_get (30000) */
-    uint32_t grace_ms;     /* RSHUFFLE_BCAST_GRACE_MS: a destroyed object's memory stays
-                              mapped this long for reads already in flight (500) */
+    uint32_t grace_ms;     /* RSHUFFLE_BCAST_GRACE_MS: memory of a retired object that does
+                              not fit in the cache stays mapped this long for peers' reads
+                              already in flight (500) */
     uint32_t patience_ms;  /* RSHUFFLE_BCAST_PATIENCE_MS: how long a torrent reader waits for
                               blocks other readers are fetching before it reads them from the
                               source; at least 4 block read times (50) */
+    uint64_t cache_bytes;  /* RSHUFFLE_BCAST_CACHE_BYTES: registered memory of retired objects
+                              kept for the next ones (128 MiB) */
     rs_bcast_mode_t mode;  /* RSHUFFLE_BCAST_MODE: torrent|source (torrent) */
     rs_bcast_addr_kind_t addr_kind;   /* RSHUFFLE_BCAST_ADDRESS: hostport|blob (hostport) */
     char host[RS_BCAST_HOST_MAX + 1]; /* RSHUFFLE_BCAST_HOST: listen and advertise ("127.0.0.1") */
@@ -159,8 +162,10 @@ RS_API void rs_bcast_source_stats(const rs_bcast_t *bc, rs_bcast_stats_t *stats)
 
 /*
  * Destroys the object: requests for it are answered RS_ERR_DESTROYED, every
- * holder the source knows is told to drop its copy, and the source's memory
- * is freed after grace_ms. bc is invalid after the call.
+ * reader that fetched it is told (holders drop their copies, later gets fail
+ * with RS_ERR_DESTROYED), and its memory is released once no reply is in
+ * flight (reused for a later object, or unmapped after grace_ms). bc is
+ * invalid after the call.
  */
 RS_API void rs_bcast_destroy(rs_bcast_t *bc);
 
