@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "broadcast/blocks.h"
 #include "common/clock.h"
@@ -527,8 +528,13 @@ static void execute(rs_bentry_t *e, rs_bact_t *a)
         }
         return;
     }
-    for (uint32_t i = 0; i < a->n_reads; i++)
+    for (uint32_t i = 0; i < a->n_reads; i++) {
+#ifdef RS_FAULT_INJECTION
+        if (e->node->fault_slow) /* a slow reader: failures land mid-fetch */
+            usleep(20 * 1000);
+#endif
         post_read(e, a->rblock[i], a->rholder[i]);
+    }
     if (a->verify && verify_block(e, a->vblock) && e->node->cfg.mode == RS_BCAST_TORRENT)
         a->send_complete = 1;
     if (a->send_announce)

@@ -369,6 +369,7 @@ struct rs_bcast_node {
     uint64_t node_id;
     rs_baddr_own_t self;
     int fault_corrupt; /* RS_FAULT_INJECTION: serve corrupted copies */
+    int fault_slow;    /* RS_FAULT_INJECTION: pause 20 ms before posting each read */
 
     pthread_t thread;
     int stop; /* atomic */

@@ -319,11 +319,15 @@ static rs_status_t node_self_address(rs_bcast_node_t *node)
 static void node_read_faults(rs_bcast_node_t *node)
 {
 #ifdef RS_FAULT_INJECTION
-    static const char *const faults[] = {"none", "corrupt", NULL};
+    static const char *const faults[] = {"none", "corrupt", "slow", NULL};
     int fault = 0;
     if (rs_env_choice("RSHUFFLE_BCAST_FAULT", faults, &fault) == RS_OK && fault == 1) {
         rs_warn("broadcast: fault injection: this node serves corrupted copies");
         node->fault_corrupt = 1;
+    }
+    if (fault == 2) {
+        rs_warn("broadcast: fault injection: this node posts its reads slowly");
+        node->fault_slow = 1;
     }
 #else
     (void)node;
