@@ -332,7 +332,7 @@ void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t sta
 /* News of the readers fetching an object. Service thread. */
 void rs_bentry_news(rs_bcast_node_t *node, const rs_bnews_t *news);
 
-/* A destroy notice for (node_id, seq). Service thread. */
+/* A destroy notice for (node_id, seq). Service thread, or the destroying thread. */
 void rs_bentry_destroyed(rs_bcast_node_t *node, uint64_t node_id, uint64_t seq);
 
 /* The peer died: entries fetching from it recover, idle copies of its objects go. */

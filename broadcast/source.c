@@ -200,6 +200,9 @@ void rs_bcast_destroy(rs_bcast_t *src)
             eps[n++] = src->readers[i]->ep;
     pthread_mutex_unlock(&src->lock);
 
+    /* This process's own copy (a reader here) learns it now, not over the loopback. */
+    rs_bentry_destroyed(node, node->node_id, src->seq);
+
     pthread_mutex_lock(&node->lock);
     rs_list_del(&src->link);
     /* Inline objects are never read remotely; larger ones retire through the region cache. */
