@@ -18,27 +18,13 @@ uint32_t rs_bmap_count(const uint8_t *m, uint32_t nbits)
     return n;
 }
 
-static uint32_t bitrev32(uint32_t v)
-{
-    v = ((v >> 1) & 0x55555555u) | ((v & 0x55555555u) << 1);
-    v = ((v >> 2) & 0x33333333u) | ((v & 0x33333333u) << 2);
-    v = ((v >> 4) & 0x0f0f0f0fu) | ((v & 0x0f0f0f0fu) << 4);
-    v = ((v >> 8) & 0x00ff00ffu) | ((v & 0x00ff00ffu) << 8);
-    return (v >> 16) | (v << 16);
-}
-
-uint32_t rs_border_start(uint32_t ticket, uint32_t n)
-{
-    return (uint32_t)(((uint64_t)bitrev32(ticket) * n) >> 32);
-}
-
-void rs_border(uint64_t seed, uint32_t ticket, uint32_t n, uint32_t *order)
+void rs_border(uint64_t seed, uint32_t start, uint32_t n, uint32_t *order)
 {
     uint64_t st = seed;
     if (n == 0)
         return;
-    /* The shared permutation (Fisher-Yates), written rotated by the start. */
-    uint32_t start = rs_border_start(ticket, n);
+    start %= n;
+    /* The shared permutation (Fisher-Yates), then rotated left by start. */
     for (uint32_t i = 0; i < n; i++)
         order[i] = i;
     for (uint32_t i = n - 1; i > 0; i--) {
@@ -49,7 +35,7 @@ void rs_border(uint64_t seed, uint32_t ticket, uint32_t n, uint32_t *order)
     }
     if (start == 0)
         return;
-    /* Rotate left by start: reverse the two parts, then the whole. */
+    /* Rotate: reverse the two parts, then the whole. */
     for (uint32_t a = 0, b = start - 1; a < b; a++, b--) {
         uint32_t t = order[a];
         order[a] = order[b];
@@ -67,21 +53,54 @@ void rs_border(uint64_t seed, uint32_t ticket, uint32_t n, uint32_t *order)
     }
 }
 
-uint32_t rs_bown_count(uint32_t ticket, const uint32_t *active, uint32_t n_active, uint32_t n)
+uint32_t rs_bown_count(uint32_t ticket, uint32_t start, const rs_bactive_t *active,
+                       uint32_t n_active, uint32_t n)
 {
-    uint32_t me = rs_border_start(ticket, n), next = n;
+    uint32_t next = n;
+    if (n == 0)
+        return 0;
+    start %= n;
     for (uint32_t i = 0; i < n_active; i++) {
-        if (active[i] == ticket)
+        if (active[i].ticket == ticket)
             continue;
-        uint32_t s = rs_border_start(active[i], n);
-        if (s == me) {
-            if (active[i] < ticket)
+        uint32_t s = active[i].start % n;
+        if (s == start) {
+            if (active[i].ticket < ticket)
                 return 0;
             continue;
         }
-        uint32_t d = (s + n - me) % n;
+        uint32_t d = (s + n - start) % n;
         if (d < next)
             next = d;
     }
     return next;
+}
+
+uint32_t rs_bstart_pick(const uint8_t *busy, uint32_t n)
+{
+    uint32_t first_busy = n, best_len = 0, best_at = 0;
+    for (uint32_t i = 0; i < n && first_busy == n; i++)
+        if (busy[i])
+            first_busy = i;
+    if (first_busy == n)
+        return 0; /* nothing taken yet */
+    /* Walk once around from a busy position, measuring the free runs. */
+    uint32_t run = 0, run_at = 0;
+    for (uint32_t k = 1; k <= n; k++) {
+        uint32_t pos = (first_busy + k) % n;
+        if (!busy[pos]) {
+            if (run == 0)
+                run_at = pos;
+            run++;
+            continue;
+        }
+        if (run > best_len) {
+            best_len = run;
+            best_at = run_at;
+        }
+        run = 0;
+    }
+    if (best_len == 0)
+        return 0;
+    return (best_at + best_len / 2) % n;
 }

@@ -63,24 +63,35 @@ static inline uint32_t rs_brand_below(uint64_t *state, uint32_t n)
 
 /*
  * The order a reader fetches blocks in: one random permutation of the
- * blocks shared by every reader of the object (seed from the source), started
- * at a point that depends on the reader's ticket (its registration order) so
- * that concurrent readers start far apart: tickets 0, 1, 2, 3, ... start at
- * fractions 0, 1/2, 1/4, 3/4, 1/8, ... of the permutation (van der Corput).
- * Writes n block indexes into order.
+ * blocks shared by every reader of the object (seed from the source), read
+ * from position start on (the source picks each reader's start, see
+ * rs_bstart_pick). Writes n block indexes into order; start 0 gives the
+ * permutation itself.
  */
-void rs_border(uint64_t seed, uint32_t ticket, uint32_t n, uint32_t *order);
+void rs_border(uint64_t seed, uint32_t start, uint32_t n, uint32_t *order);
 
-/* Where ticket starts, as an index into the permutation of n blocks. */
-uint32_t rs_border_start(uint32_t ticket, uint32_t n);
+/* An active reader as the source lists it: its ticket (registration order) and start. */
+typedef struct rs_bactive {
+    uint32_t ticket;
+    uint32_t start;
+} rs_bactive_t;
 
 /*
- * How many leading blocks of ticket's order are its own to read from the
- * source while the readers with the given tickets are active: up to the next
- * active reader's start (all n when alone; 0 when a lower ticket starts at
- * the same place). The other blocks come from whoever owns them, once they
- * announce them.
+ * How many leading blocks of a reader's order (it starts at start) are its
+ * own to read from the source while the given readers are active: up to the
+ * next active reader's start (all n when alone; 0 when a lower ticket starts
+ * at the same place). The other blocks come from whoever owns them, once
+ * they announce them.
  */
-uint32_t rs_bown_count(uint32_t ticket, const uint32_t *active, uint32_t n_active, uint32_t n);
+uint32_t rs_bown_count(uint32_t ticket, uint32_t start, const rs_bactive_t *active,
+                       uint32_t n_active, uint32_t n);
+
+/*
+ * Where a new reader should start: the middle of the longest (circular) run
+ * of permutation positions nobody holds, claims or starts at (busy[pos] !=
+ * 0), so that it is as far as it can be from what the readers already there
+ * are reading. 0 when every position is busy or none is.
+ */
+uint32_t rs_bstart_pick(const uint8_t *busy, uint32_t n);
 
 #endif

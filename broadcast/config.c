@@ -17,7 +17,7 @@ void rs_bcast_config_defaults(rs_bcast_config_t *cfg)
     cfg->holders_max = 32;
     cfg->timeout_ms = 30000;
     cfg->grace_ms = 500;
-    cfg->patience_ms = 50;
+    cfg->patience_ms = 100;
     cfg->cache_bytes = 128u << 20;
     cfg->mode = RS_BCAST_TORRENT;
     cfg->addr_kind = RS_BCAST_ADDR_HOSTPORT;

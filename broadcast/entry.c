@@ -23,6 +23,7 @@ static void holder_free(rs_bholder_t *h, int force)
         rs_rkey_destroy(h->rkey);
     free(h->rkey_blob);
     free(h->bitmap);
+    free(h->claims);
     rs_baddr_release(&h->addr);
     free(h);
 }
@@ -41,9 +42,10 @@ static void entry_free(rs_bentry_t *e, int force)
     free(e->sums);
     free(e->blocks);
     free(e->bitmap);
+    free(e->claimed);
     free(e->order);
     free(e->landed);
-    free(e->tickets);
+    free(e->active);
     rs_baddr_release(&e->src_addr);
     pthread_cond_destroy(&e->cond);
     pthread_mutex_destroy(&e->lock);
@@ -77,10 +79,11 @@ static rs_bentry_t *entry_new(rs_bcast_node_t *node, const rs_bdesc_t *d)
         e->sums = calloc(nb, sizeof(*e->sums));
         e->blocks = calloc(nb, sizeof(*e->blocks));
         e->bitmap = calloc(1, rs_bmap_bytes(e->nblocks) + 1);
+        e->claimed = calloc(1, rs_bmap_bytes(e->nblocks) + 1);
         e->order = calloc(nb, sizeof(*e->order));
         e->landed = calloc(nb, sizeof(*e->landed));
-        if (e->sums == NULL || e->blocks == NULL || e->bitmap == NULL || e->order == NULL ||
-            e->landed == NULL)
+        if (e->sums == NULL || e->blocks == NULL || e->bitmap == NULL || e->claimed == NULL ||
+            e->order == NULL || e->landed == NULL)
             goto err_free;
         for (uint32_t i = 0; i < e->nblocks; i++) {
             e->blocks[i].entry = e;
@@ -143,29 +146,33 @@ void rs_bentry_fail(rs_bentry_t *e, rs_status_t st)
     pthread_cond_broadcast(&e->cond);
 }
 
-/* Keeps the newest list of active readers' tickets (e->lock held). */
-static void tickets_take(rs_bentry_t *e, uint32_t rversion, const uint8_t *p, uint32_t n)
+/* Keeps the newest list of active readers (e->lock held); p holds n (ticket, start) pairs. */
+static void active_take(rs_bentry_t *e, uint32_t rversion, const uint8_t *p, uint32_t n)
 {
-    if (e->tickets != NULL && rversion <= e->rversion)
+    if (e->active != NULL && rversion <= e->rversion)
         return;
-    uint32_t *t = realloc(e->tickets, (n + 1u) * sizeof(*t));
-    if (t == NULL)
+    rs_bactive_t *a = realloc(e->active, (n + 1u) * sizeof(*a));
+    if (a == NULL)
         return;
-    for (uint32_t i = 0; i < n; i++)
-        t[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
-               (uint32_t)p[4 * i + 3] << 24;
-    e->tickets = t;
-    e->n_tickets = n;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *q = p + 8 * (size_t)i;
+        a[i].ticket =
+            (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+        a[i].start =
+            (uint32_t)q[4] | (uint32_t)q[5] << 8 | (uint32_t)q[6] << 16 | (uint32_t)q[7] << 24;
+    }
+    e->active = a;
+    e->n_active = n;
     e->rversion = rversion;
 }
 
 /* Recomputes which leading blocks of our order are ours to take from the source (e->lock held). */
 static void own_update(rs_bentry_t *e)
 {
-    if (e->node->cfg.mode != RS_BCAST_TORRENT || e->nblocks < 2 || e->tickets == NULL)
+    if (e->node->cfg.mode != RS_BCAST_TORRENT || e->nblocks < 2 || e->active == NULL)
         e->own_count = e->nblocks; /* nothing to share out */
     else
-        e->own_count = rs_bown_count(e->ticket, e->tickets, e->n_tickets, e->nblocks);
+        e->own_count = rs_bown_count(e->ticket, e->start, e->active, e->n_active, e->nblocks);
 }
 
 /* ------------------------------------------------------------ retiring */
@@ -305,7 +312,7 @@ static void apply_news(rs_bentry_t *e, const void *arg)
 {
     const rs_bnews_t *news = arg;
     pthread_mutex_lock(&e->lock);
-    tickets_take(e, news->rversion, news->tickets.p, news->n_active);
+    active_take(e, news->rversion, news->tickets.p, news->n_active);
     if (e->have_manifest)
         own_update(e);
     pthread_cond_broadcast(&e->cond);
@@ -379,6 +386,8 @@ static rs_bholder_t *holder_new(const rs_bholder_wire_t *w, uint32_t nblocks)
     h->rkey_len = w->rkey.len;
     if (!h->complete)
         memcpy(h->bitmap, w->bitmap.p, w->bitmap.len);
+    if (w->claims.len > 0 && (h->claims = malloc(w->claims.len)) != NULL)
+        memcpy(h->claims, w->claims.p, w->claims.len);
     return h;
 }
 
@@ -437,6 +446,10 @@ static rs_status_t merge_holders(rs_bentry_t *e, const rs_breply_t *r, rs_rkey_t
             for (uint32_t i = 0; i < w.bitmap.len; i++)
                 h->bitmap[i] |= w.bitmap.p[i];
         }
+        if (w.claims.len > 0 && h->claims == NULL)
+            h->claims = calloc(1, w.claims.len);
+        for (uint32_t i = 0; h->claims != NULL && i < w.claims.len; i++)
+            h->claims[i] |= w.claims.p[i];
     }
     return e->n_holders > 0 ? RS_OK : RS_ERR_PROTOCOL;
 }
@@ -515,9 +528,10 @@ static int reply_apply(rs_bentry_t *e, const rs_breply_t *r, rs_bslot_t *slot, r
         for (uint32_t i = 0; i < e->nblocks; i++)
             e->sums[i] = rs_breply_sum(r, i);
         e->ticket = r->ticket;
-        rs_border(r->perm_seed, r->ticket, e->nblocks, e->order);
+        e->start = r->start;
+        rs_border(r->perm_seed, r->start, e->nblocks, e->order);
     }
-    tickets_take(e, r->rversion, r->tickets.p, r->n_active);
+    active_take(e, r->rversion, r->tickets.p, r->n_active);
     own_update(e);
     st = merge_holders(e, r, src_rkey);
     if (st != RS_OK) {

@@ -102,6 +102,17 @@ static int holder_can_serve(rs_bentry_t *e, rs_bholder_t *h, uint32_t b, rs_bact
     return __atomic_load_n(&h->peer->reads, __ATOMIC_RELAXED) < e->node->cfg.reads_per_ep;
 }
 
+/* Another good holder is reading block b from the source: it will serve it soon. */
+static int claimed_elsewhere(const rs_bentry_t *e, uint32_t b)
+{
+    for (uint32_t i = 1; i < e->n_holders; i++) {
+        const rs_bholder_t *h = e->holders[i];
+        if (!h->bad && !h->complete && h->claims != NULL && rs_bmap_test(h->claims, b))
+            return 1;
+    }
+    return 0;
+}
+
 /*
  * Chooses reads (e->lock held): blocks in the entry's order; for each a
  * random holder that has it and a free read slot. The source serves a block
@@ -140,12 +151,19 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
             }
             if (src->bad)
                 continue; /* a holder being prepared has it */
-            if (torrent && k >= e->own_count && !e->src_open) {
-                e->waiting = 1; /* its owner fetches it */
+            /* Ours, unless another reader already reads it from the source. */
+            int owned = !torrent || (k < e->own_count && !claimed_elsewhere(e, bi));
+            if (!owned && !e->src_open) {
+                e->waiting = 1; /* its owner (or claimer) fetches it */
                 continue;
             }
             if (e->source_inflight >= src_cap)
                 continue;
+            if (!owned) {
+                /* One block per expired patience: the owner may only be slow. */
+                e->src_open = 0;
+                e->progress_ns = now;
+            }
             chosen = 0;
         }
         rs_bholder_t *h = e->holders[chosen];
@@ -156,19 +174,27 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
         b->posted_ns = now;
         e->ops++;
         e->reads_inflight++;
-        if (chosen == 0)
+        if (chosen == 0) {
             e->source_inflight++;
+            if (torrent && e->nblocks > 1) { /* claim it, so others wait instead of duplicating */
+                rs_bmap_set(e->claimed, bi);
+                e->announce_due = 1;
+            }
+        }
         a->rblock[a->n_reads] = bi;
         a->rholder[a->n_reads++] = h;
     }
 }
 
-/* A bitmap snapshot for an announcement (e->lock held); NULL when out of memory. */
+/* Snapshots of the held and claimed bitmaps, back to back (e->lock held); NULL: no memory. */
 static uint8_t *bitmap_copy(const rs_bentry_t *e)
 {
-    uint8_t *m = malloc(rs_bmap_bytes(e->nblocks) + 1);
-    if (m != NULL)
-        memcpy(m, e->bitmap, rs_bmap_bytes(e->nblocks));
+    size_t n = rs_bmap_bytes(e->nblocks);
+    uint8_t *m = malloc(2 * n + 1);
+    if (m != NULL) {
+        memcpy(m, e->bitmap, n);
+        memcpy(m + n, e->claimed, n);
+    }
     return m;
 }
 
@@ -213,7 +239,7 @@ static void plan(rs_bentry_t *e, rs_bact_t *a)
         patience = 4 * e->read_ns; /* a loaded machine: blocks take longer to come */
     if (e->reads_inflight == 0 && e->n_landed == 0 && !a->verify &&
         rs_bnow() - e->progress_ns >= patience) {
-        e->src_open = 1; /* nobody delivered in time: take the rest from the source */
+        e->src_open = 1; /* nobody delivered in time: take one block from the source */
         ESTAT(e, source_fallbacks, 1);
         rs_debug("broadcast: patience ran out on object %llu (%u of %u blocks here)",
                  (unsigned long long)e->seq, e->n_done, e->nblocks);
@@ -392,7 +418,8 @@ static void send_announce(rs_bentry_t *e, const uint8_t *bitmap)
     size_t len;
     memset(&q, 0, sizeof(q));
     q.kind = RS_BREQ_ANNOUNCE;
-    q.flags = RS_BREQ_F_HOLDER | (bitmap != NULL ? RS_BREQ_F_BITMAP : RS_BREQ_F_COMPLETE);
+    q.flags = RS_BREQ_F_HOLDER |
+              (bitmap != NULL ? RS_BREQ_F_BITMAP | RS_BREQ_F_CLAIMS : RS_BREQ_F_COMPLETE);
     q.nblocks = e->nblocks;
     q.node_id = e->node_id;
     q.seq = e->seq;
@@ -401,6 +428,8 @@ static void send_announce(rs_bentry_t *e, const uint8_t *bitmap)
     q.holder_rkey.len = (uint32_t)e->rkey_len;
     q.bitmap.p = bitmap;
     q.bitmap.len = (uint32_t)rs_bmap_bytes(e->nblocks);
+    q.claims.p = bitmap != NULL ? bitmap + q.bitmap.len : NULL;
+    q.claims.len = q.bitmap.len;
     pthread_mutex_lock(&e->lock);
     q.source_reads = (uint32_t)e->stats.source_reads;
     q.holder_reads = (uint32_t)e->stats.holder_reads;
@@ -528,6 +557,8 @@ static void execute(rs_bentry_t *e, rs_bact_t *a)
         }
         return;
     }
+    if (a->send_announce) /* first: claims should reach the source before our reads end */
+        send_announce(e, a->bitmap);
     for (uint32_t i = 0; i < a->n_reads; i++) {
 #ifdef RS_FAULT_INJECTION
         if (e->node->fault_slow) /* a slow reader: failures land mid-fetch */
@@ -537,8 +568,6 @@ static void execute(rs_bentry_t *e, rs_bact_t *a)
     }
     if (a->verify && verify_block(e, a->vblock) && e->node->cfg.mode == RS_BCAST_TORRENT)
         a->send_complete = 1;
-    if (a->send_announce)
-        send_announce(e, a->bitmap);
     if (a->send_complete)
         send_announce(e, NULL);
     if (a->send_update)

@@ -152,6 +152,8 @@ typedef struct rs_bsrc_holder {
     uint8_t *rkey;
     size_t rkey_len;
     uint8_t *bitmap;
+    uint8_t *claims; /* blocks it said it is reading from the source */
+    uint32_t start;  /* where in the block permutation it reads from */
 } rs_bsrc_holder_t;
 
 typedef enum { RS_BSRC_OPEN, RS_BSRC_SEALED, RS_BSRC_DESTROYED } rs_bsrc_state_t;
@@ -184,6 +186,7 @@ struct rs_bcast {
     uint8_t rkey[RS_RKEY_BLOB_MAX]; /* the region's key (non-inline) */
     size_t rkey_len;
     uint64_t perm_seed;
+    uint32_t *perm_pos; /* block -> its position in the shared permutation (lazily) */
     rs_bsrc_state_t state;
     uint32_t version;  /* bumped whenever holders join, announce blocks or die (src->lock) */
     uint32_t rversion; /* bumped when the set of active readers changes (src->lock) */
@@ -245,6 +248,7 @@ typedef struct rs_bholder {
     uint8_t *rkey_blob;
     size_t rkey_len;
     uint8_t *bitmap; /* NULL when complete */
+    uint8_t *claims; /* blocks it reads from the source now (NULL: none known) */
     rs_baddr_own_t addr;
 } rs_bholder_t;
 
@@ -276,16 +280,17 @@ struct rs_bentry {
     int requested; /* the manifest request was sent (or is being sent) */
     int have_manifest;
     int req_inflight;     /* a request awaits its reply */
-    int announce_due;     /* blocks verified since the last announcement */
+    int announce_due;     /* blocks verified or claimed since the last announcement */
     int waiting;          /* some block can be read from nobody now: others are fetching it */
     int src_open;         /* patience ran out: any block may come from the source */
     uint64_t progress_ns; /* last time a block landed or the source told news */
     uint64_t read_ns;     /* moving average of how long a block read takes */
     uint32_t version;     /* the object's version as the last reply told it */
-    uint32_t rversion;    /* ... and of its active readers (tickets) */
-    uint32_t *tickets;    /* those readers' tickets */
-    uint32_t n_tickets;
+    uint32_t rversion;    /* ... and of its active readers */
+    rs_bactive_t *active; /* those readers (ticket, start) */
+    uint32_t n_active;
     uint32_t ticket;
+    uint32_t start;     /* where in the shared permutation we read from */
     uint32_t own_count; /* the first own_count blocks of order are ours to read from the source */
     uint32_t reads_inflight;
     int announced; /* registered as a holder with the source (readers may read us) */
@@ -304,6 +309,7 @@ struct rs_bentry {
     uint64_t *sums;
     rs_bblock_t *blocks;
     uint8_t *bitmap;
+    uint8_t *claimed; /* blocks we read from the source (announced as claims) */
     uint32_t *order;
     rs_bholder_t **holders;
     uint32_t n_holders, cap_holders;

@@ -224,6 +224,8 @@ size_t rs_breq_len(const rs_breq_t *q)
         n += addr_wire_len(&q->holder_addr) + 2 + q->holder_rkey.len;
     if (q->flags & RS_BREQ_F_BITMAP)
         n += bitmap_len(q->nblocks);
+    if (q->flags & RS_BREQ_F_CLAIMS)
+        n += bitmap_len(q->nblocks);
     return n;
 }
 
@@ -255,6 +257,8 @@ rs_status_t rs_breq_encode(const rs_breq_t *q, void *buf, size_t buflen, size_t 
     }
     if (q->flags & RS_BREQ_F_BITMAP)
         rs_w_bytes(&w, q->bitmap.p, bitmap_len(q->nblocks));
+    if (q->flags & RS_BREQ_F_CLAIMS)
+        rs_w_bytes(&w, q->claims.p, bitmap_len(q->nblocks));
     if (w.overflow)
         return RS_ERR_MSG_SIZE;
     *len_p = w.off;
@@ -306,12 +310,17 @@ rs_status_t rs_breq_decode(const void *buf, size_t len, rs_breq_t *out)
         if ((st = r_bitmap(&r, q.nblocks, &q.bitmap)) != RS_OK)
             return st;
     }
+    if (q.flags & RS_BREQ_F_CLAIMS) {
+        if ((st = r_bitmap(&r, q.nblocks, &q.claims)) != RS_OK)
+            return st;
+    }
     if (r.truncated)
         return RS_ERR_TRUNCATED;
     if (rs_r_left(&r) != 0)
         return RS_ERR_BAD_LENGTH;
     /* Announcing blocks means offering to serve them: the holder's key must come along. */
-    if ((q.flags & (RS_BREQ_F_BITMAP | RS_BREQ_F_COMPLETE)) && !(q.flags & RS_BREQ_F_HOLDER))
+    if ((q.flags & (RS_BREQ_F_BITMAP | RS_BREQ_F_COMPLETE | RS_BREQ_F_CLAIMS)) &&
+        !(q.flags & RS_BREQ_F_HOLDER))
         return RS_ERR_PROTOCOL;
     if ((q.flags & RS_BREQ_F_WAIT) && q.kind != RS_BREQ_UPDATE)
         return RS_ERR_PROTOCOL;
@@ -329,7 +338,8 @@ size_t rs_breply_meta_len(uint32_t n_sums)
 size_t rs_bholder_wire_len(const rs_bholder_wire_t *h, uint32_t nblocks)
 {
     return 4 + 1 + addr_wire_len(&h->addr) + 2 + h->rkey.len +
-           ((h->flags & RS_BHOLDER_F_COMPLETE) ? 0 : bitmap_len(nblocks));
+           ((h->flags & RS_BHOLDER_F_COMPLETE) ? 0 : bitmap_len(nblocks)) +
+           ((h->flags & RS_BHOLDER_F_CLAIMS) ? bitmap_len(nblocks) : 0);
 }
 
 void rs_breply_begin(rs_breply_enc_t *e, void *buf, size_t cap, const rs_breply_t *hdr)
@@ -357,7 +367,7 @@ void rs_breply_begin(rs_breply_enc_t *e, void *buf, size_t cap, const rs_breply_
     rs_w_u32(&w, 0); /* n_sums: put_sums */
     rs_w_u32(&w, hdr->version);
     rs_w_u32(&w, hdr->rversion);
-    rs_w_u32(&w, 0);
+    rs_w_u32(&w, hdr->start);
     e->off = w.off;
     e->failed = w.overflow;
 }
@@ -402,18 +412,20 @@ void rs_breply_put_sums(rs_breply_enc_t *e, const uint64_t *sums, uint32_t n)
     rs_put_le(e->p + 64, n, 4);
 }
 
-void rs_breply_put_active(rs_breply_enc_t *e, const uint32_t *tickets, uint32_t n)
+void rs_breply_put_active(rs_breply_enc_t *e, const rs_bactive_t *active, uint32_t n)
 {
     if (n > RS_BCAST_ACTIVE_MAX)
         n = RS_BCAST_ACTIVE_MAX;
     reply_open_active(e);
-    if (e->failed || e->n_holders_off != 0 || (size_t)n * 4 > e->cap - e->off) {
+    if (e->failed || e->n_holders_off != 0 || (size_t)n * 8 > e->cap - e->off) {
         e->failed = 1;
         return;
     }
-    for (uint32_t i = 0; i < n; i++)
-        rs_put_le(e->p + e->off + 4 * (size_t)i, tickets[i], 4);
-    e->off += 4 * (size_t)n;
+    for (uint32_t i = 0; i < n; i++) {
+        rs_put_le(e->p + e->off + 8 * (size_t)i, active[i].ticket, 4);
+        rs_put_le(e->p + e->off + 8 * (size_t)i + 4, active[i].start, 4);
+    }
+    e->off += 8 * (size_t)n;
     rs_put_le(e->p + e->n_active_off, n, 4);
 }
 
@@ -434,6 +446,8 @@ rs_status_t rs_breply_add_holder(rs_breply_enc_t *e, const rs_bholder_wire_t *h)
     rs_w_bytes(&w, h->rkey.p, h->rkey.len);
     if (!(h->flags & RS_BHOLDER_F_COMPLETE))
         rs_w_bytes(&w, h->bitmap.p, bitmap_len(e->nblocks));
+    if (h->flags & RS_BHOLDER_F_CLAIMS)
+        rs_w_bytes(&w, h->claims.p, bitmap_len(e->nblocks));
     e->off += w.off;
     e->n_holders++;
     return RS_OK;
@@ -477,10 +491,16 @@ static rs_status_t r_holder(rs_rbuf_t *r, uint32_t nblocks, rs_bholder_wire_t *h
         return RS_ERR_PROTOCOL;
     if ((h->flags & RS_BHOLDER_F_SOURCE) && !(h->flags & RS_BHOLDER_F_COMPLETE))
         return RS_ERR_PROTOCOL;
+    if ((h->flags & RS_BHOLDER_F_COMPLETE) && (h->flags & RS_BHOLDER_F_CLAIMS))
+        return RS_ERR_PROTOCOL; /* a complete copy reads nothing more */
     h->bitmap.p = NULL;
     h->bitmap.len = 0;
-    if (!(h->flags & RS_BHOLDER_F_COMPLETE))
-        return r_bitmap(r, nblocks, &h->bitmap);
+    h->claims.p = NULL;
+    h->claims.len = 0;
+    if (!(h->flags & RS_BHOLDER_F_COMPLETE) && (st = r_bitmap(r, nblocks, &h->bitmap)) != RS_OK)
+        return st;
+    if ((h->flags & RS_BHOLDER_F_CLAIMS) && (st = r_bitmap(r, nblocks, &h->claims)) != RS_OK)
+        return st;
     return r->truncated ? RS_ERR_TRUNCATED : RS_OK;
 }
 
@@ -520,10 +540,10 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *out)
     uint32_t n_sums = rs_r_u32(&r);
     x.version = rs_r_u32(&r);
     x.rversion = rs_r_u32(&r);
-    uint32_t reserved = rs_r_u32(&r);
+    x.start = rs_r_u32(&r);
     if (x.kind != RS_BREQ_GET && x.kind != RS_BREQ_UPDATE)
         return RS_ERR_PROTOCOL;
-    if ((x.flags & ~(uint32_t)RS_BREPLY_F_ALL) != 0 || reserved != 0)
+    if ((x.flags & ~(uint32_t)RS_BREPLY_F_ALL) != 0)
         return RS_ERR_PROTOCOL;
     if (x.status > 0 || x.status < -99)
         return RS_ERR_PROTOCOL;
@@ -548,14 +568,21 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *out)
     x.n_active = rs_r_u32(&r);
     if (x.n_active > RS_BCAST_ACTIVE_MAX)
         return RS_ERR_BAD_LENGTH;
-    const uint8_t *tickets = rs_r_take(&r, 4 * (size_t)x.n_active);
+    const uint8_t *tickets = rs_r_take(&r, 8 * (size_t)x.n_active);
     x.n_holders = rs_r_u32(&r);
     if (r.truncated)
         return RS_ERR_TRUNCATED;
     x.sums.p = sums;
     x.sums.len = 8 * n_sums;
     x.tickets.p = tickets;
-    x.tickets.len = 4 * x.n_active;
+    x.tickets.len = 8 * x.n_active;
+    /* Starts are positions in the block permutation. */
+    uint32_t start_end = x.nblocks > 0 ? x.nblocks : 1;
+    if (x.start >= start_end)
+        return RS_ERR_PROTOCOL;
+    for (uint32_t i = 0; i < x.n_active; i++)
+        if (rs_get_le(tickets + 8 * (size_t)i + 4, 4) >= start_end)
+            return RS_ERR_PROTOCOL;
     x.holders.p = p + r.off;
     for (uint32_t i = 0; i < x.n_holders; i++) {
         rs_bholder_wire_t h;
@@ -596,22 +623,24 @@ uint64_t rs_breply_sum(const rs_breply_t *r, uint32_t i)
     return rs_get_le(r->sums.p + 8 * (size_t)i, 8);
 }
 
-uint32_t rs_breply_ticket(const rs_breply_t *r, uint32_t i)
+rs_bactive_t rs_breply_active(const rs_breply_t *r, uint32_t i)
 {
-    return (uint32_t)rs_get_le(r->tickets.p + 4 * (size_t)i, 4);
+    rs_bactive_t a = {(uint32_t)rs_get_le(r->tickets.p + 8 * (size_t)i, 4),
+                      (uint32_t)rs_get_le(r->tickets.p + 8 * (size_t)i + 4, 4)};
+    return a;
 }
 
 /* ---------------------------------------------------------------- news */
 
 rs_status_t rs_bnews_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
-                            const uint32_t *tickets, uint32_t n, void *buf, size_t buflen,
+                            const rs_bactive_t *active, uint32_t n, void *buf, size_t buflen,
                             size_t *len_p)
 {
     rs_wbuf_t w;
     if (buflen < RS_BNEWS_FIXED)
         return RS_ERR_NO_SPACE;
     /* As many tickets as fit: readers beyond them are rare and only cost extra source reads. */
-    size_t fit = (buflen - RS_BNEWS_FIXED) / 4;
+    size_t fit = (buflen - RS_BNEWS_FIXED) / 8;
     if (n > fit)
         n = (uint32_t)fit;
     if (n > RS_BCAST_ACTIVE_MAX)
@@ -624,8 +653,10 @@ rs_status_t rs_bnews_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
     rs_w_u64(&w, seq);
     rs_w_u32(&w, rversion);
     rs_w_u32(&w, n);
-    for (uint32_t i = 0; i < n; i++)
-        rs_w_u32(&w, tickets[i]);
+    for (uint32_t i = 0; i < n; i++) {
+        rs_w_u32(&w, active[i].ticket);
+        rs_w_u32(&w, active[i].start);
+    }
     if (w.overflow)
         return RS_ERR_NO_SPACE;
     *len_p = w.off;
@@ -651,17 +682,19 @@ rs_status_t rs_bnews_decode(const void *buf, size_t len, rs_bnews_t *out)
     n.n_active = rs_r_u32(&r);
     if (n.n_active > RS_BCAST_ACTIVE_MAX)
         return RS_ERR_BAD_LENGTH;
-    if ((size_t)n.n_active * 4 != rs_r_left(&r))
-        return rs_r_left(&r) < (size_t)n.n_active * 4 ? RS_ERR_TRUNCATED : RS_ERR_BAD_LENGTH;
-    n.tickets.p = rs_r_take(&r, 4 * (size_t)n.n_active);
-    n.tickets.len = 4 * n.n_active;
+    if ((size_t)n.n_active * 8 != rs_r_left(&r))
+        return rs_r_left(&r) < (size_t)n.n_active * 8 ? RS_ERR_TRUNCATED : RS_ERR_BAD_LENGTH;
+    n.tickets.p = rs_r_take(&r, 8 * (size_t)n.n_active);
+    n.tickets.len = 8 * n.n_active;
     *out = n;
     return RS_OK;
 }
 
-uint32_t rs_bnews_ticket(const rs_bnews_t *n, uint32_t i)
+rs_bactive_t rs_bnews_active(const rs_bnews_t *n, uint32_t i)
 {
-    return (uint32_t)rs_get_le(n->tickets.p + 4 * (size_t)i, 4);
+    rs_bactive_t a = {(uint32_t)rs_get_le(n->tickets.p + 8 * (size_t)i, 4),
+                      (uint32_t)rs_get_le(n->tickets.p + 8 * (size_t)i + 4, 4)};
+    return a;
 }
 
 /* ------------------------------------------------------------- destroy */

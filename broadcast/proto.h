@@ -15,6 +15,8 @@
 #include <rshuffle/broadcast.h>
 #include <rshuffle/transport.h>
 
+#include "broadcast/blocks.h"
+
 #define RS_BCAST_VERSION    1
 #define RS_BCAST_BLOCK_MIN  4096u
 #define RS_BCAST_BLOCK_MAX  (1u << 30)
@@ -47,7 +49,8 @@ enum {
     RS_BREQ_F_BITMAP = 1u << 1,   /* carries the requester's block bitmap */
     RS_BREQ_F_COMPLETE = 1u << 2, /* the requester holds every block */
     RS_BREQ_F_WAIT = 1u << 3,     /* UPDATE: answer once the object's version passes known */
-    RS_BREQ_F_ALL = (1u << 4) - 1,
+    RS_BREQ_F_CLAIMS = 1u << 4,   /* carries the blocks the requester is reading from the source */
+    RS_BREQ_F_ALL = (1u << 5) - 1,
 };
 
 /* Reply flags and holder flags. */
@@ -59,13 +62,14 @@ enum {
 enum {
     RS_BHOLDER_F_COMPLETE = 1u << 0, /* holds every block: no bitmap follows */
     RS_BHOLDER_F_SOURCE = 1u << 1,   /* the source itself */
-    RS_BHOLDER_F_ALL = (1u << 2) - 1,
+    RS_BHOLDER_F_CLAIMS = 1u << 2,   /* a bitmap of blocks it is reading from the source follows */
+    RS_BHOLDER_F_ALL = (1u << 3) - 1,
 };
 
 /* The fixed part of a reply (up to the checksums); the minimum adds empty lists and the trailer. */
 #define RS_BREPLY_HDR_LEN   80u
 #define RS_BREPLY_MIN_LEN   (RS_BREPLY_HDR_LEN + 4u + 4u + 8u)
-#define RS_BCAST_ACTIVE_MAX 4096u /* tickets of active readers listed in one reply */
+#define RS_BCAST_ACTIVE_MAX 4096u /* active readers (ticket, start) listed in one reply */
 
 typedef struct rs_bview {
     const uint8_t *p;
@@ -104,6 +108,7 @@ typedef struct rs_breq {
     rs_baddr_t holder_addr; /* HOLDER */
     rs_bview_t holder_rkey; /* HOLDER: the requester's object region */
     rs_bview_t bitmap;      /* BITMAP: ceil(nblocks / 8) bytes */
+    rs_bview_t claims;      /* CLAIMS: ceil(nblocks / 8) bytes */
 } rs_breq_t;
 
 typedef struct rs_bholder_wire {
@@ -112,6 +117,7 @@ typedef struct rs_bholder_wire {
     rs_baddr_t addr;
     rs_bview_t rkey;
     rs_bview_t bitmap; /* empty when COMPLETE */
+    rs_bview_t claims; /* CLAIMS only */
 } rs_bholder_wire_t;
 
 typedef struct rs_breply {
@@ -120,14 +126,15 @@ typedef struct rs_breply {
     uint32_t meta_len;
     uint64_t node_id, seq, size;
     uint32_t block_size, nblocks, flags;
-    uint32_t ticket;   /* the order the requester registered in (spreads start blocks) */
+    uint32_t ticket;   /* the order the requester registered in */
     uint32_t active;   /* other holders still fetching */
     uint32_t version;  /* the object's holder-set version at the source */
-    uint32_t rversion; /* ... of its set of active readers (the tickets below) */
+    uint32_t rversion; /* ... of its set of active readers (the list below) */
+    uint32_t start;    /* where in the shared block permutation the requester starts */
     uint64_t perm_seed;
     rs_bview_t sums;    /* nblocks little-endian u64, or empty */
-    uint32_t n_active;  /* tickets of the readers still fetching (the requester's included) */
-    rs_bview_t tickets; /* n_active little-endian u32 */
+    uint32_t n_active;  /* the readers still fetching (the requester included) */
+    rs_bview_t tickets; /* n_active (ticket u32, start u32) pairs */
     uint32_t n_holders;
     rs_bview_t holders; /* the encoded holder list, already validated */
     rs_bview_t data;    /* INLINE: size bytes */
@@ -182,7 +189,7 @@ typedef struct rs_breply_enc {
 
 void rs_breply_begin(rs_breply_enc_t *e, void *buf, size_t cap, const rs_breply_t *hdr);
 void rs_breply_put_sums(rs_breply_enc_t *e, const uint64_t *sums, uint32_t n);
-void rs_breply_put_active(rs_breply_enc_t *e, const uint32_t *tickets, uint32_t n);
+void rs_breply_put_active(rs_breply_enc_t *e, const rs_bactive_t *active, uint32_t n);
 rs_status_t rs_breply_add_holder(rs_breply_enc_t *e, const rs_bholder_wire_t *h);
 rs_status_t rs_breply_finish(rs_breply_enc_t *e, const void *data, uint64_t size, size_t *len_p);
 
@@ -204,29 +211,30 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *r);
 /* Iterates the validated holders: *off starts at 0; returns 0 at the end. */
 int rs_breply_next_holder(const rs_breply_t *r, size_t *off, rs_bholder_wire_t *h);
 
-/* The i-th checksum / active ticket of a decoded reply. */
+/* The i-th checksum / active reader of a decoded reply. */
 uint64_t rs_breply_sum(const rs_breply_t *r, uint32_t i);
-uint32_t rs_breply_ticket(const rs_breply_t *r, uint32_t i);
+rs_bactive_t rs_breply_active(const rs_breply_t *r, uint32_t i);
 
 /* ----------------------------------------------------------- news */
 
 /*
  * News (source -> active readers, one-way): the set of readers fetching the
- * object changed; tickets lists them (at most what fits in max_len bytes).
+ * object changed; the list gives their (ticket, start) pairs (at most what
+ * fits in buflen bytes).
  */
 typedef struct rs_bnews {
     uint64_t node_id, seq;
     uint32_t rversion;
     uint32_t n_active;
-    rs_bview_t tickets;
+    rs_bview_t tickets; /* n_active (ticket u32, start u32) pairs */
 } rs_bnews_t;
 
 #define RS_BNEWS_FIXED 32u
 rs_status_t rs_bnews_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
-                            const uint32_t *tickets, uint32_t n, void *buf, size_t buflen,
+                            const rs_bactive_t *active, uint32_t n, void *buf, size_t buflen,
                             size_t *len_p);
 rs_status_t rs_bnews_decode(const void *buf, size_t len, rs_bnews_t *n);
-uint32_t rs_bnews_ticket(const rs_bnews_t *n, uint32_t i);
+rs_bactive_t rs_bnews_active(const rs_bnews_t *n, uint32_t i);
 
 /* ----------------------------------------------------------- destroy */
 

@@ -225,6 +225,7 @@ static void holder_free(rs_bsrc_holder_t *h)
     rs_baddr_release(&h->addr);
     free(h->rkey);
     free(h->bitmap);
+    free(h->claims);
     free(h);
 }
 
@@ -236,9 +237,62 @@ static int holder_find(rs_bcast_t *src, const rs_baddr_t *addr)
     return -1;
 }
 
+/* The holder with this id (src->lock held). */
+static rs_bsrc_holder_t *holder_by_id(rs_bcast_t *src, uint32_t id)
+{
+    for (uint32_t i = 0; i < src->n_holders; i++)
+        if (src->holders[i]->id == id)
+            return src->holders[i];
+    return NULL;
+}
+
 static int holder_alive(const rs_bsrc_holder_t *h)
 {
     return h->conn == NULL || !h->conn->dead;
+}
+
+/*
+ * Where a newly registered reader starts in the shared block permutation:
+ * in the middle of the longest run of blocks no active reader holds, claims
+ * or starts at (src->lock held). So a newcomer lands as far as it can from
+ * the blocks the others are reading now, and the share it takes from a
+ * reader that has not heard of it yet is the part that reader reaches last.
+ */
+static uint32_t start_pick(rs_bcast_t *src)
+{
+    uint32_t n = src->nblocks;
+    if (n < 2)
+        return 0;
+    if (src->perm_pos == NULL) {
+        uint32_t *perm = malloc(n * sizeof(*perm));
+        src->perm_pos = malloc(n * sizeof(*src->perm_pos));
+        if (perm == NULL || src->perm_pos == NULL) {
+            free(perm);
+            free(src->perm_pos);
+            src->perm_pos = NULL;
+            return 0;
+        }
+        rs_border(src->perm_seed, 0, n, perm);
+        for (uint32_t pos = 0; pos < n; pos++)
+            src->perm_pos[perm[pos]] = pos;
+        free(perm);
+    }
+    uint8_t *busy = calloc(n, 1);
+    if (busy == NULL)
+        return 0;
+    for (uint32_t i = 0; i < src->n_holders; i++) {
+        const rs_bsrc_holder_t *h = src->holders[i];
+        if (!holder_alive(h))
+            continue;
+        if (!h->complete)
+            busy[h->start] = 1;
+        for (uint32_t b = 0; b < n; b++)
+            if (h->complete || rs_bmap_test(h->bitmap, b) || rs_bmap_test(h->claims, b))
+                busy[src->perm_pos[b]] = 1;
+    }
+    uint32_t start = rs_bstart_pick(busy, n);
+    free(busy);
+    return start;
 }
 
 /*
@@ -268,9 +322,12 @@ static rs_bsrc_holder_t *holder_register(rs_bcast_t *src, rs_bepinfo_t *conn, co
         return NULL;
     h->rkey = malloc(q->holder_rkey.len);
     h->bitmap = calloc(1, rs_bmap_bytes(src->nblocks) + 1);
-    if (h->rkey == NULL || h->bitmap == NULL || rs_baddr_copy(&h->addr, &q->holder_addr) != RS_OK) {
+    h->claims = calloc(1, rs_bmap_bytes(src->nblocks) + 1);
+    if (h->rkey == NULL || h->bitmap == NULL || h->claims == NULL ||
+        rs_baddr_copy(&h->addr, &q->holder_addr) != RS_OK) {
         free(h->rkey);
         free(h->bitmap);
+        free(h->claims);
         free(h);
         return NULL;
     }
@@ -280,6 +337,7 @@ static rs_bsrc_holder_t *holder_register(rs_bcast_t *src, rs_bepinfo_t *conn, co
     h->id = (uint32_t)__atomic_add_fetch(&src->stats.holders, 1, __ATOMIC_RELAXED);
     RS_BSTAT_ADD(src->node->stats.holders, 1);
     h->conn = conn;
+    h->start = start_pick(src);
     src->holders[src->n_holders++] = h;
     src->version++;
     src->rversion++;
@@ -297,6 +355,10 @@ static int holder_update(rs_bcast_t *src, rs_bsrc_holder_t *h, const rs_breq_t *
     int any = 0;
     if (h->complete)
         return 0;
+    if ((q->flags & RS_BREQ_F_CLAIMS) && q->nblocks == src->nblocks) {
+        for (size_t i = 0; i < nbytes; i++)
+            h->claims[i] |= q->claims.p[i];
+    }
     if (q->flags & RS_BREQ_F_COMPLETE) {
         for (size_t i = 0; i < nbytes; i++) {
             uint8_t all = i + 1 < nbytes || src->nblocks % 8 == 0
@@ -388,14 +450,21 @@ static void reply_lists(rs_bcast_node_t *node, rs_bcast_t *src, rs_breply_enc_t 
 {
     uint32_t n = src->n_holders, listed = 0, n_active = 0;
     uint32_t *idx = malloc((n + 1u) * sizeof(*idx));
-    if (idx == NULL)
+    rs_bactive_t *active = malloc((n + 1u) * sizeof(*active));
+    if (idx == NULL || active == NULL) {
+        free(active);
+        free(idx);
         return;
+    }
     for (uint32_t i = 0; i < n; i++) {
         const rs_bsrc_holder_t *h = src->holders[i];
-        if (!h->complete && holder_alive(h))
-            idx[n_active++] = h->id - 1; /* the ticket */
+        if (!h->complete && holder_alive(h)) {
+            active[n_active].ticket = h->id - 1;
+            active[n_active++].start = h->start;
+        }
     }
-    rs_breply_put_active(enc, idx, n_active);
+    rs_breply_put_active(enc, active, n_active);
+    free(active);
 
     rs_bholder_wire_t w;
     memset(&w, 0, sizeof(w));
@@ -414,15 +483,21 @@ static void reply_lists(rs_bcast_node_t *node, rs_bcast_t *src, rs_breply_enc_t 
         idx[k] = idx[j];
         idx[j] = t;
         rs_bsrc_holder_t *h = src->holders[idx[k]];
-        if (h->id == self_id || h->have == 0 || !holder_alive(h))
-            continue;
+        int claims = 0;
+        for (size_t i = 0; !h->complete && i < rs_bmap_bytes(src->nblocks); i++)
+            claims |= (h->claims[i] & ~h->bitmap[i]) != 0;
+        if (h->id == self_id || (h->have == 0 && !claims) || !holder_alive(h))
+            continue; /* nothing to serve or soon to serve, or its connection to us died */
         w.id = h->id;
         w.flags = h->complete ? RS_BHOLDER_F_COMPLETE : 0;
+        w.flags |= claims ? RS_BHOLDER_F_CLAIMS : 0;
         w.addr = h->addr.a;
         w.rkey.p = h->rkey;
         w.rkey.len = (uint32_t)h->rkey_len;
         w.bitmap.p = h->bitmap;
         w.bitmap.len = (uint32_t)rs_bmap_bytes(src->nblocks);
+        w.claims.p = h->claims;
+        w.claims.len = w.bitmap.len;
         if (rs_breply_add_holder(enc, &w) != RS_OK)
             break;
         listed++;
@@ -467,10 +542,15 @@ static void reply_manifest(rs_bcast_node_t *node, rs_bcast_t *src, rs_bepinfo_t 
     hdr.nblocks = src->nblocks;
     hdr.flags = q->kind == RS_BREQ_GET ? RS_BREPLY_F_SUMS : 0;
     hdr.perm_seed = src->perm_seed;
-    hdr.ticket = self_id != 0 ? self_id - 1 : (uint32_t)rs_brand(&rng);
+    hdr.ticket = self_id != 0 ? self_id - 1 : 0;
+    /* Readers that do not share (source mode) start anywhere. */
+    hdr.start = src->nblocks > 0 ? rs_brand_below(&rng, src->nblocks) : 0;
     pthread_mutex_lock(&src->lock);
     hdr.version = src->version;
     hdr.rversion = src->rversion;
+    rs_bsrc_holder_t *self = self_id != 0 ? holder_by_id(src, self_id) : NULL;
+    if (self != NULL)
+        hdr.start = self->start;
     for (uint32_t i = 0; i < src->n_holders; i++) {
         const rs_bsrc_holder_t *h = src->holders[i];
         if (h->id != self_id && !h->complete && holder_alive(h))
@@ -521,15 +601,6 @@ static void park_req(const rs_bcast_t *src, const rs_bparked_t *p, rs_breq_t *q)
     q->reply_cap = p->reply_cap;
     q->reply_rkey.p = p->rkey;
     q->reply_rkey.len = (uint32_t)p->rkey_len;
-}
-
-/* The holder with this id (src->lock held). */
-static rs_bsrc_holder_t *holder_by_id(rs_bcast_t *src, uint32_t id)
-{
-    for (uint32_t i = 0; i < src->n_holders; i++)
-        if (src->holders[i]->id == id)
-            return src->holders[i];
-    return NULL;
 }
 
 /* Whether blocks someone just announced (gained) include one the poller lacks (src->lock held). */
@@ -606,34 +677,35 @@ static void reader_note(rs_bcast_t *src, rs_bepinfo_t *info)
 static void news_send(rs_bcast_node_t *node, rs_bcast_t *src, uint32_t skip_id)
 {
     uint32_t n = 0, n_eps = 0, rversion;
-    uint32_t *tickets = NULL;
+    rs_bactive_t *active = NULL;
     rs_ep_t **eps = NULL;
     uint8_t *msg = NULL;
     size_t len;
 
     pthread_mutex_lock(&src->lock);
-    tickets = malloc((src->n_holders + 1u) * sizeof(*tickets));
+    active = malloc((src->n_holders + 1u) * sizeof(*active));
     eps = malloc((src->n_holders + 1u) * sizeof(*eps));
-    for (uint32_t i = 0; tickets != NULL && eps != NULL && i < src->n_holders; i++) {
+    for (uint32_t i = 0; active != NULL && eps != NULL && i < src->n_holders; i++) {
         const rs_bsrc_holder_t *h = src->holders[i];
         if (h->complete || !holder_alive(h))
             continue;
-        tickets[n++] = h->id - 1;
+        active[n].ticket = h->id - 1;
+        active[n++].start = h->start;
         if (h->id != skip_id && h->conn != NULL)
             eps[n_eps++] = h->conn->ep;
     }
     rversion = src->rversion;
     pthread_mutex_unlock(&src->lock);
     msg = malloc(node->msg_max);
-    if (tickets == NULL || eps == NULL || msg == NULL ||
-        rs_bnews_encode(node->node_id, src->seq, rversion, tickets, n, msg, node->msg_max, &len) !=
+    if (active == NULL || eps == NULL || msg == NULL ||
+        rs_bnews_encode(node->node_id, src->seq, rversion, active, n, msg, node->msg_max, &len) !=
             RS_OK)
         n_eps = 0;
     for (uint32_t i = 0; i < n_eps; i++)
         rs_msg_send(eps[i], RS_BMSG_NEWS, msg, len, NULL, NULL); /* best effort */
     free(msg);
     free(eps);
-    free(tickets);
+    free(active);
 }
 
 /* ---------------------------------------------------------------- serving */
@@ -879,6 +951,7 @@ void rs_bsrc_reap(rs_bcast_node_t *node, uint64_t now, int force)
             holder_free(src->holders[i]);
         free(src->holders);
         free(src->readers);
+        free(src->perm_pos);
         free(src->sums);
         pthread_mutex_destroy(&src->lock);
         free(src);

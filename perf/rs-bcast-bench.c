@@ -52,7 +52,7 @@ typedef struct answer {
     uint32_t pad;
     uint64_t len;
     uint64_t sample; /* a few bytes of the object, to catch gross corruption cheaply */
-    uint64_t round_trips, reads, source_reads;
+    uint64_t round_trips, reads, source_reads, fallbacks;
 } answer_t;
 
 typedef struct reader {
@@ -157,6 +157,7 @@ static void reader_main(const opts_t *o, int cmd_fd, int res_fd)
             a.round_trips = st.round_trips;
             a.reads = st.reads;
             a.source_reads = st.source_reads;
+            a.fallbacks = st.source_fallbacks;
             rs_bcast_release(ref);
         }
         if (write_all(res_fd, &a, sizeof(a)) != 0)
@@ -224,6 +225,7 @@ typedef struct result {
     int mode;
     double median_us;
     uint64_t round_trips, reads, source_reads;
+    uint64_t fallbacks; /* patience ran out (all readers, all iterations) */
     int iters;
 } result_t;
 
@@ -298,6 +300,7 @@ static int run_case(const opts_t *o, rs_bcast_node_t *src, const unsigned char *
             }
             src_reads += ans[i].source_reads;
             if (it >= 0) {
+                res->fallbacks += ans[i].fallbacks;
                 if (ans[i].round_trips > res->round_trips)
                     res->round_trips = ans[i].round_trips;
                 if (ans[i].reads > res->reads)
@@ -456,15 +459,17 @@ static const char *mode_name(int m)
 
 static void print_table(const opts_t *o, const result_t *res, int n)
 {
-    printf("%10s %7s %8s %12s %11s %6s %12s\n", "bytes", "readers", "mode", "median_us",
-           "round_trips", "reads", "source_reads");
+    printf("%10s %7s %8s %12s %11s %6s %12s %9s\n", "bytes", "readers", "mode", "median_us",
+           "round_trips", "reads", "source_reads", "fallbacks");
     for (int i = 0; i < n; i++)
-        printf("%10llu %7d %8s %12.1f %11llu %6llu %12llu\n", (unsigned long long)res[i].bytes,
-               res[i].readers, mode_name(res[i].mode), res[i].median_us,
-               (unsigned long long)res[i].round_trips, (unsigned long long)res[i].reads,
-               (unsigned long long)res[i].source_reads);
+        printf("%10llu %7d %8s %12.1f %11llu %6llu %12llu %9llu\n",
+               (unsigned long long)res[i].bytes, res[i].readers, mode_name(res[i].mode),
+               res[i].median_us, (unsigned long long)res[i].round_trips,
+               (unsigned long long)res[i].reads, (unsigned long long)res[i].source_reads,
+               (unsigned long long)res[i].fallbacks);
     printf("# round_trips and reads: most issued by one reader for one broadcast; source_reads:\n"
-           "# block reads the source served for one broadcast (all readers); block size %llu\n",
+           "# block reads the source served for one broadcast (all readers); fallbacks: times a\n"
+           "# reader's patience ran out (all readers and iterations); block size %llu\n",
            (unsigned long long)o->block_size);
 }
 
@@ -473,11 +478,12 @@ static void print_json(const result_t *res, int n)
     printf("{\"results\": [");
     for (int i = 0; i < n; i++)
         printf("%s{\"bytes\": %llu, \"readers\": %d, \"mode\": \"%s\", \"median_us\": %.1f, "
-               "\"round_trips\": %llu, \"reads\": %llu, \"source_reads\": %llu, \"iters\": %d}",
+               "\"round_trips\": %llu, \"reads\": %llu, \"source_reads\": %llu, "
+               "\"fallbacks\": %llu, \"iters\": %d}",
                i ? ", " : "", (unsigned long long)res[i].bytes, res[i].readers,
                mode_name(res[i].mode), res[i].median_us, (unsigned long long)res[i].round_trips,
                (unsigned long long)res[i].reads, (unsigned long long)res[i].source_reads,
-               res[i].iters);
+               (unsigned long long)res[i].fallbacks, res[i].iters);
     printf("]}\n");
 }
 

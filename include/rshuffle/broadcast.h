@@ -63,7 +63,8 @@ typedef struct rs_bcast_config {
                               already in flight (500) */
     uint32_t patience_ms;  /* RSHUFFLE_BCAST_PATIENCE_MS: how long a torrent reader waits for
                               blocks other readers are fetching before it reads them from the
-                              source; at least 4 block read times (50) */
+                              source, one block per period; at least 4 block read times
+                              (100) */
     uint64_t cache_bytes;  /* RSHUFFLE_BCAST_CACHE_BYTES: registered memory of retired objects
                               kept for the next ones (128 MiB) */
     rs_bcast_mode_t mode;  /* RSHUFFLE_BCAST_MODE: torrent|source (torrent) */

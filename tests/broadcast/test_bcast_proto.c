@@ -192,7 +192,7 @@ static void test_req_round_trip_and_damage(void **state)
 static size_t build_reply(uint8_t *buf, size_t cap, int with_inline, const uint8_t *data,
                           uint64_t size)
 {
-    static const uint32_t tickets[3] = {0, 2, 5};
+    static const rs_bactive_t tickets[3] = {{0, 0}, {2, 1}, {5, 2}};
     static const uint8_t rkey[16] = {7};
     static const uint8_t bitmap[1] = {0x02};
     uint64_t sums[4];
@@ -211,6 +211,7 @@ static size_t build_reply(uint8_t *buf, size_t cap, int with_inline, const uint8
     h.active = 2;
     h.version = 9;
     h.rversion = 3;
+    h.start = 1;
     h.perm_seed = 123;
     for (uint32_t i = 0; i < h.nblocks; i++)
         sums[i] = rs_bblock_sum(data + rs_bblock_off(i, 4096), rs_bblock_len(i, size, 4096), i);
@@ -256,7 +257,9 @@ static void test_reply_round_trip_and_damage(void **state)
         assert_int_equal(r.version, 9);
         assert_int_equal(r.rversion, 3);
         assert_int_equal(r.n_active, 3);
-        assert_int_equal(rs_breply_ticket(&r, 2), 5);
+        assert_int_equal(rs_breply_active(&r, 2).ticket, 5);
+        assert_int_equal(rs_breply_active(&r, 2).start, 2);
+        assert_int_equal(r.start, 1);
         assert_int_equal(r.n_holders, 2);
         assert_true(rs_breply_sum(&r, 1) == rs_bblock_sum(data + 4096, 4096, 1));
         rs_bholder_wire_t h;
@@ -308,18 +311,19 @@ static void test_reply_round_trip_and_damage(void **state)
 static void test_news_and_destroy(void **state)
 {
     (void)state;
-    uint32_t t[5] = {0, 1, 2, 3, 900};
-    uint8_t buf[64];
+    rs_bactive_t t[5] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {900, 4}};
+    uint8_t buf[96];
     size_t len;
     rs_bnews_t n;
     assert_int_equal(rs_bnews_encode(1, 2, 3, t, 5, buf, sizeof(buf), &len), RS_OK);
     assert_int_equal(rs_bnews_decode(buf, len, &n), RS_OK);
     assert_int_equal(n.n_active, 5);
-    assert_int_equal(rs_bnews_ticket(&n, 4), 900);
+    assert_int_equal(rs_bnews_active(&n, 4).ticket, 900);
+    assert_int_equal(rs_bnews_active(&n, 4).start, 4);
     for (size_t k = 0; k < len; k++)
         assert_true(rs_bnews_decode(buf, k, &n) < 0);
     /* Tickets beyond the message budget are dropped, not overflowed. */
-    assert_int_equal(rs_bnews_encode(1, 2, 3, t, 5, buf, RS_BNEWS_FIXED + 8, &len), RS_OK);
+    assert_int_equal(rs_bnews_encode(1, 2, 3, t, 5, buf, RS_BNEWS_FIXED + 16, &len), RS_OK);
     assert_int_equal(rs_bnews_decode(buf, len, &n), RS_OK);
     assert_int_equal(n.n_active, 2);
 
@@ -361,59 +365,78 @@ static void test_order(void **state)
     uint32_t o0[N], o1[N], seen[N];
     /* Each order is a permutation; readers share it, rotated to their start. */
     rs_border(77, 0, N, o0);
-    rs_border(77, 1, N, o1);
+    rs_border(77, 5, N, o1);
     memset(seen, 0, sizeof(seen));
     for (int i = 0; i < N; i++)
         seen[o0[i]]++;
     for (int i = 0; i < N; i++)
         assert_int_equal(seen[i], 1);
-    uint32_t s1 = rs_border_start(1, N);
-    assert_int_equal(s1, N / 2);
     for (int i = 0; i < N; i++)
-        assert_int_equal(o1[i], o0[(i + s1) % N]);
-    /* Tickets 0..7 start evenly spread over 16 blocks. */
-    uint32_t starts[8];
-    for (uint32_t t = 0; t < 8; t++)
-        starts[t] = rs_border_start(t, N);
-    for (uint32_t t = 0; t < 8; t++)
-        for (uint32_t u = 0; u < t; u++)
-            assert_true(starts[t] != starts[u] && starts[t] % 2 == 0);
+        assert_int_equal(o1[i], o0[(i + 5) % N]);
     /* Another object shuffles differently. */
     rs_border(78, 0, N, o1);
     assert_true(memcmp(o0, o1, sizeof(o0)) != 0);
-    rs_border(1, 5, 1, o0);
+    rs_border(1, 0, 1, o0);
     assert_int_equal(o0[0], 0);
+}
+
+static void test_start_pick(void **state)
+{
+    (void)state;
+    uint8_t busy[16];
+    /* Nothing taken: the first reader starts at 0. */
+    memset(busy, 0, sizeof(busy));
+    assert_int_equal(rs_bstart_pick(busy, 16), 0);
+    /* A lone reader at 0 that read 0..3: the newcomer lands mid-way through 4..15. */
+    for (int i = 0; i < 4; i++)
+        busy[i] = 1;
+    assert_int_equal(rs_bstart_pick(busy, 16), 4 + 12 / 2);
+    /* 0..5 and 10..12 taken: the longest free run is 6..9. */
+    busy[4] = busy[5] = busy[10] = busy[11] = busy[12] = 1;
+    assert_int_equal(rs_bstart_pick(busy, 16), 6 + 4 / 2);
+    /* Of equally long runs (6..9 and 12..15), the first. */
+    busy[12] = 0;
+    assert_int_equal(rs_bstart_pick(busy, 16), 8);
+    /* Runs wrap around the end. */
+    memset(busy, 1, sizeof(busy));
+    busy[15] = busy[0] = busy[1] = 0;
+    assert_int_equal(rs_bstart_pick(busy, 16), 0);
+    /* Everything taken: anywhere (0). */
+    memset(busy, 1, sizeof(busy));
+    assert_int_equal(rs_bstart_pick(busy, 16), 0);
 }
 
 static void test_ownership(void **state)
 {
     (void)state;
-    uint32_t active[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    rs_bactive_t a[8];
     /* Alone: everything. */
-    assert_int_equal(rs_bown_count(0, active, 1, 16), 16);
-    assert_int_equal(rs_bown_count(3, NULL, 0, 16), 16);
-    /* Eight readers, sixteen blocks: two each, and together every block exactly once. */
-    uint32_t total = 0;
+    a[0] = (rs_bactive_t){0, 3};
+    assert_int_equal(rs_bown_count(0, 3, a, 1, 16), 16);
+    assert_int_equal(rs_bown_count(0, 3, NULL, 0, 16), 16);
+    /* Eight readers two apart over sixteen blocks: two each, every block once. */
+    for (uint32_t t = 0; t < 8; t++)
+        a[t] = (rs_bactive_t){t, (t * 6) % 16 / 2 * 2};
+    uint32_t total = 0, starts = 0;
     for (uint32_t t = 0; t < 8; t++) {
-        assert_int_equal(rs_bown_count(t, active, 8, 16), 2);
-        total += rs_bown_count(t, active, 8, 16);
+        total += rs_bown_count(t, a[t].start, a, 8, 16);
+        starts |= 1u << a[t].start;
     }
     assert_int_equal(total, 16);
-    /* Uneven: 3 readers over 10 blocks still cover each block once. */
-    total = 0;
-    for (uint32_t t = 0; t < 3; t++)
-        total += rs_bown_count(t, active, 3, 10);
-    assert_int_equal(total, 10);
-    /* More readers than blocks: the lowest ticket at a start owns it, the others nothing. */
-    total = 0;
-    for (uint32_t t = 0; t < 8; t++)
-        total += rs_bown_count(t, active, 8, 3);
-    assert_int_equal(total, 3);
-    /* A reader that left (ticket 1 started at 8) gives its share to the one before (6, at 6). */
-    uint32_t without1[7] = {0, 2, 3, 4, 5, 6, 7};
-    assert_int_equal(rs_border_start(1, 16), 8);
-    assert_int_equal(rs_border_start(6, 16), 6);
-    assert_int_equal(rs_bown_count(6, without1, 7, 16), 4);
+    assert_int_equal(starts, 0x5555); /* the starts 0, 2, .., 14 */
+    /* Up to the next start, wrapping: 3 readers at 1, 9, 12 of 16. */
+    a[0] = (rs_bactive_t){0, 1};
+    a[1] = (rs_bactive_t){1, 9};
+    a[2] = (rs_bactive_t){2, 12};
+    assert_int_equal(rs_bown_count(0, 1, a, 3, 16), 8);
+    assert_int_equal(rs_bown_count(1, 9, a, 3, 16), 3);
+    assert_int_equal(rs_bown_count(2, 12, a, 3, 16), 5);
+    /* The same start: the lower ticket owns it, the other nothing. */
+    a[2] = (rs_bactive_t){2, 9};
+    assert_int_equal(rs_bown_count(1, 9, a, 3, 16), 8);
+    assert_int_equal(rs_bown_count(2, 9, a, 3, 16), 0);
+    /* A reader that left gives its share to the one before it. */
+    assert_int_equal(rs_bown_count(0, 1, a, 1, 16), 16);
 }
 
 static void test_config(void **state)
@@ -460,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_news_and_destroy),
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_order),
+        cmocka_unit_test(test_start_pick),
         cmocka_unit_test(test_ownership),
         cmocka_unit_test(test_config),
     };

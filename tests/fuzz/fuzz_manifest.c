@@ -82,11 +82,11 @@ static void fuzz_reply(const uint8_t *in, size_t len)
     check_inside(in, len, r.holders.p, r.holders.len);
     check_inside(in, len, r.data.p, r.data.len);
     CHECK(r.sums.len == 0 || r.sums.len == 8ull * r.nblocks);
-    CHECK(r.tickets.len == 4ull * r.n_active);
+    CHECK(r.tickets.len == 8ull * r.n_active);
     for (uint32_t i = 0; i < r.nblocks && r.sums.len > 0; i++)
         (void)rs_breply_sum(&r, i);
     for (uint32_t i = 0; i < r.n_active; i++)
-        (void)rs_breply_ticket(&r, i);
+        CHECK(rs_breply_active(&r, i).start < (r.nblocks > 0 ? r.nblocks : 1));
     rs_bholder_wire_t h;
     size_t off = 0;
     uint32_t n = 0;
@@ -130,12 +130,12 @@ static void fuzz_news(const uint8_t *in, size_t len)
     if (st != RS_OK)
         return;
     check_inside(in, len, n.tickets.p, n.tickets.len);
-    uint32_t *t = malloc((n.n_active + 1u) * sizeof(*t));
+    rs_bactive_t *t = malloc((n.n_active + 1u) * sizeof(*t));
     uint8_t *out = malloc(len);
     size_t olen = 0;
     CHECK(t != NULL && out != NULL);
     for (uint32_t i = 0; i < n.n_active; i++)
-        t[i] = rs_bnews_ticket(&n, i);
+        t[i] = rs_bnews_active(&n, i);
     CHECK(rs_bnews_encode(n.node_id, n.seq, n.rversion, t, n.n_active, out, len, &olen) == RS_OK);
     CHECK(olen == len && memcmp(out, in, len) == 0);
     free(out);

@@ -90,7 +90,7 @@ static void seed_reqs(void (*emit)(void *, const uint8_t *, size_t), void *user)
 static void seed_replies(void (*emit)(void *, const uint8_t *, size_t), void *user)
 {
     static const uint64_t sums[3] = {1, 2, 3};
-    static const uint32_t tickets[3] = {0, 4, 9};
+    static const rs_bactive_t tickets[3] = {{0, 0}, {4, 1}, {9, 2}};
     static const uint8_t rkey[20] = {3, 1, 4, 1, 5};
     static const uint8_t bitmap[1] = {0x05};
     static const uint8_t data[100] = {42};
@@ -147,7 +147,7 @@ static void seed_replies(void (*emit)(void *, const uint8_t *, size_t), void *us
 
 void manifest_corpus(void (*emit)(void *user, const uint8_t *seed, size_t len), void *user)
 {
-    static const uint32_t tickets[4] = {0, 1, 2, 7};
+    static const rs_bactive_t tickets[4] = {{0, 0}, {1, 8}, {2, 4}, {7, 14}};
     uint8_t buf[256];
     size_t len;
     seed_descs(emit, user);
