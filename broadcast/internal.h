@@ -94,7 +94,8 @@ typedef struct rs_bepinfo {
     rs_ep_t *ep;
     rs_bpeer_t *peer; /* the peer when we connected, NULL when accepted */
     int dead;
-    rs_list_t rkeys; /* rs_bkey_cache_t */
+    pthread_mutex_t lock; /* rkeys: callbacks and the service thread both answer requests */
+    rs_list_t rkeys;      /* rs_bkey_cache_t */
 } rs_bepinfo_t;
 
 typedef struct rs_bkey_cache {
@@ -104,7 +105,7 @@ typedef struct rs_bkey_cache {
     uint8_t blob[];
 } rs_bkey_cache_t;
 
-/* The remote key for blob on ep, unpacked once per endpoint. Service thread only. */
+/* The remote key for blob on ep, unpacked once per endpoint. */
 rs_status_t rs_bepinfo_rkey(rs_bepinfo_t *info, const void *blob, size_t len, rs_rkey_t **rkey_p);
 
 /* A peer this node connects to (a source or a holder), found by address. */
@@ -202,6 +203,13 @@ struct rs_bcast {
 
 /* Serves one decoded request that arrived on info's endpoint. Service thread. */
 void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q);
+
+/*
+ * Serves a GET for an inline object right away (from the transport callback:
+ * no allocation, one put from the prebuilt reply). Returns 0, having done
+ * nothing, for any other request: the service thread serves those.
+ */
+int rs_bsrc_serve_fast(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q);
 
 /* Answers long polls whose time is up. Service thread. */
 void rs_bsrc_tick(rs_bcast_node_t *node, uint64_t now);

@@ -59,8 +59,18 @@ static void work_push(rs_bcast_node_t *node, int kind, rs_ep_t *ep, uint32_t imm
     pthread_mutex_unlock(&node->work_lock);
 }
 
+static rs_bepinfo_t *epinfo_of(rs_bcast_node_t *node, rs_ep_t *ep);
+static void handle_notify(rs_bcast_node_t *node, uint32_t imm);
+
+/* Inline GETs are answered at once; everything else goes to the service thread. */
 static void on_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
+    rs_bcast_node_t *node = arg;
+    rs_breq_t q;
+    rs_bepinfo_t *info;
+    if (rs_breq_decode(data, len, &q) == RS_OK && q.kind == RS_BREQ_GET &&
+        (info = epinfo_of(node, ep)) != NULL && rs_bsrc_serve_fast(node, info, &q))
+        return;
     work_push(arg, RS_BWORK_REQ, ep, 0, RS_OK, data, len);
 }
 
@@ -74,9 +84,11 @@ static void on_news(void *arg, rs_ep_t *ep, const void *data, size_t len)
     work_push(arg, RS_BWORK_NEWS, ep, 0, RS_OK, data, len);
 }
 
+/* A reply landed: applied here, in the callback (no allocation of registered memory). */
 static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
 {
-    work_push(arg, RS_BWORK_NOTIFY, ep, imm, RS_OK, NULL, 0);
+    (void)ep;
+    handle_notify(arg, imm);
 }
 
 static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
@@ -98,6 +110,7 @@ static rs_bepinfo_t *epinfo_of(rs_bcast_node_t *node, rs_ep_t *ep)
         return NULL;
     }
     info->ep = ep;
+    pthread_mutex_init(&info->lock, NULL);
     rs_list_init(&info->rkeys);
     info->dead = rs_ep_status(ep) != RS_OK;
     pthread_mutex_lock(&node->lock);
@@ -143,7 +156,7 @@ static void handle_req(rs_bcast_node_t *node, rs_bwork_t *w)
         rs_bsrc_serve(node, info, &q);
 }
 
-static void handle_notify(rs_bcast_node_t *node, rs_bwork_t *w)
+static void handle_notify(rs_bcast_node_t *node, uint32_t imm)
 {
     rs_list_t *pos, *tmp;
     rs_bpending_t *found = NULL;
@@ -151,7 +164,7 @@ static void handle_notify(rs_bcast_node_t *node, rs_bwork_t *w)
     rs_list_for_each_safe(pos, tmp, &node->pending)
     {
         rs_bpending_t *p = RS_CONTAINER_OF(pos, rs_bpending_t, link);
-        if (p->req_id == w->imm) {
+        if (p->req_id == imm) {
             rs_list_del(&p->link);
             found = p;
             break;
@@ -159,7 +172,7 @@ static void handle_notify(rs_bcast_node_t *node, rs_bwork_t *w)
     }
     pthread_mutex_unlock(&node->lock);
     if (found == NULL) {
-        rs_warn("broadcast: a reply for unknown request %u (late after a timeout?)", w->imm);
+        rs_warn("broadcast: a reply for unknown request %u (late after a timeout?)", imm);
         return;
     }
     rs_bentry_reply(node, found, RS_OK);
@@ -242,7 +255,7 @@ static unsigned work_drain(rs_bcast_node_t *node)
                 handle_destroy(node, w);
                 break;
             case RS_BWORK_NOTIFY:
-                handle_notify(node, w);
+                handle_notify(node, w->imm);
                 break;
             case RS_BWORK_EP:
                 handle_ep(node, w);

@@ -50,6 +50,7 @@ rs_bpeer_t *rs_bpeer_get(rs_bcast_node_t *node, const rs_baddr_t *addr)
     }
     p->state = RS_BPEER_NEW;
     p->info.peer = p;
+    pthread_mutex_init(&p->info.lock, NULL);
     rs_list_init(&p->info.rkeys);
     rs_list_add_tail(&node->peers, &p->link);
     pthread_mutex_unlock(&node->lock);
@@ -131,22 +132,34 @@ void rs_bpeer_put_read(rs_bpeer_t *p)
     __atomic_fetch_sub(&p->reads, 1, __ATOMIC_RELAXED);
 }
 
-rs_status_t rs_bepinfo_rkey(rs_bepinfo_t *info, const void *blob, size_t len, rs_rkey_t **rkey_p)
+/* A cached key for blob (info->lock held). */
+static rs_rkey_t *key_find(rs_bepinfo_t *info, const void *blob, size_t len)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &info->rkeys)
     {
         rs_bkey_cache_t *k = RS_CONTAINER_OF(pos, rs_bkey_cache_t, link);
-        if (k->len == len && memcmp(k->blob, blob, len) == 0) {
-            *rkey_p = k->rkey;
-            return RS_OK;
-        }
+        if (k->len == len && memcmp(k->blob, blob, len) == 0)
+            return k->rkey;
+    }
+    return NULL;
+}
+
+rs_status_t rs_bepinfo_rkey(rs_bepinfo_t *info, const void *blob, size_t len, rs_rkey_t **rkey_p)
+{
+    pthread_mutex_lock(&info->lock);
+    rs_rkey_t *found = key_find(info, blob, len);
+    pthread_mutex_unlock(&info->lock);
+    if (found != NULL) {
+        *rkey_p = found;
+        return RS_OK;
     }
     rs_bkey_cache_t *k = malloc(sizeof(*k) + len);
     if (k == NULL) {
         rs_error("out of memory caching a remote key");
         return RS_ERR_NOMEM;
     }
+    /* Unpacked outside the lock (a transport call); another thread may have won meanwhile. */
     rs_status_t st = rs_rkey_unpack(info->ep, blob, len, &k->rkey);
     if (st != RS_OK) {
         free(k);
@@ -154,7 +167,17 @@ rs_status_t rs_bepinfo_rkey(rs_bepinfo_t *info, const void *blob, size_t len, rs
     }
     k->len = len;
     memcpy(k->blob, blob, len);
-    rs_list_add_tail(&info->rkeys, &k->link);
+    pthread_mutex_lock(&info->lock);
+    found = key_find(info, blob, len);
+    if (found == NULL)
+        rs_list_add_tail(&info->rkeys, &k->link);
+    pthread_mutex_unlock(&info->lock);
+    if (found != NULL) {
+        rs_rkey_destroy(k->rkey);
+        free(k);
+        *rkey_p = found;
+        return RS_OK;
+    }
     *rkey_p = k->rkey;
     return RS_OK;
 }
@@ -167,6 +190,7 @@ static void epinfo_fini(rs_bepinfo_t *info)
         rs_list_del(pos);
         free(RS_CONTAINER_OF(pos, rs_bkey_cache_t, link));
     }
+    pthread_mutex_destroy(&info->lock);
 }
 
 void rs_bpeers_fini(rs_bcast_node_t *node)

@@ -710,6 +710,31 @@ static void news_send(rs_bcast_node_t *node, rs_bcast_t *src, uint32_t skip_id)
 
 /* ---------------------------------------------------------------- serving */
 
+/*
+ * Answers a GET for an inline object with one notified put straight from its
+ * prebuilt reply (zero copy, nothing allocated but the put's small record).
+ * Returns 0 when the requester's slot is too small (or out of memory).
+ */
+static int serve_inline(rs_bcast_node_t *node, rs_bepinfo_t *info, rs_bcast_t *src,
+                        const rs_breq_t *q)
+{
+    rs_bput_t *put;
+    if (src->reply_len > q->reply_cap || (put = calloc(1, sizeof(*put))) == NULL)
+        return 0;
+    RS_BSTAT_ADD(src->stats.requests_served, 1);
+    RS_BSTAT_ADD(node->stats.requests_served, 1);
+    pthread_mutex_lock(&src->lock);
+    reader_note(src, info);
+    pthread_mutex_unlock(&src->lock);
+    put->node = node;
+    put->src = src;
+    pthread_mutex_lock(&node->lock);
+    src->busy++;
+    pthread_mutex_unlock(&node->lock);
+    reply_post(info, q, rs_mr_addr(src->mr), src->reply_len, src->mr, put);
+    return 1;
+}
+
 /* Looks the object up and takes a busy reference; the status when it is not served. */
 static rs_status_t src_lookup(rs_bcast_node_t *node, const rs_breq_t *q, rs_bcast_t **src_p)
 {
@@ -784,24 +809,8 @@ void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q
     if (q->kind == RS_BREQ_ANNOUNCE) {
         serve_announce(node, info, src, q);
     } else if (q->kind == RS_BREQ_GET && src->is_inline) {
-        /* Zero copy: the prebuilt reply goes straight from the object's region. */
-        RS_BSTAT_ADD(src->stats.requests_served, 1);
-        RS_BSTAT_ADD(node->stats.requests_served, 1);
-        pthread_mutex_lock(&src->lock);
-        reader_note(src, info);
-        pthread_mutex_unlock(&src->lock);
-        rs_bput_t *put = calloc(1, sizeof(*put));
-        if (src->reply_len > q->reply_cap || put == NULL) {
-            free(put);
+        if (!serve_inline(node, info, src, q))
             reply_status(node, info, q, RS_ERR_NO_SPACE);
-        } else {
-            put->node = node;
-            put->src = src;
-            pthread_mutex_lock(&node->lock);
-            src->busy++;
-            pthread_mutex_unlock(&node->lock);
-            reply_post(info, q, rs_mr_addr(src->mr), src->reply_len, src->mr, put);
-        }
     } else {
         int parked = 0;
         pthread_mutex_lock(&src->lock);
@@ -841,6 +850,18 @@ void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q
     if (src->rversion != rbefore && q->kind == RS_BREQ_GET)
         news_send(node, src, self_id);
     src_unbusy(node, src);
+}
+
+int rs_bsrc_serve_fast(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q)
+{
+    rs_bcast_t *src = NULL;
+    int done = 0;
+    if (q->kind != RS_BREQ_GET || src_lookup(node, q, &src) != RS_OK)
+        return 0; /* errors are answered by the service thread (it may allocate) */
+    if (src->is_inline)
+        done = serve_inline(node, info, src, q);
+    src_unbusy(node, src);
+    return done;
 }
 
 /* Runs f on every published object under a busy reference. */

@@ -6,7 +6,8 @@
  * case (object size x readers x mode) and iteration: publish the object,
  * hand its descriptor to the readers, wait until every reader holds the
  * bytes, destroy it. The time of a broadcast runs from the publish call to
- * the last reader's answer. Also reports the round trips and reads a reader
+ * the last reader's answer (median_us); get_us is the slowest reader's own
+ * rs_bcast_get call (median over iterations). Also reports the round trips and reads a reader
  * issued (the largest over readers and iterations) and the block reads the
  * source served (sum over readers, largest over iterations).
  *
@@ -53,6 +54,7 @@ typedef struct answer {
     uint64_t len;
     uint64_t sample; /* a few bytes of the object, to catch gross corruption cheaply */
     uint64_t round_trips, reads, source_reads, fallbacks;
+    uint64_t get_ns;
 } answer_t;
 
 typedef struct reader {
@@ -149,7 +151,9 @@ static void reader_main(const opts_t *o, int cmd_fd, int res_fd)
         rs_bcast_ref_t *ref;
         rs_bcast_stats_t st;
         memset(&a, 0, sizeof(a));
+        uint64_t t0 = now_ns();
         a.status = rs_bcast_get(nodes[msg[0] ? 1 : 0], msg + 1, len - 1, &ref);
+        a.get_ns = now_ns() - t0;
         if (a.status == RS_OK) {
             a.len = rs_bcast_ref_len(ref);
             a.sample = sample_of(rs_bcast_ref_data(ref), a.len);
@@ -224,6 +228,7 @@ typedef struct result {
     int readers;
     int mode;
     double median_us;
+    double get_us;
     uint64_t round_trips, reads, source_reads;
     uint64_t fallbacks; /* patience ran out (all readers, all iterations) */
     int iters;
@@ -233,6 +238,12 @@ static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
+}
+
+static double median(uint64_t *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(v[0]), cmp_u64);
+    return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
 }
 
 static int iters_for(const opts_t *o, uint64_t bytes)
@@ -277,7 +288,7 @@ static int run_case(const opts_t *o, rs_bcast_node_t *src, const unsigned char *
                     uint64_t bytes, int n, int mode, result_t *res)
 {
     int iters = iters_for(o, bytes);
-    uint64_t times[256];
+    uint64_t times[256], gets[256];
     answer_t ans[MAX_READERS];
     uint64_t want = sample_of(data, bytes);
     memset(res, 0, sizeof(*res));
@@ -291,8 +302,10 @@ static int run_case(const opts_t *o, rs_bcast_node_t *src, const unsigned char *
         uint64_t t = broadcast_once(src, data, bytes, rd, n, mode, ans);
         if (t == 0)
             return -1;
-        uint64_t src_reads = 0;
+        uint64_t src_reads = 0, slowest = 0;
         for (int i = 0; i < n; i++) {
+            if (ans[i].get_ns > slowest)
+                slowest = ans[i].get_ns;
             if (ans[i].status != RS_OK || ans[i].len != bytes || ans[i].sample != want) {
                 fprintf(stderr, "rs-bcast-bench: reader %d got %s (%llu bytes)\n", i,
                         rs_strerror(ans[i].status), (unsigned long long)ans[i].len);
@@ -309,14 +322,13 @@ static int run_case(const opts_t *o, rs_bcast_node_t *src, const unsigned char *
         }
         if (it >= 0) {
             times[it] = t;
+            gets[it] = slowest;
             if (src_reads > res->source_reads)
                 res->source_reads = src_reads;
         }
     }
-    qsort(times, (size_t)iters, sizeof(times[0]), cmp_u64);
-    res->median_us = (iters % 2 ? (double)times[iters / 2]
-                                : ((double)times[iters / 2 - 1] + (double)times[iters / 2]) / 2) /
-                     1000.0;
+    res->median_us = median(times, iters) / 1000.0;
+    res->get_us = median(gets, iters) / 1000.0;
     return 0;
 }
 
@@ -459,15 +471,17 @@ static const char *mode_name(int m)
 
 static void print_table(const opts_t *o, const result_t *res, int n)
 {
-    printf("%10s %7s %8s %12s %11s %6s %12s %9s\n", "bytes", "readers", "mode", "median_us",
-           "round_trips", "reads", "source_reads", "fallbacks");
+    printf("%10s %7s %8s %11s %11s %11s %6s %12s %9s\n", "bytes", "readers", "mode", "median_us",
+           "get_us", "round_trips", "reads", "source_reads", "fallbacks");
     for (int i = 0; i < n; i++)
-        printf("%10llu %7d %8s %12.1f %11llu %6llu %12llu %9llu\n",
+        printf("%10llu %7d %8s %11.1f %11.1f %11llu %6llu %12llu %9llu\n",
                (unsigned long long)res[i].bytes, res[i].readers, mode_name(res[i].mode),
-               res[i].median_us, (unsigned long long)res[i].round_trips,
+               res[i].median_us, res[i].get_us, (unsigned long long)res[i].round_trips,
                (unsigned long long)res[i].reads, (unsigned long long)res[i].source_reads,
                (unsigned long long)res[i].fallbacks);
-    printf("# round_trips and reads: most issued by one reader for one broadcast; source_reads:\n"
+    printf("# median_us: publish to the last reader's answer; get_us: the slowest reader's\n"
+           "# rs_bcast_get; round_trips and reads: most issued by one reader for one broadcast;\n"
+           "# source_reads:\n"
            "# block reads the source served for one broadcast (all readers); fallbacks: times a\n"
            "# reader's patience ran out (all readers and iterations); block size %llu\n",
            (unsigned long long)o->block_size);
@@ -478,12 +492,13 @@ static void print_json(const result_t *res, int n)
     printf("{\"results\": [");
     for (int i = 0; i < n; i++)
         printf("%s{\"bytes\": %llu, \"readers\": %d, \"mode\": \"%s\", \"median_us\": %.1f, "
-               "\"round_trips\": %llu, \"reads\": %llu, \"source_reads\": %llu, "
+               "\"get_us\": %.1f, \"round_trips\": %llu, \"reads\": %llu, \"source_reads\": %llu, "
                "\"fallbacks\": %llu, \"iters\": %d}",
                i ? ", " : "", (unsigned long long)res[i].bytes, res[i].readers,
-               mode_name(res[i].mode), res[i].median_us, (unsigned long long)res[i].round_trips,
-               (unsigned long long)res[i].reads, (unsigned long long)res[i].source_reads,
-               (unsigned long long)res[i].fallbacks, res[i].iters);
+               mode_name(res[i].mode), res[i].median_us, res[i].get_us,
+               (unsigned long long)res[i].round_trips, (unsigned long long)res[i].reads,
+               (unsigned long long)res[i].source_reads, (unsigned long long)res[i].fallbacks,
+               res[i].iters);
     printf("]}\n");
 }
 
