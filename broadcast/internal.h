@@ -92,8 +92,8 @@ typedef struct rs_bpeer rs_bpeer_t;
 typedef struct rs_bepinfo {
     rs_list_t link; /* node->epinfos (accepted endpoints) */
     rs_ep_t *ep;
-    rs_bpeer_t *peer; /* the peer when we connected, NULL when accepted */
-    int dead;
+    rs_bpeer_t *peer;     /* the peer when we connected, NULL when accepted */
+    int dead;             /* atomic: RS_BDEAD / rs_bepinfo_kill */
     pthread_mutex_t lock; /* rkeys: callbacks and the service thread both answer requests */
     rs_list_t rkeys;      /* rs_bkey_cache_t */
 } rs_bepinfo_t;
@@ -104,6 +104,8 @@ typedef struct rs_bkey_cache {
     size_t len;
     uint8_t blob[];
 } rs_bkey_cache_t;
+
+#define RS_BDEAD(info) __atomic_load_n(&(info)->dead, __ATOMIC_ACQUIRE)
 
 /* The remote key for blob on ep, unpacked once per endpoint. */
 rs_status_t rs_bepinfo_rkey(rs_bepinfo_t *info, const void *blob, size_t len, rs_rkey_t **rkey_p);

@@ -99,24 +99,44 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
 /* ------------------------------------------------------------- work queue */
 
 /* The state of an endpoint, created for endpoints peers opened to us. */
+/*
+ * The state of an endpoint: a peer's when we connected it, else created on
+ * first sight for endpoints peers opened to us. Found in our own tables
+ * (node->lock), not through the endpoint's user pointer, because callbacks
+ * and the service thread both ask.
+ */
 static rs_bepinfo_t *epinfo_of(rs_bcast_node_t *node, rs_ep_t *ep)
 {
-    rs_bepinfo_t *info = rs_ep_user(ep);
-    if (info != NULL)
-        return info;
+    rs_list_t *pos, *tmp;
+    rs_bepinfo_t *info = NULL;
+    pthread_mutex_lock(&node->lock);
+    rs_list_for_each_safe(pos, tmp, &node->peers)
+    {
+        rs_bpeer_t *p = RS_CONTAINER_OF(pos, rs_bpeer_t, link);
+        if (p->ep == ep) {
+            info = &p->info;
+            goto out;
+        }
+    }
+    rs_list_for_each_safe(pos, tmp, &node->epinfos)
+    {
+        rs_bepinfo_t *i = RS_CONTAINER_OF(pos, rs_bepinfo_t, link);
+        if (i->ep == ep) {
+            info = i;
+            goto out;
+        }
+    }
     info = calloc(1, sizeof(*info));
     if (info == NULL) {
         rs_error("broadcast: out of memory tracking an endpoint");
-        return NULL;
+        goto out;
     }
     info->ep = ep;
     pthread_mutex_init(&info->lock, NULL);
     rs_list_init(&info->rkeys);
-    info->dead = rs_ep_status(ep) != RS_OK;
-    pthread_mutex_lock(&node->lock);
     rs_list_add_tail(&node->epinfos, &info->link);
+out:
     pthread_mutex_unlock(&node->lock);
-    rs_ep_set_user(ep, info);
     return info;
 }
 
@@ -185,9 +205,8 @@ static void handle_ep(rs_bcast_node_t *node, rs_bwork_t *w)
         return;
     }
     rs_bepinfo_t *info = epinfo_of(node, w->ep);
-    if (info == NULL || info->dead)
-        return;
-    info->dead = 1;
+    if (info == NULL || __atomic_exchange_n(&info->dead, 1, __ATOMIC_ACQ_REL))
+        return; /* told already */
     rs_bpeer_t *peer = info->peer;
     if (peer == NULL) {
         rs_bsrc_conn_dead(node, info); /* a reader of ours is gone */

@@ -89,7 +89,6 @@ rs_status_t rs_bpeer_connect(rs_bcast_node_t *node, rs_bpeer_t *p, int *connecte
             st = peer_dial(node, p, &ep);
             if (st == RS_OK) {
                 p->info.ep = ep;
-                rs_ep_set_user(ep, &p->info);
             } else {
                 char name[300];
                 rs_baddr_format(&p->addr.a, name, sizeof(name));

@@ -123,7 +123,9 @@ rs_status_t rs_bcast_seal(rs_bcast_t *src)
             return st;
         }
     }
+    pthread_mutex_lock(&src->node->lock); /* lookups read the state under the table lock */
     src->state = RS_BSRC_SEALED;
+    pthread_mutex_unlock(&src->node->lock);
     pthread_mutex_unlock(&src->lock);
     return RS_OK;
 }
@@ -192,11 +194,13 @@ void rs_bcast_destroy(rs_bcast_t *src)
 
     /* Answer RS_ERR_DESTROYED from now on, and collect every reader to tell. */
     pthread_mutex_lock(&src->lock);
+    pthread_mutex_lock(&node->lock);
     src->state = RS_BSRC_DESTROYED;
+    pthread_mutex_unlock(&node->lock);
     uint32_t n = 0;
     rs_ep_t **eps = calloc(src->n_readers + 1u, sizeof(*eps));
     for (uint32_t i = 0; eps != NULL && i < src->n_readers; i++)
-        if (!src->readers[i]->dead)
+        if (!RS_BDEAD(src->readers[i]))
             eps[n++] = src->readers[i]->ep;
     pthread_mutex_unlock(&src->lock);
 
@@ -248,7 +252,7 @@ static rs_bsrc_holder_t *holder_by_id(rs_bcast_t *src, uint32_t id)
 
 static int holder_alive(const rs_bsrc_holder_t *h)
 {
-    return h->conn == NULL || !h->conn->dead;
+    return h->conn == NULL || !RS_BDEAD(h->conn);
 }
 
 /*
@@ -641,7 +645,7 @@ static void park_release(rs_bcast_node_t *node, rs_bcast_t *src, uint64_t now, i
         rs_breq_t q;
         rs_list_del(pos);
         park_req(src, p, &q);
-        if (p->info->dead)
+        if (RS_BDEAD(p->info))
             ; /* nobody to answer */
         else if (status != RS_OK)
             reply_status(node, p->info, &q, status);
