@@ -501,7 +501,6 @@ static int reply_apply(rs_bentry_t *e, const rs_breply_t *r, rs_bslot_t *slot, r
 {
     rs_bcast_node_t *node = e->node;
     rs_status_t st;
-    e->others_active = r->active;
     if (r->kind == RS_BREQ_GET || r->version != e->version) {
         /* News: what others fetch is worth waiting for again. */
         e->progress_ns = rs_bnow();

@@ -306,9 +306,8 @@ struct rs_bentry {
     int announced; /* registered as a holder with the source (readers may read us) */
     uint32_t ops;  /* reads in flight + requests awaiting replies */
     uint32_t source_inflight;
-    uint32_t others_active; /* other readers fetching, as the source last said */
-    rs_status_t last_err;   /* why the last read or verification failed */
-    uint32_t *landed;       /* stack of LANDED blocks awaiting verification */
+    rs_status_t last_err; /* why the last read or verification failed */
+    uint32_t *landed;     /* stack of LANDED blocks awaiting verification */
     uint32_t n_landed;
     uint32_t n_done;
     rs_mr_t *mr;             /* the object region (non-inline) */
