@@ -120,8 +120,15 @@ int rs_bpeer_take_read(rs_bcast_node_t *node, rs_bpeer_t *p)
     uint32_t cur = __atomic_load_n(&p->reads, __ATOMIC_RELAXED);
     while (cur < node->cfg.reads_per_ep) {
         if (__atomic_compare_exchange_n(&p->reads, &cur, cur + 1, 0, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED))
+                                        __ATOMIC_RELAXED)) {
+            /* High-water mark, so tests can see the cap hold. */
+            uint64_t seen = __atomic_load_n(&node->stats.peer_reads_max, __ATOMIC_RELAXED);
+            while (cur + 1u > seen &&
+                   !__atomic_compare_exchange_n(&node->stats.peer_reads_max, &seen, cur + 1u, 0,
+                                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                ;
             return 1;
+        }
     }
     return 0;
 }

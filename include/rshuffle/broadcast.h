@@ -89,6 +89,7 @@ typedef struct rs_bcast_stats {
     uint64_t bytes_read;        /* bytes landed by successful reads */
     uint64_t inline_gets;       /* fetches answered inline (no read) */
     uint64_t connects;          /* connections opened to peers */
+    uint64_t peer_reads_max;    /* most reads ever in flight to one peer (node counters only) */
     /* source side */
     uint64_t requests_served;       /* manifest requests answered */
     uint64_t updates_served;        /* holder updates answered */

@@ -342,6 +342,11 @@ out:
 
 void bt_spawn(bt_agent_t *a, const char *fault, rs_bcast_mode_t mode)
 {
+    bt_spawn_env(a, fault, mode, NULL);
+}
+
+void bt_spawn_env(bt_agent_t *a, const char *fault, rs_bcast_mode_t mode, const char *env)
+{
     int cmd[2], res[2];
     assert_int_equal(pipe(cmd), 0);
     assert_int_equal(pipe(res), 0);
@@ -355,6 +360,8 @@ void bt_spawn(bt_agent_t *a, const char *fault, rs_bcast_mode_t mode)
         close(res[0]);
         if (fault != NULL)
             setenv("RSHUFFLE_BCAST_FAULT", fault, 1);
+        if (env != NULL)
+            putenv(strdup(env));
         agent_main(cmd[0], res[1], mode);
         exit(0); /* exit, not _exit: LeakSanitizer checks the agent too */
     }

@@ -36,6 +36,8 @@ const char *bt_host(void);
 
 /* Starts an agent; fault: RSHUFFLE_BCAST_FAULT value or NULL; mode: torrent or source. */
 void bt_spawn(bt_agent_t *a, const char *fault, rs_bcast_mode_t mode);
+/* bt_spawn with one more NAME=VALUE in the agent's environment. */
+void bt_spawn_env(bt_agent_t *a, const char *fault, rs_bcast_mode_t mode, const char *env);
 
 /* Publishes size bytes of the pattern seed; returns the descriptor (len in *desc_len). */
 void bt_publish(bt_agent_t *a, uint64_t size, uint64_t seed, uint8_t *desc, size_t *desc_len);

@@ -192,14 +192,44 @@ static void test_killed_holder(void **state)
     bt_quit(&src);
 }
 
+/* Reads in flight to one peer never exceed reads_per_ep. */
+static void test_read_cap(void **state)
+{
+    (void)state;
+    const uint64_t size = (uint64_t)NBLOCKS * BT_BLOCK;
+    bt_agent_t src, one, three;
+    uint8_t desc[RS_BCAST_DESC_MAX];
+    size_t desc_len;
+    bt_result_t r;
+    rs_bcast_stats_t s;
+
+    bt_spawn(&src, NULL, RS_BCAST_TORRENT);
+    bt_spawn_env(&one, NULL, RS_BCAST_SOURCE, "RSHUFFLE_BCAST_READS_PER_EP=1");
+    bt_spawn_env(&three, NULL, RS_BCAST_SOURCE, "RSHUFFLE_BCAST_READS_PER_EP=3");
+    bt_publish(&src, size, 12, desc, &desc_len);
+    bt_get_start(&one, desc, desc_len);
+    bt_get_wait(&one, &r);
+    expect_ok(&r, size, bt_expected_hash(size, 12));
+    bt_stats(&one, -1, &s);
+    assert_int_equal(s.peer_reads_max, 1);
+    assert_int_equal(s.reads, NBLOCKS);
+    bt_get_start(&three, desc, desc_len);
+    bt_get_wait(&three, &r);
+    expect_ok(&r, size, bt_expected_hash(size, 12));
+    bt_stats(&three, -1, &s);
+    assert_int_equal(s.peer_reads_max, 3); /* the cap, reached: the first round posts 3 */
+    bt_quit(&three);
+    bt_quit(&one);
+    bt_quit(&src);
+}
+
 int main(void)
 {
     bt_alarm(80);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_eight_readers),
-        cmocka_unit_test(test_threads_share_blocks),
-        cmocka_unit_test(test_corrupt_holder),
-        cmocka_unit_test(test_killed_holder),
+        cmocka_unit_test(test_eight_readers),  cmocka_unit_test(test_threads_share_blocks),
+        cmocka_unit_test(test_corrupt_holder), cmocka_unit_test(test_killed_holder),
+        cmocka_unit_test(test_read_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
