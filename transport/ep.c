@@ -34,6 +34,7 @@ rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx)
     rs_ep_t *ep = &p->ep;
     rs_list_init(&p->early);
     rs_list_init(&p->early_link);
+    p->peer_pidfd = -1;
     ep->ctx = ctx;
     rs_list_init(&ep->ops);
     rs_list_init(&ep->rkeys);
@@ -50,6 +51,7 @@ void rs__ep_free(rs_ep_t *ep)
     if (p->reap)
         ep->ctx->n_reap--;
     rs__early_free(ep);
+    rs__peer_unwatch(ep);
     rs_list_del(&ep->link);
     free(p);
 }
@@ -123,8 +125,9 @@ void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
     ep->status = status;
     if (p->hs_client && ep->hs_result == RS_ERR_BUSY)
         ep->hs_result = prev == RS_EP_CONNECTING ? RS_ERR_REFUSED : status;
+    /* The endpoint handler hears of it; a peer closing is no warning. */
     if (prev == RS_EP_READY)
-        rs_warn("endpoint %p died: %s", (void *)ep, rs_strerror(status));
+        rs_info("endpoint %p died: %s", (void *)ep, rs_strerror(status));
     else
         rs_debug("endpoint %p failed while connecting: %s", (void *)ep, rs_strerror(status));
     rs__ep_be_fail(ep);
@@ -188,6 +191,11 @@ unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now)
         if (p->reap_ns != 0 && now >= p->reap_ns && !p->told) {
             p->reap_ns = 0;
             ep_mark_reap(ep);
+            n++;
+        }
+        if (ep->state == RS_EP_READY && rs__peer_exited(ep)) {
+            rs_info("endpoint %p: the peer process exited", (void *)ep);
+            rs__ep_kill(ep, RS_ERR_UNREACHABLE);
             n++;
         }
         if (ep->n_ops == 0 || rs_list_first(&ep->ops, rs_op_t, link)->deadline_ns > now)

@@ -1,8 +1,10 @@
 /*
  * The job-token handshake over internal message types. The client sends
- * HELLO (magic, version, token); the server answers WELCOME and the
- * endpoint becomes READY, or REJECT and the endpoint is dropped. Nothing of
- * the user's (messages, notifications, rkeys) flows before READY.
+ * HELLO (magic, version, token, its process identity); the server answers
+ * WELCOME (its identity) and the endpoint becomes READY, or REJECT and the
+ * endpoint is dropped. Nothing of the user's (messages, notifications,
+ * rkeys) flows before READY. The identities let each side watch a peer on
+ * the same host (peer_alive.c).
  */
 #include "transport/internal.h"
 
@@ -20,43 +22,60 @@ typedef struct rs_hs_hdr {
     uint16_t token_len;
 } rs_hs_hdr_t;
 
+/* HELLO: header, token, identity. WELCOME and REJECT: header, identity. */
+static size_t hs_build(unsigned char *buf, const char *token)
+{
+    rs_hs_hdr_t hdr = {RS_HS_MAGIC, RS_HS_VERSION, (uint16_t)(token ? strlen(token) : 0)};
+    rs_proc_id_t id;
+    rs__proc_identity(&id);
+    memcpy(buf, &hdr, sizeof(hdr));
+    if (hdr.token_len > 0)
+        memcpy(buf + sizeof(hdr), token, hdr.token_len);
+    memcpy(buf + sizeof(hdr) + hdr.token_len, &id, sizeof(id));
+    return sizeof(hdr) + hdr.token_len + sizeof(id);
+}
+
 void rs__hs_start_client(rs_ep_t *ep)
 {
-    const rs_config_t *cfg = &ep->ctx->cfg;
-    unsigned char buf[sizeof(rs_hs_hdr_t) + RS_JOB_TOKEN_MAX];
-    rs_hs_hdr_t hdr = {RS_HS_MAGIC, RS_HS_VERSION, (uint16_t)strlen(cfg->job_token)};
-
-    memcpy(buf, &hdr, sizeof(hdr));
-    memcpy(buf + sizeof(hdr), cfg->job_token, hdr.token_len);
-    rs_status_t st = rs__msg_post(ep, RS__MSG_HELLO, buf, sizeof(hdr) + hdr.token_len, NULL, NULL);
+    unsigned char buf[sizeof(rs_hs_hdr_t) + RS_JOB_TOKEN_MAX + sizeof(rs_proc_id_t)];
+    size_t len = hs_build(buf, ep->ctx->cfg.job_token);
+    rs_status_t st = rs__msg_post(ep, RS__MSG_HELLO, buf, len, NULL, NULL);
     if (st != RS_OK)
         rs__ep_kill(ep, st);
 }
 
-static int hs_hdr_ok(const void *data, size_t len, rs_hs_hdr_t *hdr)
+/* Checks the header and the length; *id_p gets the sender's identity. */
+static int hs_parse(const void *data, size_t len, rs_hs_hdr_t *hdr, rs_proc_id_t *id_p)
 {
     if (len < sizeof(*hdr))
         return 0;
     memcpy(hdr, data, sizeof(*hdr));
-    return hdr->magic == RS_HS_MAGIC && hdr->version == RS_HS_VERSION &&
-           sizeof(*hdr) + hdr->token_len == len;
+    if (hdr->magic != RS_HS_MAGIC || hdr->version != RS_HS_VERSION ||
+        sizeof(*hdr) + hdr->token_len + sizeof(*id_p) != len)
+        return 0;
+    memcpy(id_p, (const unsigned char *)data + sizeof(*hdr) + hdr->token_len, sizeof(*id_p));
+    id_p->boot_id[sizeof(id_p->boot_id) - 1] = '\0';
+    return 1;
 }
 
 static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
 {
     rs_ctx_t *ctx = ep->ctx;
     const rs_config_t *cfg = &ctx->cfg;
-    rs_hs_hdr_t hdr, reply = {RS_HS_MAGIC, RS_HS_VERSION, 0};
+    rs_hs_hdr_t hdr;
+    rs_proc_id_t peer;
+    unsigned char reply[sizeof(rs_hs_hdr_t) + sizeof(rs_proc_id_t)];
+    size_t reply_len = hs_build(reply, NULL);
     size_t mine = strlen(cfg->job_token);
 
     if (ep->state != RS_EP_HANDSHAKE || !ep->accepted) {
         rs_warn("endpoint %p: unexpected HELLO (ignored)", (void *)ep);
         return;
     }
-    if (!hs_hdr_ok(data, len, &hdr) || hdr.token_len != mine ||
+    if (!hs_parse(data, len, &hdr, &peer) || hdr.token_len != mine ||
         memcmp((const char *)data + sizeof(hdr), cfg->job_token, mine) != 0) {
         rs_warn("refusing a peer: its HELLO carries another job token");
-        rs__msg_post(ep, RS__MSG_REJECT, &reply, sizeof(reply), NULL, NULL);
+        rs__msg_post(ep, RS__MSG_REJECT, reply, reply_len, NULL, NULL);
         /* Dead for the user; the REJECT still goes out. The peer closes on
          * receipt; if it does not, the reap deadline drops the endpoint. */
         ep->state = RS_EP_DEAD;
@@ -64,11 +83,12 @@ static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
         RS_EP_PRIV(ep)->reap_ns = rs_now_coarse_ns() + RS_MS_TO_NS(cfg->connect_timeout_ms);
         return;
     }
-    rs_status_t st = rs__msg_post(ep, RS__MSG_WELCOME, &reply, sizeof(reply), NULL, NULL);
+    rs_status_t st = rs__msg_post(ep, RS__MSG_WELCOME, reply, reply_len, NULL, NULL);
     if (st != RS_OK) {
         rs__ep_kill(ep, st);
         return;
     }
+    rs__peer_watch(ep, &peer);
     ep->state = RS_EP_READY;
     RS_EP_PRIV(ep)->reap_ns = 0;
     RS_EP_PRIV(ep)->told = 1;
@@ -82,17 +102,19 @@ static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
 static void hs_client_reply(rs_ep_t *ep, unsigned type, const void *data, size_t len)
 {
     rs_hs_hdr_t hdr;
+    rs_proc_id_t peer;
     if (ep->state != RS_EP_HANDSHAKE || !RS_EP_PRIV(ep)->hs_client ||
         ep->hs_result != RS_ERR_BUSY) {
         rs_warn("endpoint %p: unexpected handshake reply (ignored)", (void *)ep);
         return;
     }
-    if (!hs_hdr_ok(data, len, &hdr)) {
+    if (!hs_parse(data, len, &hdr, &peer)) {
         rs_error("endpoint %p: malformed handshake reply", (void *)ep);
         rs__ep_kill(ep, RS_ERR_PROTOCOL);
         return;
     }
     if (type == RS__MSG_WELCOME) {
+        rs__peer_watch(ep, &peer);
         ep->state = RS_EP_READY;
         ep->hs_result = RS_OK;
         return;

@@ -20,6 +20,14 @@ typedef struct rs_op_priv {
     unsigned orphan : 1;  /* callback ran before the backend finished: on ctx->orphans */
 } rs_op_priv_t;
 
+/* Who a process is, sent in the handshake (peer_alive.c). */
+typedef struct rs_proc_id {
+    uint32_t pid;
+    uint32_t reserved;
+    uint64_t pidns;   /* inode of /proc/self/ns/pid */
+    char boot_id[40]; /* /proc/sys/kernel/random/boot_id */
+} rs_proc_id_t;
+
 /* An endpoint as the generic layer allocates it; backends see only .ep. */
 /* A message or notification that arrived before rs_connect returned its ep. */
 typedef struct rs_early {
@@ -40,6 +48,8 @@ typedef struct rs_ep_priv {
     unsigned reap : 1;    /* close it from progress (internal endpoints, deferred closes) */
     unsigned hs_client : 1;
     unsigned be_failed : 1; /* backend ep_fail was called (once only) */
+    unsigned peer_gone : 1; /* the peer's process exited */
+    int peer_pidfd;         /* the peer's process, when it runs on this host; else -1 */
 } rs_ep_priv_t;
 
 #define RS_EP_PRIV(e) ((rs_ep_priv_t *)(e))
@@ -153,6 +163,12 @@ int rs__early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const 
                     size_t len);
 unsigned rs__early_deliver(rs_ctx_t *ctx);
 void rs__early_free(rs_ep_t *ep);
+
+/* Liveness of peers on this host (peer_alive.c). */
+void rs__proc_identity(rs_proc_id_t *id);
+void rs__peer_watch(rs_ep_t *ep, const rs_proc_id_t *peer);
+int rs__peer_exited(rs_ep_t *ep);
+void rs__peer_unwatch(rs_ep_t *ep);
 
 /* Handshake (handshake.c). */
 void rs__hs_start_client(rs_ep_t *ep);

@@ -27,6 +27,13 @@
  * UCX over TCP emulates one-sided operations with messages, so the target
  * must make progress for them to complete: run rs_progress regularly or
  * start the progress thread on every context that is a target.
+ *
+ * UCX 1.13 specifics: rs_listen/rs_connect go through UCX's connection
+ * manager, which needs the tcp transport enabled (for shared memory use
+ * UCX_TLS=posix,sysv,self,tcp: data still moves over shared memory), while
+ * rs_connect_address works with any UCX_TLS. The backend turns on
+ * UCX_POSIX_ERROR_HANDLING / UCX_SYSV_ERROR_HANDLING (unless set) because
+ * every endpoint uses peer error handling. See docs/transport.md.
  */
 #ifndef RSHUFFLE_TRANSPORT_H
 #define RSHUFFLE_TRANSPORT_H
@@ -176,7 +183,9 @@ RS_API void rs_listener_destroy(rs_listener_t *listener);
 /*
  * Connects to host:port and completes the job-token handshake, waiting at
  * most connect_timeout_ms. RS_ERR_REFUSED: nobody listens; RS_ERR_AUTH: the
- * peer has another job token; RS_ERR_TIMEOUT: no answer in time.
+ * peer has another job token; RS_ERR_TIMEOUT: no answer in time. It
+ * progresses the context, so it may not be called from a callback
+ * (RS_ERR_STATE), nor may rs_connect_address.
  */
 RS_API rs_status_t rs_connect(rs_ctx_t *ctx, const char *host, uint16_t port, rs_ep_t **ep_p);
 
@@ -189,8 +198,10 @@ RS_API rs_status_t rs_ctx_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_
 RS_API rs_status_t rs_connect_address(rs_ctx_t *ctx, const void *blob, size_t len, rs_ep_t **ep_p);
 
 /*
- * Closes an endpoint: outstanding operations complete with RS_ERR_CANCELED
- * before this returns, and rkeys unpacked for it become invalid.
+ * Closes an endpoint: every outstanding operation completes before this
+ * returns, RS_OK if it finished in a short bounded drain (at most 500 ms or
+ * peer_timeout_ms), else RS_ERR_CANCELED; rkeys unpacked for it become
+ * invalid. Called from a callback, the close is deferred to the next progress.
  */
 RS_API void rs_ep_close(rs_ep_t *ep);
 
@@ -216,8 +227,9 @@ RS_API rs_status_t rs_put(rs_ep_t *ep, const void *src, size_t len, rs_mr_t *src
 
 /*
  * rs_put, then a 32-bit notification delivered to the target's notify
- * handler only once the put's bytes are visible there. cb runs when the
- * notification was delivered (or the operation failed).
+ * handler only once the put's bytes are visible there. cb runs when src may
+ * be reused and the notification has gone out behind the data (verbs: was
+ * acknowledged), or the operation failed.
  */
 RS_API rs_status_t rs_put_notify(rs_ep_t *ep, const void *src, size_t len, rs_mr_t *src_mr,
                                  rs_rkey_t *rkey, uint64_t roff, uint32_t imm, rs_op_cb_t cb,
