@@ -203,6 +203,33 @@ struct rs_bcast {
     rs_bcast_stats_t stats; /* source fields (atomic adds) */
 };
 
+/* The holder registry (holders.c); src->lock held for all of them. */
+void rs_bsrc_holder_free(rs_bsrc_holder_t *h);
+int rs_bsrc_holder_find(rs_bcast_t *src, const rs_baddr_t *addr);
+rs_bsrc_holder_t *rs_bsrc_holder_by_id(rs_bcast_t *src, uint32_t id);
+/* Not known to be dead (its endpoint to us is alive). */
+int rs_bsrc_holder_alive(const rs_bsrc_holder_t *h);
+/*
+ * Registers a GET's requester as a holder, replacing one at the same address
+ * (its region is new) and picking where it starts. NULL when out of room.
+ */
+rs_bsrc_holder_t *rs_bsrc_holder_register(rs_bcast_t *src, rs_bepinfo_t *conn, const rs_breq_t *q);
+/*
+ * Applies an announcement (bitmap, claims, completion); gained (optional,
+ * bitmap bytes) receives the blocks it added. Returns whether it added any.
+ */
+int rs_bsrc_holder_update(rs_bcast_t *src, rs_bsrc_holder_t *h, const rs_breq_t *q,
+                          uint8_t *gained);
+/* Remembers an endpoint that asked for the manifest (told of a destroy). */
+void rs_bsrc_reader_note(rs_bcast_t *src, rs_bepinfo_t *info);
+
+/*
+ * Answers parked long polls of src: those past their deadline, those gained
+ * brings news for (when given), or all. status != RS_OK: only that status.
+ */
+void rs_bsrc_park_release(rs_bcast_node_t *node, rs_bcast_t *src, uint64_t now, int all,
+                          const uint8_t *gained, rs_status_t status);
+
 /* Serves one decoded request that arrived on info's endpoint. Service thread. */
 void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q);
 

@@ -14,8 +14,8 @@ static inline int range_ok(uint64_t off, uint64_t len, uint64_t total)
 
 /* The error paths, out of the hot path. */
 static rs_status_t __attribute__((noinline, cold))
-remote_error(const rs_ep_t *ep, const rs_rkey_t *rkey, uint64_t roff, uint64_t len,
-             unsigned access, const char *what)
+remote_error(const rs_ep_t *ep, const rs_rkey_t *rkey, uint64_t roff, uint64_t len, unsigned access,
+             const char *what)
 {
     if (rkey->ep != ep) {
         rs_error("%s: the remote key was unpacked for another endpoint", what);
@@ -23,8 +23,7 @@ remote_error(const rs_ep_t *ep, const rs_rkey_t *rkey, uint64_t roff, uint64_t l
     }
     if (!range_ok(roff, len, rkey->len)) {
         rs_error("%s: remote range [%llu, +%llu) outside the %llu-byte region", what,
-                 (unsigned long long)roff, (unsigned long long)len,
-                 (unsigned long long)rkey->len);
+                 (unsigned long long)roff, (unsigned long long)len, (unsigned long long)rkey->len);
         return RS_ERR_OUT_OF_RANGE;
     }
     (void)access;

@@ -421,8 +421,7 @@ unsigned rs_ucx_conn_progress(rs_ctx_t *ctx)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
     unsigned n = 0;
-    if (rs_list_empty(&uc->conn_reqs) && rs_list_empty(&uc->closes) &&
-        rs_list_empty(&uc->pending))
+    if (rs_list_empty(&uc->conn_reqs) && rs_list_empty(&uc->closes) && rs_list_empty(&uc->pending))
         return 0;
     while (!rs_list_empty(&uc->conn_reqs)) {
         rs_ucx_conn_req_t *req = rs_list_first(&uc->conn_reqs, rs_ucx_conn_req_t, link);
