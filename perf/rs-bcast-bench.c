@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf_util.h"
 #include <rshuffle/broadcast.h>
 
 #define MAX_LIST    16
@@ -487,18 +488,22 @@ static void print_table(const opts_t *o, const result_t *res, int n)
            (unsigned long long)o->block_size);
 }
 
-static void print_json(const result_t *res, int n)
+static void print_json(const opts_t *o, const result_t *res, int n)
 {
+    /* Soft-RoCE numbers are functional only (see perf_util.h). */
+    const char *functional = o->transport == RS_TRANSPORT_VERBS && perf_soft_rdma_device()
+                                 ? ", \"functional\": true"
+                                 : "";
     printf("{\"results\": [");
     for (int i = 0; i < n; i++)
         printf("%s{\"bytes\": %llu, \"readers\": %d, \"mode\": \"%s\", \"median_us\": %.1f, "
                "\"get_us\": %.1f, \"round_trips\": %llu, \"reads\": %llu, \"source_reads\": %llu, "
-               "\"fallbacks\": %llu, \"iters\": %d}",
+               "\"fallbacks\": %llu, \"iters\": %d%s}",
                i ? ", " : "", (unsigned long long)res[i].bytes, res[i].readers,
                mode_name(res[i].mode), res[i].median_us, res[i].get_us,
                (unsigned long long)res[i].round_trips, (unsigned long long)res[i].reads,
                (unsigned long long)res[i].source_reads, (unsigned long long)res[i].fallbacks,
-               res[i].iters);
+               res[i].iters, functional);
     printf("]}\n");
 }
 
@@ -556,7 +561,7 @@ out_stop:
     free(data);
     if (rc == 0) {
         if (o.json)
-            print_json(res, n_res);
+            print_json(&o, res, n_res);
         else
             print_table(&o, res, n_res);
     }

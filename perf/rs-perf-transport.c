@@ -21,6 +21,7 @@
  *        [--connect address|listen] [--host ADDR] [--json]
  * The last line of --json output is {"results": [...]}.
  */
+#include "perf_util.h"
 #include <rshuffle/transport.h>
 
 #include <dirent.h>
@@ -306,21 +307,6 @@ static double run_msgs(client_t *c, size_t size, uint64_t iters)
 
 /* ------------------------------------------------------------ the run */
 
-static bool soft_rdma_device(void)
-{
-    /* Soft-RoCE and soft-iWARP devices: their numbers say nothing about hardware. */
-    DIR *d = opendir("/sys/class/infiniband");
-    struct dirent *e;
-    bool soft = false;
-    if (d == NULL)
-        return false;
-    while ((e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, "rxe", 3) == 0 || strncmp(e->d_name, "siw", 3) == 0)
-            soft = true;
-    closedir(d);
-    return soft;
-}
-
 static uint64_t budget_bytes(const char *transport)
 {
     if (strcmp(transport, "shm") == 0)
@@ -422,7 +408,7 @@ static size_t max_size(const opts_t *o)
 static void run_transport(const opts_t *o, const char *transport)
 {
     const bool verbs = strcmp(transport, "verbs") == 0;
-    const bool functional = verbs && soft_rdma_device();
+    const bool functional = verbs && perf_soft_rdma_device();
     const size_t msg_cap = verbs ? 64u << 10 : 1u << 20;
     size_t region = max_size(o);
     size_t msg_max = 64;
