@@ -12,8 +12,10 @@ static inline int range_ok(uint64_t off, uint64_t len, uint64_t total)
     return off <= total && len <= total - off;
 }
 
-static rs_status_t check_remote(const rs_ep_t *ep, const rs_rkey_t *rkey, uint64_t roff,
-                                uint64_t len, unsigned access, const char *what)
+/* The error paths, out of the hot path. */
+static rs_status_t __attribute__((noinline, cold))
+remote_error(const rs_ep_t *ep, const rs_rkey_t *rkey, uint64_t roff, uint64_t len, unsigned access,
+             const char *what)
 {
     if (rkey->ep != ep) {
         rs_error("%s: the remote key was unpacked for another endpoint", what);
@@ -24,26 +26,39 @@ static rs_status_t check_remote(const rs_ep_t *ep, const rs_rkey_t *rkey, uint64
                  (unsigned long long)roff, (unsigned long long)len, (unsigned long long)rkey->len);
         return RS_ERR_OUT_OF_RANGE;
     }
-    if ((rkey->access & access) != access) {
-        rs_error("%s: the remote region does not grant this access", what);
-        return RS_ERR_INVALID;
-    }
-    return RS_OK;
+    (void)access;
+    rs_error("%s: the remote region does not grant this access", what);
+    return RS_ERR_INVALID;
 }
 
-static rs_status_t check_local(const rs_ctx_t *ctx, const void *buf, size_t len, const rs_mr_t *mr,
-                               const char *what)
+static rs_status_t __attribute__((noinline, cold))
+local_error(const rs_ctx_t *ctx, const rs_mr_t *mr, const char *what)
 {
     if (mr->ctx != ctx) {
         rs_error("%s: the local region belongs to another context", what);
         return RS_ERR_INVALID;
     }
+    rs_error("%s: local buffer outside its registered region", what);
+    return RS_ERR_OUT_OF_RANGE;
+}
+
+static inline rs_status_t check_remote(const rs_ep_t *ep, const rs_rkey_t *rkey, uint64_t roff,
+                                       uint64_t len, unsigned access, const char *what)
+{
+    if (__builtin_expect(rkey->ep == ep && range_ok(roff, len, rkey->len) &&
+                             (rkey->access & access) == access,
+                         1))
+        return RS_OK;
+    return remote_error(ep, rkey, roff, len, access, what);
+}
+
+static inline rs_status_t check_local(const rs_ctx_t *ctx, const void *buf, size_t len,
+                                      const rs_mr_t *mr, const char *what)
+{
     uintptr_t b = (uintptr_t)buf, base = (uintptr_t)mr->addr;
-    if (b < base || !range_ok(b - base, len, mr->len)) {
-        rs_error("%s: local buffer outside its registered region", what);
-        return RS_ERR_OUT_OF_RANGE;
-    }
-    return RS_OK;
+    if (__builtin_expect(mr->ctx == ctx && b >= base && range_ok(b - base, len, mr->len), 1))
+        return RS_OK;
+    return local_error(ctx, mr, what);
 }
 
 static rs_status_t put_common(rs_ep_t *ep, const void *src, size_t len, rs_mr_t *src_mr,

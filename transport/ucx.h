@@ -28,7 +28,31 @@ enum {
     RS_UCX_MSG = 3,      /* a message; arg is its type */
     RS_UCX_NOTIFY = 4,   /* a notified put's notification; arg is the immediate */
     RS_UCX_BYE = 5,      /* the sender closed the connection */
+    /* our own one-sided protocol (ucx_amrma.c), header rs_ucx_rma_hdr_t */
+    RS_UCX_PUT = 16,
+    RS_UCX_GET_REQ = 17,
+    RS_UCX_GET_REP = 18,
+    RS_UCX_FADD_REQ = 19,
+    RS_UCX_FADD_REP = 20,
+    RS_UCX_FLUSH_REQ = 21,
+    RS_UCX_FLUSH_REP = 22,
 };
+
+enum {
+    RS_UCX_F_NOTIFY = 1,  /* PUT: notify the target after writing */
+    RS_UCX_F_REFUSED = 2, /* answer: the target refused the address */
+};
+
+/* Header of the emulated one-sided messages (32 bytes: fits op->be). */
+typedef struct rs_ucx_rma_hdr {
+    uint32_t dst_id, src_id;
+    uint16_t kind, flags;
+    uint32_t op_id; /* the requester's pending-request id */
+    uint64_t raddr;
+    uint64_t value; /* immediate, length, addend, old value or status, by kind */
+} rs_ucx_rma_hdr_t;
+
+typedef struct rs_ucx_pending rs_ucx_pending_t;
 
 typedef struct rs_ucx_hdr {
     uint32_t dst_id; /* receiver's connection id (0: unknown yet) */
@@ -47,6 +71,7 @@ typedef struct rs_ucx_ep {
     unsigned ucp_failed : 1;    /* UCX reported an error on uep */
     unsigned close_pending : 1; /* force-close uep after worker progress */
     unsigned released : 1;      /* the generic layer is done with it (zombie) */
+    unsigned used_amrma : 1;    /* emulated one-sided messages were sent on it */
     ucs_status_t fail_status;
     unsigned ctl_inflight; /* control AMs (headers live here) and drain flushes */
     rs_list_t pend_link;   /* ctx pending list (failure reports) */
@@ -87,13 +112,29 @@ typedef struct rs_ucx_ctx {
 
     size_t req_size;    /* ucp request size, for requests we allocate */
     rs_list_t amo_reqs; /* free request buffers for fetch-add (see ucx_rma.c) */
+
+    int native_remote; /* the context has an RDMA transport (native remote RMA) */
+    int force_am;      /* RSHUFFLE_UCX_RMA=am|ucx|auto: 1 am, -1 ucx, 0 auto */
+    rs_list_t regions; /* rs_ucx_mr_t: what emulated one-sided ops may touch */
+    rs_ucx_pending_t **pend;
+    uint32_t *pend_free;
+    uint32_t pend_n, pend_nfree;
 } rs_ucx_ctx_t;
 
 typedef struct rs_ucx_mr {
+    rs_list_t link; /* in uc->regions */
+    uint64_t base, len;
+    unsigned access;
     ucp_mem_h memh;
     void *rkey_buf;
     size_t rkey_len;
 } rs_ucx_mr_t;
+
+/* An unpacked remote key. */
+typedef struct rs_ucx_rkey {
+    ucp_rkey_h rk;
+    int am; /* one-sided ops go as our own AMs (ucx_amrma.c) */
+} rs_ucx_rkey_t;
 
 static inline rs_ucx_ctx_t *rs_ucx_ctx(const rs_ctx_t *ctx)
 {
@@ -137,6 +178,17 @@ void rs_ucx_mem_dereg(rs_mr_t *mr);
 rs_status_t rs_ucx_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
 rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
 void rs_ucx_rkey_release(rs_rkey_t *rkey);
+
+/* ucx_amrma.c */
+rs_status_t rs_ucx_amrma_put(rs_ucx_ep_t *uep, rs_op_t *op, const void *src, size_t len,
+                             uint64_t raddr, int notify, uint32_t imm);
+rs_status_t rs_ucx_amrma_get(rs_ucx_ep_t *uep, rs_op_t *op, void *dst, size_t len, uint64_t raddr);
+rs_status_t rs_ucx_amrma_fetch_add(rs_ucx_ep_t *uep, rs_op_t *op, uint64_t raddr, uint64_t add);
+rs_status_t rs_ucx_amrma_flush(rs_ucx_ep_t *uep, rs_op_t *op);
+void rs_ucx_amrma_recv(rs_ctx_t *ctx, const rs_ucx_rma_hdr_t *h, const void *data, size_t len);
+/* uep can get no more answers: its waiting requests fail. */
+void rs_ucx_amrma_ep_failed(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep);
+void rs_ucx_amrma_free(rs_ucx_ctx_t *uc);
 
 /* ucx_rma.c */
 rs_status_t rs_ucx_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,

@@ -27,7 +27,17 @@ ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length,
     rs_ucx_hdr_t hdr;
     rs_ep_t *ep;
 
-    if (header_length != sizeof(hdr) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        rs_warn("rendezvous active message dropped (we send eager only)");
+        return UCS_OK;
+    }
+    if (header_length == sizeof(rs_ucx_rma_hdr_t)) {
+        rs_ucx_rma_hdr_t rh;
+        memcpy(&rh, header, sizeof(rh));
+        rs_ucx_amrma_recv(ctx, &rh, data, length);
+        return UCS_OK;
+    }
+    if (header_length != sizeof(hdr)) {
         rs_warn("malformed active message (%zu-byte header) dropped", header_length);
         return UCS_OK;
     }

@@ -141,6 +141,8 @@ static void uep_force_close(rs_ucx_ep_t *uep)
                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
     ucs_status_ptr_t req = ucp_ep_close_nbx(uep->uep, &p);
     uep->uep = NULL;
+    /* No answer to our own one-sided requests can come any more. */
+    rs_ucx_amrma_ep_failed(rs_ucx_ctx(uep->ctx), uep);
     uep->close_pending = 0;
     rs_list_del(&uep->close_link);
     if (UCS_PTR_IS_PTR(req)) {
@@ -421,6 +423,8 @@ unsigned rs_ucx_conn_progress(rs_ctx_t *ctx)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
     unsigned n = 0;
+    if (rs_list_empty(&uc->conn_reqs) && rs_list_empty(&uc->closes) && rs_list_empty(&uc->pending))
+        return 0;
     while (!rs_list_empty(&uc->conn_reqs)) {
         rs_ucx_conn_req_t *req = rs_list_first(&uc->conn_reqs, rs_ucx_conn_req_t, link);
         rs_list_del(&req->link);

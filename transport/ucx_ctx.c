@@ -89,6 +89,30 @@ static void ucx_enable_shm_error_handling(void)
         setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
 }
 
+/*
+ * Does the context have a transport that does remote RMA natively (rc_*,
+ * dc_*)? Without one, UCX emulates one-sided ops to memory it cannot map.
+ * UCX 1.13 has no query for this; its resource list is printed only.
+ */
+static int ucx_has_rdma_transport(ucp_context_h context)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (f == NULL)
+        return 0;
+    ucp_context_print_info(context, f);
+    fclose(f);
+    int native = 0;
+    for (char *line = strtok(text, "\n"); line != NULL && !native; line = strtok(NULL, "\n")) {
+        const char *tl = strstr(line, "resource") ? strstr(line, "-- ") : NULL;
+        if (tl != NULL && (strncmp(tl + 3, "rc", 2) == 0 || strncmp(tl + 3, "dc", 2) == 0))
+            native = 1;
+    }
+    free(text);
+    return native;
+}
+
 static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
 {
     ucp_config_t *config;
@@ -120,6 +144,7 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
         return RS_ERR_TRANSPORT;
     }
     uc->req_size = attr.request_size;
+    uc->native_remote = ucx_has_rdma_transport(uc->context);
     return RS_OK;
 }
 
@@ -180,6 +205,12 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     rs_list_init(&uc->closes);
     rs_list_init(&uc->zombies);
     rs_list_init(&uc->amo_reqs);
+    rs_list_init(&uc->regions);
+    const char *rma = getenv("RSHUFFLE_UCX_RMA");
+    uc->force_am = rma == NULL                   ? 0
+                   : strcasecmp(rma, "am") == 0  ? 1
+                   : strcasecmp(rma, "ucx") == 0 ? -1
+                                                 : 0;
     const char *mode = getenv("RSHUFFLE_UCX_NOTIFY");
     uc->notify_flush = mode != NULL && strcasecmp(mode, "flush") == 0;
 
@@ -208,6 +239,7 @@ static void ucx_ctx_close(rs_ctx_t *ctx)
     ucp_worker_destroy(uc->worker);
     rs_ucx_conn_cleanup(ctx, 1);
     rs_ucx_amo_reqs_free(uc);
+    rs_ucx_amrma_free(uc);
     ucp_cleanup(uc->context);
     free(uc->slots);
     free(uc->gens);
@@ -219,11 +251,10 @@ static void ucx_ctx_close(rs_ctx_t *ctx)
 static unsigned ucx_progress(rs_ctx_t *ctx)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
-    unsigned n = 0, k;
+    /* One pass, like ucx_perftest: with tcp enabled every pass costs an
+     * epoll_wait, and callers loop on rs_progress anyway. */
     uc->in_worker++;
-    /* Drain what is ready, bounded so one call cannot spin forever. */
-    for (int i = 0; i < 16 && (k = ucp_worker_progress(uc->worker)) > 0; i++)
-        n += k;
+    unsigned n = ucp_worker_progress(uc->worker);
     uc->in_worker--;
     return n + rs_ucx_conn_progress(ctx);
 }

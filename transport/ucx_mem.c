@@ -60,6 +60,10 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
     ucp_rkey_buffer_release(buf);
     mr->addr = attr.address;
     mr->be = umr;
+    umr->base = (uint64_t)(uintptr_t)attr.address;
+    umr->len = len;
+    umr->access = access;
+    rs_list_add_tail(&uc->regions, &umr->link);
     return RS_OK;
 
 err_unmap:
@@ -71,6 +75,7 @@ err_unmap:
 void rs_ucx_mem_dereg(rs_mr_t *mr)
 {
     rs_ucx_mr_t *umr = mr->be;
+    rs_list_del(&umr->link);
     ucp_mem_unmap(rs_ucx_ctx(mr->ctx)->context, umr->memh);
     free(umr->rkey_buf);
     free(umr);
@@ -92,22 +97,39 @@ rs_status_t rs_ucx_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t
 rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len)
 {
     rs_ucx_ep_t *uep = ep->be;
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ep->ctx);
     (void)len;
     if (uep == NULL || uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
-    ucp_rkey_h rk;
-    ucs_status_t s = ucp_ep_rkey_unpack(uep->uep, buf, &rk);
+    rs_ucx_rkey_t *k = malloc(sizeof(*k));
+    if (k == NULL) {
+        rs_error("out of memory unpacking a remote key");
+        return RS_ERR_NOMEM;
+    }
+    ucs_status_t s = ucp_ep_rkey_unpack(uep->uep, buf, &k->rk);
     if (s != UCS_OK) {
         rs_error("ucp_ep_rkey_unpack failed: %s", ucs_status_string(s));
+        free(k);
         return RS_ERR_BAD_RKEY;
     }
-    rkey->be = rk;
+    /*
+     * Mapped (shared memory) or reachable by an RDMA transport: UCX does
+     * the ops natively. Otherwise UCX would emulate them, and its emulation
+     * can abort a target (ucx_amrma.c): we carry them ourselves.
+     */
+    void *ptr;
+    int mapped = ucp_rkey_ptr(k->rk, rkey->base, &ptr) == UCS_OK;
+    k->am = uc->force_am > 0 || (uc->force_am == 0 && !mapped && !uc->native_remote);
+    rkey->be = k;
     return RS_OK;
 }
 
 void rs_ucx_rkey_release(rs_rkey_t *rkey)
 {
-    if (rkey->be != NULL)
-        ucp_rkey_destroy(rkey->be);
+    rs_ucx_rkey_t *k = rkey->be;
+    if (k != NULL) {
+        ucp_rkey_destroy(k->rk);
+        free(k);
+    }
     rkey->be = NULL;
 }

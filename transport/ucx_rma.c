@@ -123,14 +123,16 @@ rs_status_t rs_ucx_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs
                        rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm)
 {
     rs_ucx_ep_t *uep = ep->be;
+    const rs_ucx_rkey_t *k = rkey->be;
     (void)mr; /* no UCP_OP_ATTR_FIELD_MEMH: see the file comment */
     if (uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
+    if (k->am)
+        return rs_ucx_amrma_put(uep, op, src, len, raddr, notify, imm);
 
     if (!notify) {
         ucp_request_param_t p = op_param(op, op_done_cb);
-        return post_result(op, ucp_put_nbx(uep->uep, src, len, raddr, rkey->be, &p), 0,
-                           "ucp_put_nbx");
+        return post_result(op, ucp_put_nbx(uep->uep, src, len, raddr, k->rk, &p), 0, "ucp_put_nbx");
     }
 
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ep->ctx);
@@ -142,7 +144,7 @@ rs_status_t rs_ucx_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs
 
     ucp_request_param_t p = op_param(op, part_done_cb);
     rs_status_t st =
-        post_result(op, ucp_put_nbx(uep->uep, src, len, raddr, rkey->be, &p), 1, "ucp_put_nbx");
+        post_result(op, ucp_put_nbx(uep->uep, src, len, raddr, k->rk, &p), 1, "ucp_put_nbx");
     if (st != RS_OK)
         return st;
     if (uc->notify_flush) {
@@ -169,11 +171,14 @@ rs_status_t rs_ucx_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t 
                        rs_rkey_t *rkey, uint64_t raddr)
 {
     rs_ucx_ep_t *uep = ep->be;
+    const rs_ucx_rkey_t *k = rkey->be;
     (void)mr;
     if (uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
+    if (k->am)
+        return rs_ucx_amrma_get(uep, op, dst, len, raddr);
     ucp_request_param_t p = op_param(op, op_done_cb);
-    return post_result(op, ucp_get_nbx(uep->uep, dst, len, raddr, rkey->be, &p), 0, "ucp_get_nbx");
+    return post_result(op, ucp_get_nbx(uep->uep, dst, len, raddr, k->rk, &p), 0, "ucp_get_nbx");
 }
 
 /*
@@ -227,8 +232,11 @@ rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t
 {
     rs_ucx_ep_t *uep = ep->be;
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ep->ctx);
+    const rs_ucx_rkey_t *k = rkey->be;
     if (uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
+    if (k->am)
+        return rs_ucx_amrma_fetch_add(uep, op, raddr, add);
     void *req = amo_req_get(uc);
     if (req == NULL) {
         rs_error("out of memory for a fetch-add request");
@@ -245,7 +253,7 @@ rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t
     p.reply_buffer = &op->result;
     p.request = (char *)req + uc->req_size;
     ucs_status_ptr_t r =
-        ucp_atomic_op_nbx(uep->uep, UCP_ATOMIC_OP_ADD, &op->be[0], 1, raddr, rkey->be, &p);
+        ucp_atomic_op_nbx(uep->uep, UCP_ATOMIC_OP_ADD, &op->be[0], 1, raddr, k->rk, &p);
     if (!UCS_PTR_IS_PTR(r))
         amo_req_put(uc, req); /* done or failed at once: UCX let go of it */
     if (r == NULL) {
@@ -264,6 +272,9 @@ rs_status_t rs_ucx_flush(rs_ep_t *ep, rs_op_t *op)
     rs_ucx_ep_t *uep = ep->be;
     if (uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
+    /* Our own one-sided messages are flushed by a round trip. */
+    if (uep->used_amrma)
+        return rs_ucx_amrma_flush(uep, op);
     ucp_request_param_t p = op_param(op, op_done_cb);
     return post_result(op, ucp_ep_flush_nbx(uep->uep, &p), 0, "ucp_ep_flush_nbx");
 }

@@ -1,0 +1,601 @@
+/*
+ * The reader's per-process block table: one entry per object, shared by
+ * every getter in the process; its life cycle (join, retire, reap), the
+ * replies the source sends it, destroy notices and dead peers.
+ */
+#include "broadcast/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "broadcast/blocks.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+/* ------------------------------------------------------------- creation */
+
+static void holder_free(rs_bholder_t *h, int force)
+{
+    if (h == NULL)
+        return;
+    if (h->rkey != NULL && !force)
+        rs_rkey_destroy(h->rkey);
+    free(h->rkey_blob);
+    free(h->bitmap);
+    free(h->claims);
+    rs_baddr_release(&h->addr);
+    free(h);
+}
+
+static void entry_free(rs_bentry_t *e, int force)
+{
+    for (uint32_t i = 0; i < e->n_holders; i++)
+        holder_free(e->holders[i], force);
+    free(e->holders);
+    if (!force) {
+        if (e->mr != NULL)
+            rs_bregion_put(e->node, e->mr, e->rkey, e->rkey_len);
+        if (e->inline_slot != NULL)
+            rs_bslots_put(&e->node->replies, e->inline_slot);
+    }
+    free(e->sums);
+    free(e->blocks);
+    free(e->bitmap);
+    free(e->claimed);
+    free(e->order);
+    free(e->landed);
+    free(e->active);
+    rs_baddr_release(&e->src_addr);
+    pthread_cond_destroy(&e->cond);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+}
+
+static rs_bentry_t *entry_new(rs_bcast_node_t *node, const rs_bdesc_t *d)
+{
+    rs_bentry_t *e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return NULL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&e->lock, NULL);
+    e->node = node;
+    e->node_id = d->node_id;
+    e->seq = d->seq;
+    e->size = d->size;
+    e->block_size = d->block_size;
+    e->nblocks = d->nblocks;
+    e->is_inline = (d->flags & RS_BDESC_F_INLINE) != 0;
+    e->state = RS_BENT_FETCHING;
+    e->rng = rs_brandom64();
+    size_t nb = e->nblocks > 0 ? e->nblocks : 1;
+    if (rs_baddr_copy(&e->src_addr, &d->src) != RS_OK)
+        goto err_free;
+    if (!e->is_inline) {
+        e->sums = calloc(nb, sizeof(*e->sums));
+        e->blocks = calloc(nb, sizeof(*e->blocks));
+        e->bitmap = calloc(1, rs_bmap_bytes(e->nblocks) + 1);
+        e->claimed = calloc(1, rs_bmap_bytes(e->nblocks) + 1);
+        e->order = calloc(nb, sizeof(*e->order));
+        e->landed = calloc(nb, sizeof(*e->landed));
+        if (e->sums == NULL || e->blocks == NULL || e->bitmap == NULL || e->claimed == NULL ||
+            e->order == NULL || e->landed == NULL)
+            goto err_free;
+        for (uint32_t i = 0; i < e->nblocks; i++) {
+            e->blocks[i].entry = e;
+            e->blocks[i].index = i;
+        }
+    }
+    e->src_peer = rs_bpeer_get(node, &d->src);
+    if (e->src_peer == NULL)
+        goto err_free;
+    return e;
+
+err_free:
+    entry_free(e, 1);
+    return NULL;
+}
+
+rs_status_t rs_bentry_acquire(rs_bcast_node_t *node, const rs_bdesc_t *d, rs_bentry_t **e_p,
+                              int *joined)
+{
+    rs_list_t *pos, *tmp;
+    /* Allocated before the lookup so the table lock is never held around malloc-heavy work. */
+    rs_bentry_t *fresh = entry_new(node, d);
+    if (fresh == NULL) {
+        rs_error("out of memory allocating a broadcast fetch");
+        return RS_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&node->lock);
+    if (rs_bnode_tomb_has(node, d->node_id, d->seq)) {
+        pthread_mutex_unlock(&node->lock);
+        entry_free(fresh, 0);
+        return RS_ERR_DESTROYED;
+    }
+    rs_list_for_each_safe(pos, tmp, &node->entries)
+    {
+        rs_bentry_t *e = RS_CONTAINER_OF(pos, rs_bentry_t, link);
+        if (e->node_id == d->node_id && e->seq == d->seq) {
+            e->refs++;
+            pthread_mutex_unlock(&node->lock);
+            entry_free(fresh, 0);
+            *e_p = e;
+            *joined = 1;
+            return RS_OK;
+        }
+    }
+    fresh->refs = 1;
+    fresh->in_table = 1;
+    rs_list_add_tail(&node->entries, &fresh->link);
+    pthread_mutex_unlock(&node->lock);
+    *e_p = fresh;
+    *joined = 0;
+    return RS_OK;
+}
+
+void rs_bentry_fail(rs_bentry_t *e, rs_status_t st)
+{
+    if (e->state != RS_BENT_FETCHING)
+        return;
+    e->state = RS_BENT_FAILED;
+    e->err = st;
+    pthread_cond_broadcast(&e->cond);
+}
+
+/* Keeps the newest list of active readers (e->lock held); p holds n (ticket, start) pairs. */
+static void active_take(rs_bentry_t *e, uint32_t rversion, const uint8_t *p, uint32_t n)
+{
+    if (e->active != NULL && rversion <= e->rversion)
+        return;
+    rs_bactive_t *a = realloc(e->active, (n + 1u) * sizeof(*a));
+    if (a == NULL)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *q = p + 8 * (size_t)i;
+        a[i].ticket =
+            (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+        a[i].start =
+            (uint32_t)q[4] | (uint32_t)q[5] << 8 | (uint32_t)q[6] << 16 | (uint32_t)q[7] << 24;
+    }
+    e->active = a;
+    e->n_active = n;
+    e->rversion = rversion;
+}
+
+/* Recomputes which leading blocks of our order are ours to take from the source (e->lock held). */
+static void own_update(rs_bentry_t *e)
+{
+    if (e->node->cfg.mode != RS_BCAST_TORRENT || e->nblocks < 2 || e->active == NULL)
+        e->own_count = e->nblocks; /* nothing to share out */
+    else
+        e->own_count = rs_bown_count(e->ticket, e->start, e->active, e->n_active, e->nblocks);
+}
+
+/* ------------------------------------------------------------ retiring */
+
+/*
+ * Takes e out of the table when nobody references it and it has no reason to
+ * stay: failed, destroyed, inline (it serves nothing), its source gone, or
+ * fetched in source mode. A fetch nobody waits for any more is abandoned.
+ */
+static void entry_maybe_retire(rs_bentry_t *e)
+{
+    rs_bcast_node_t *node = e->node;
+    pthread_mutex_lock(&e->lock);
+    int keep = e->state == RS_BENT_READY && !e->destroyed && !e->source_gone && !e->is_inline &&
+               node->cfg.mode == RS_BCAST_TORRENT;
+    pthread_mutex_unlock(&e->lock);
+
+    pthread_mutex_lock(&node->lock);
+    int retire = e->refs == 0 && e->in_table && !keep;
+    if (retire) {
+        e->in_table = 0;
+        rs_list_del(&e->link);
+        e->retire_ns = rs_bnow(); /* freed once its own operations are done */
+        rs_list_add_tail(&node->retired, &e->link);
+    }
+    pthread_mutex_unlock(&node->lock);
+    if (retire) {
+        pthread_mutex_lock(&e->lock);
+        rs_bentry_fail(e, RS_ERR_TIMEOUT); /* abandoned: late completions change nothing */
+        pthread_mutex_unlock(&e->lock);
+    }
+}
+
+void rs_bentry_unref(rs_bentry_t *e)
+{
+    rs_bcast_node_t *node = e->node;
+    pthread_mutex_lock(&node->lock);
+    e->refs--;
+    pthread_mutex_unlock(&node->lock);
+    entry_maybe_retire(e);
+}
+
+void rs_bentry_reap(rs_bcast_node_t *node, uint64_t now, int force)
+{
+    rs_list_t *pos, *tmp, due;
+    rs_list_init(&due);
+    pthread_mutex_lock(&node->lock);
+    if (force) {
+        rs_list_for_each_safe(pos, tmp, &node->entries)
+        {
+            rs_list_del(pos);
+            rs_list_add_tail(&node->retired, pos);
+        }
+    }
+    rs_list_for_each_safe(pos, tmp, &node->retired)
+    {
+        rs_bentry_t *e = RS_CONTAINER_OF(pos, rs_bentry_t, link);
+        if (force || now >= e->retire_ns) {
+            rs_list_del(pos);
+            rs_list_add_tail(&due, pos);
+        }
+    }
+    pthread_mutex_unlock(&node->lock);
+    rs_list_for_each_safe(pos, tmp, &due)
+    {
+        rs_bentry_t *e = RS_CONTAINER_OF(pos, rs_bentry_t, link);
+        rs_list_del(pos);
+        pthread_mutex_lock(&e->lock);
+        uint32_t ops = e->ops;
+        pthread_mutex_unlock(&e->lock);
+        if (ops > 0 && !force) { /* reads or a request still in flight: later */
+            pthread_mutex_lock(&node->lock);
+            rs_list_add_tail(&node->retired, pos);
+            pthread_mutex_unlock(&node->lock);
+            continue;
+        }
+        entry_free(e, force);
+    }
+}
+
+/* Runs f on every entry in the table, each under a temporary reference. */
+static void entries_each(rs_bcast_node_t *node, int (*match)(rs_bentry_t *, const void *),
+                         const void *key, void (*f)(rs_bentry_t *, const void *))
+{
+    rs_list_t *pos, *tmp;
+    uint32_t n = 0, cap = 16;
+    rs_bentry_t **list = malloc(cap * sizeof(*list));
+    if (list == NULL)
+        return;
+    pthread_mutex_lock(&node->lock);
+    rs_list_for_each_safe(pos, tmp, &node->entries)
+    {
+        rs_bentry_t *e = RS_CONTAINER_OF(pos, rs_bentry_t, link);
+        if (!match(e, key))
+            continue;
+        if (n == cap) {
+            rs_bentry_t **l = realloc(list, 2 * cap * sizeof(*l));
+            if (l == NULL)
+                break;
+            list = l;
+            cap *= 2;
+        }
+        e->refs++;
+        list[n++] = e;
+    }
+    pthread_mutex_unlock(&node->lock);
+    for (uint32_t i = 0; i < n; i++) {
+        f(list[i], key);
+        rs_bentry_unref(list[i]);
+    }
+    free(list);
+}
+
+/* ----------------------------------------------------- destroy, dead peers */
+
+typedef struct {
+    uint64_t node_id, seq;
+} rs_bobj_key_t;
+
+static int match_obj(rs_bentry_t *e, const void *key)
+{
+    const rs_bobj_key_t *k = key;
+    return e->node_id == k->node_id && e->seq == k->seq;
+}
+
+static void mark_destroyed(rs_bentry_t *e, const void *key)
+{
+    (void)key;
+    pthread_mutex_lock(&e->lock);
+    e->destroyed = 1;
+    rs_bentry_fail(e, RS_ERR_DESTROYED);
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void apply_news(rs_bentry_t *e, const void *arg)
+{
+    const rs_bnews_t *news = arg;
+    pthread_mutex_lock(&e->lock);
+    active_take(e, news->rversion, news->tickets.p, news->n_active);
+    if (e->have_manifest)
+        own_update(e);
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static int match_news(rs_bentry_t *e, const void *key)
+{
+    const rs_bnews_t *news = key;
+    return e->node_id == news->node_id && e->seq == news->seq;
+}
+
+void rs_bentry_news(rs_bcast_node_t *node, const rs_bnews_t *news)
+{
+    entries_each(node, match_news, news, apply_news);
+}
+
+void rs_bentry_destroyed(rs_bcast_node_t *node, uint64_t node_id, uint64_t seq)
+{
+    rs_bobj_key_t k = {node_id, seq};
+    pthread_mutex_lock(&node->lock);
+    rs_bnode_tomb_add(node, node_id, seq);
+    pthread_mutex_unlock(&node->lock);
+    entries_each(node, match_obj, &k, mark_destroyed);
+}
+
+static int match_any(rs_bentry_t *e, const void *key)
+{
+    (void)e;
+    (void)key;
+    return 1;
+}
+
+static void mark_peer_dead(rs_bentry_t *e, const void *key)
+{
+    const rs_bpeer_t *peer = key;
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t i = 0; i < e->n_holders; i++)
+        if (e->holders[i]->peer == peer)
+            e->holders[i]->bad = 1;
+    if (e->src_peer == peer)
+        e->source_gone = 1; /* a fetch goes on from the other holders it knows */
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void rs_bentry_peer_dead(rs_bcast_node_t *node, rs_bpeer_t *peer)
+{
+    entries_each(node, match_any, peer, mark_peer_dead);
+}
+
+/* --------------------------------------------------------------- replies */
+
+static rs_bholder_t *holder_new(const rs_bholder_wire_t *w, uint32_t nblocks)
+{
+    rs_bholder_t *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return NULL;
+    h->id = w->id;
+    h->is_source = (w->flags & RS_BHOLDER_F_SOURCE) != 0;
+    h->complete = (w->flags & RS_BHOLDER_F_COMPLETE) != 0;
+    h->rkey_blob = malloc(w->rkey.len);
+    if (!h->complete)
+        h->bitmap = calloc(1, rs_bmap_bytes(nblocks) + 1);
+    if (h->rkey_blob == NULL || (!h->complete && h->bitmap == NULL) ||
+        rs_baddr_copy(&h->addr, &w->addr) != RS_OK) {
+        holder_free(h, 1);
+        return NULL;
+    }
+    memcpy(h->rkey_blob, w->rkey.p, w->rkey.len);
+    h->rkey_len = w->rkey.len;
+    if (!h->complete)
+        memcpy(h->bitmap, w->bitmap.p, w->bitmap.len);
+    if (w->claims.len > 0 && (h->claims = malloc(w->claims.len)) != NULL)
+        memcpy(h->claims, w->claims.p, w->claims.len);
+    return h;
+}
+
+static int holders_push(rs_bentry_t *e, rs_bholder_t *h)
+{
+    if (e->n_holders == e->cap_holders) {
+        uint32_t cap = e->cap_holders ? 2 * e->cap_holders : 8;
+        rs_bholder_t **hs = realloc(e->holders, cap * sizeof(*hs));
+        if (hs == NULL)
+            return 0;
+        e->holders = hs;
+        e->cap_holders = cap;
+    }
+    e->holders[e->n_holders++] = h;
+    return 1;
+}
+
+/* Folds the reply's holders into the entry (e->lock held; source key unpacked already). */
+static rs_status_t merge_holders(rs_bentry_t *e, const rs_breply_t *r, rs_rkey_t **src_rkey)
+{
+    rs_bholder_wire_t w;
+    size_t off = 0;
+    while (rs_breply_next_holder(r, &off, &w)) {
+        if (w.flags & RS_BHOLDER_F_SOURCE) {
+            if (e->n_holders > 0)
+                continue;
+            rs_bholder_t *h = holder_new(&w, e->nblocks);
+            if (h == NULL || !holders_push(e, h)) {
+                holder_free(h, 1);
+                return RS_ERR_NOMEM;
+            }
+            h->peer = e->src_peer;
+            h->rkey = *src_rkey;
+            *src_rkey = NULL;
+            continue;
+        }
+        if (e->n_holders == 0)
+            return RS_ERR_PROTOCOL; /* the source comes first */
+        if (rs_baddr_equal(&w.addr, &e->node->self.a))
+            continue;
+        rs_bholder_t *h = NULL;
+        for (uint32_t i = 1; i < e->n_holders && h == NULL; i++)
+            if (e->holders[i]->id == w.id)
+                h = e->holders[i];
+        if (h == NULL) {
+            h = holder_new(&w, e->nblocks);
+            if (h == NULL || !holders_push(e, h)) {
+                holder_free(h, 1);
+                return RS_ERR_NOMEM;
+            }
+            continue;
+        }
+        if (w.flags & RS_BHOLDER_F_COMPLETE) {
+            h->complete = 1;
+        } else if (h->bitmap != NULL) {
+            for (uint32_t i = 0; i < w.bitmap.len; i++)
+                h->bitmap[i] |= w.bitmap.p[i];
+        }
+        if (w.claims.len > 0 && h->claims == NULL)
+            h->claims = calloc(1, w.claims.len);
+        for (uint32_t i = 0; h->claims != NULL && i < w.claims.len; i++)
+            h->claims[i] |= w.claims.p[i];
+    }
+    return e->n_holders > 0 ? RS_OK : RS_ERR_PROTOCOL;
+}
+
+/* The source's part of a GET reply: its region key, unpacked on the source endpoint. */
+static rs_status_t source_key(rs_bentry_t *e, const rs_breply_t *r, rs_rkey_t **rkey_p)
+{
+    rs_bholder_wire_t w;
+    size_t off = 0;
+    while (rs_breply_next_holder(r, &off, &w)) {
+        if (!(w.flags & RS_BHOLDER_F_SOURCE))
+            continue;
+        return rs_rkey_unpack(e->src_peer->ep, w.rkey.p, w.rkey.len, rkey_p);
+    }
+    return RS_ERR_PROTOCOL;
+}
+
+/* The reply describes the object the descriptor named. */
+static rs_status_t reply_check(const rs_bentry_t *e, const rs_breply_t *r, uint8_t kind)
+{
+    if (r->kind != kind || r->node_id != e->node_id || r->seq != e->seq)
+        return RS_ERR_PROTOCOL;
+    if (r->status != 0)
+        return RS_OK;
+    if (r->size != e->size || r->block_size != e->block_size || r->nblocks != e->nblocks)
+        return RS_ERR_PROTOCOL;
+    int is_inline = (r->flags & RS_BREPLY_F_INLINE) != 0;
+    if (kind == RS_BREQ_GET && (is_inline != e->is_inline || !(r->flags & RS_BREPLY_F_SUMS)))
+        return RS_ERR_PROTOCOL;
+    if (kind == RS_BREQ_UPDATE && r->flags != 0)
+        return RS_ERR_PROTOCOL;
+    return RS_OK;
+}
+
+/* Verifies an inline object against its block checksums. */
+static int inline_verify(const rs_breply_t *r)
+{
+    for (uint32_t i = 0; i < r->nblocks; i++) {
+        uint64_t off = rs_bblock_off(i, r->block_size);
+        if (rs_bblock_sum(r->data.p + off, rs_bblock_len(i, r->size, r->block_size), i) !=
+            rs_breply_sum(r, i))
+            return 0;
+    }
+    return 1;
+}
+
+/* Applies a decoded, checked, successful reply (e->lock held). Returns 1 to keep the slot. */
+static int reply_apply(rs_bentry_t *e, const rs_breply_t *r, rs_bslot_t *slot, rs_rkey_t **src_rkey)
+{
+    rs_bcast_node_t *node = e->node;
+    rs_status_t st;
+    if (r->kind == RS_BREQ_GET || r->version != e->version) {
+        /* News: what others fetch is worth waiting for again. */
+        e->progress_ns = rs_bnow();
+        e->src_open = 0;
+    }
+    e->version = r->version;
+    if (r->kind == RS_BREQ_GET && e->is_inline) {
+        if (!inline_verify(r)) {
+            rs_error("broadcast: inline object %llu failed its checksum",
+                     (unsigned long long)e->seq);
+            rs_bentry_fail(e, RS_ERR_CHECKSUM);
+            e->stats.checksum_failures++;
+            RS_BSTAT_ADD(node->stats.checksum_failures, 1);
+            return 0;
+        }
+        e->data = slot->p + (r->data.p - slot->p);
+        e->inline_slot = slot;
+        e->state = RS_BENT_READY;
+        e->stats.inline_gets++;
+        RS_BSTAT_ADD(node->stats.inline_gets, 1);
+        return 1;
+    }
+    if (r->kind == RS_BREQ_GET) {
+        for (uint32_t i = 0; i < e->nblocks; i++)
+            e->sums[i] = rs_breply_sum(r, i);
+        e->ticket = r->ticket;
+        e->start = r->start;
+        rs_border(r->perm_seed, r->start, e->nblocks, e->order);
+    }
+    active_take(e, r->rversion, r->tickets.p, r->n_active);
+    own_update(e);
+    st = merge_holders(e, r, src_rkey);
+    if (st != RS_OK) {
+        if (r->kind == RS_BREQ_GET)
+            rs_bentry_fail(e, st);
+        return 0;
+    }
+    if (r->kind == RS_BREQ_GET)
+        e->have_manifest = 1;
+    return 0;
+}
+
+void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t status)
+{
+    rs_bentry_t *e = pend->entry;
+    rs_breply_t r;
+    rs_rkey_t *src_rkey = NULL;
+    int keep = 0;
+
+    memset(&r, 0, sizeof(r));
+    if (status == RS_OK) {
+        status = rs_breply_decode(pend->slot->p, pend->slot->cap, &r);
+        if (status == RS_OK)
+            status = reply_check(e, &r, pend->kind);
+        if (status != RS_OK)
+            rs_warn("broadcast: bad reply to request %u: %s", pend->req_id, rs_strerror(status));
+        else if (r.status == 0 && pend->kind == RS_BREQ_GET && !e->is_inline)
+            status = source_key(e, &r, &src_rkey);
+    }
+
+    pthread_mutex_lock(&e->lock);
+    e->ops--;
+    e->req_inflight = 0;
+    if (status != RS_OK) {
+        /* No usable answer: a manifest is fatal, an update just loses the source. */
+        if (pend->kind == RS_BREQ_GET)
+            rs_bentry_fail(e, status == RS_ERR_TIMEOUT ? RS_ERR_TIMEOUT : status);
+        else if (e->n_holders > 0)
+            e->holders[0]->bad = 1;
+    } else if (r.status != 0) {
+        if (r.status == RS_ERR_DESTROYED)
+            e->destroyed = 1;
+        if (pend->kind == RS_BREQ_GET || r.status == RS_ERR_DESTROYED)
+            rs_bentry_fail(e, (rs_status_t)r.status);
+    } else {
+        keep = reply_apply(e, &r, pend->slot, &src_rkey);
+    }
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+
+    if (src_rkey != NULL)
+        rs_rkey_destroy(src_rkey);
+    if (status == RS_ERR_TIMEOUT || status == RS_ERR_UNREACHABLE || status == RS_ERR_CANCELED) {
+        /* A put may still land in the slot: never reuse it. */
+        pthread_mutex_lock(&node->lock);
+        rs_list_add_tail(&node->lost_slots, &pend->slot->link);
+        pthread_mutex_unlock(&node->lock);
+    } else if (!keep) {
+        rs_bslots_put(&node->replies, pend->slot);
+    }
+    if (status == RS_OK && r.status == RS_ERR_DESTROYED) {
+        pthread_mutex_lock(&node->lock);
+        rs_bnode_tomb_add(node, e->node_id, e->seq);
+        pthread_mutex_unlock(&node->lock);
+    }
+    free(pend);
+    rs_bentry_unref(e); /* the request's reference */
+}

@@ -1,0 +1,245 @@
+/*
+ * The broadcast wire formats: descriptor, request (a control message),
+ * reply (written into the requester's registered reply slot by one notified
+ * put) and destroy notice. All integers little-endian. Decoders treat their
+ * input as hostile: every length is checked against the bytes present and
+ * the protocol's limits, unknown flags and trailing bytes are errors, and
+ * the output views point into the input (valid while it is).
+ * Layouts: docs/broadcast.md "Wire formats".
+ */
+#ifndef RS_BROADCAST_PROTO_H
+#define RS_BROADCAST_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rshuffle/broadcast.h>
+#include <rshuffle/transport.h>
+
+#include "broadcast/blocks.h"
+
+#define RS_BCAST_VERSION    1
+#define RS_BCAST_BLOCK_MIN  4096u
+#define RS_BCAST_BLOCK_MAX  (1u << 30)
+#define RS_BCAST_BLOCKS_MAX (1u << 20)
+#define RS_BCAST_DATA_ALIGN 64u /* inline data starts at this alignment in a reply */
+
+#define RS_BDESC_MAGIC  0x44425352u /* "RSBD" */
+#define RS_BREQ_MAGIC   0x51425352u /* "RSBQ" */
+#define RS_BREPLY_MAGIC 0x52425352u /* "RSBR" */
+#define RS_BDESTR_MAGIC 0x58425352u /* "RSBX" */
+#define RS_BNEWS_MAGIC  0x4e425352u /* "RSBN" */
+
+/* Longest a source keeps an UPDATE with RS_BREQ_F_WAIT before answering it anyway. */
+#define RS_BPOLL_MS 50
+
+/* Message types in the node's own transport context. */
+enum { RS_BMSG_REQ = 1, RS_BMSG_DESTROY = 2, RS_BMSG_NEWS = 3 };
+
+/* Descriptor flags. */
+enum { RS_BDESC_F_INLINE = 1u << 0 };
+
+/* Request kinds and flags. */
+enum {
+    RS_BREQ_GET = 1,      /* manifest (and inline data) wanted */
+    RS_BREQ_UPDATE = 2,   /* announce my blocks, send me the holders */
+    RS_BREQ_ANNOUNCE = 3, /* announce my blocks, no reply */
+};
+enum {
+    RS_BREQ_F_HOLDER = 1u << 0,   /* carries the requester's address and region key */
+    RS_BREQ_F_BITMAP = 1u << 1,   /* carries the requester's block bitmap */
+    RS_BREQ_F_COMPLETE = 1u << 2, /* the requester holds every block */
+    RS_BREQ_F_WAIT = 1u << 3,     /* UPDATE: answer once the object's version passes known */
+    RS_BREQ_F_CLAIMS = 1u << 4,   /* carries the blocks the requester is reading from the source */
+    RS_BREQ_F_ALL = (1u << 5) - 1,
+};
+
+/* Reply flags and holder flags. */
+enum {
+    RS_BREPLY_F_INLINE = 1u << 0, /* the object's bytes follow the metadata */
+    RS_BREPLY_F_SUMS = 1u << 1,   /* per-block checksums present */
+    RS_BREPLY_F_ALL = (1u << 2) - 1,
+};
+enum {
+    RS_BHOLDER_F_COMPLETE = 1u << 0, /* holds every block: no bitmap follows */
+    RS_BHOLDER_F_SOURCE = 1u << 1,   /* the source itself */
+    RS_BHOLDER_F_CLAIMS = 1u << 2,   /* a bitmap of blocks it is reading from the source follows */
+    RS_BHOLDER_F_ALL = (1u << 3) - 1,
+};
+
+/* The fixed part of a reply (up to the checksums); the minimum adds empty lists and the trailer. */
+#define RS_BREPLY_HDR_LEN   80u
+#define RS_BREPLY_MIN_LEN   (RS_BREPLY_HDR_LEN + 4u + 4u + 8u)
+#define RS_BCAST_ACTIVE_MAX 4096u /* active readers (ticket, start) listed in one reply */
+
+typedef struct rs_bview {
+    const uint8_t *p;
+    uint32_t len;
+} rs_bview_t;
+
+/* A peer's address: hostport (port, host) or a transport address blob. */
+typedef struct rs_baddr {
+    uint8_t kind;     /* rs_bcast_addr_kind_t */
+    uint16_t port;    /* hostport only */
+    rs_bview_t bytes; /* host (no NUL) or blob */
+} rs_baddr_t;
+
+typedef struct rs_bdesc {
+    uint64_t node_id; /* the source node (random per node) */
+    uint64_t seq;     /* the object's number at that node, from 1 */
+    uint64_t size;
+    uint32_t block_size;
+    uint32_t nblocks;
+    uint32_t flags;
+    rs_baddr_t src;
+} rs_bdesc_t;
+
+typedef struct rs_breq {
+    uint8_t kind;
+    uint16_t flags;
+    uint32_t req_id;
+    uint32_t nblocks;
+    uint64_t node_id, seq;
+    uint32_t source_reads;  /* the requester's reads so far from the source, */
+    uint32_t holder_reads;  /* ... and from holders (for the source's counters) */
+    uint32_t known;         /* UPDATE: the object version the requester has seen */
+    uint64_t reply_off;     /* GET/UPDATE: where in the reply region */
+    uint32_t reply_cap;     /* ... and how many bytes fit */
+    rs_bview_t reply_rkey;  /* ... packed key of the reply region */
+    rs_baddr_t holder_addr; /* HOLDER */
+    rs_bview_t holder_rkey; /* HOLDER: the requester's object region */
+    rs_bview_t bitmap;      /* BITMAP: ceil(nblocks / 8) bytes */
+    rs_bview_t claims;      /* CLAIMS: ceil(nblocks / 8) bytes */
+} rs_breq_t;
+
+typedef struct rs_bholder_wire {
+    uint32_t id;
+    uint8_t flags;
+    rs_baddr_t addr;
+    rs_bview_t rkey;
+    rs_bview_t bitmap; /* empty when COMPLETE */
+    rs_bview_t claims; /* CLAIMS only */
+} rs_bholder_wire_t;
+
+typedef struct rs_breply {
+    uint8_t kind;
+    int16_t status;
+    uint32_t meta_len;
+    uint64_t node_id, seq, size;
+    uint32_t block_size, nblocks, flags;
+    uint32_t ticket;   /* the order the requester registered in */
+    uint32_t active;   /* other holders still fetching */
+    uint32_t version;  /* the object's holder-set version at the source */
+    uint32_t rversion; /* ... of its set of active readers (the list below) */
+    uint32_t start;    /* where in the shared block permutation the requester starts */
+    uint64_t perm_seed;
+    rs_bview_t sums;    /* nblocks little-endian u64, or empty */
+    uint32_t n_active;  /* the readers still fetching (the requester included) */
+    rs_bview_t tickets; /* n_active (ticket u32, start u32) pairs */
+    uint32_t n_holders;
+    rs_bview_t holders; /* the encoded holder list, already validated */
+    rs_bview_t data;    /* INLINE: size bytes */
+} rs_breply_t;
+
+/* ------------------------------------------------------------ addresses */
+
+/* Checks a host name: 1..RS_BCAST_HOST_MAX bytes of [A-Za-z0-9.:_%[]-]. */
+rs_status_t rs_bhost_check(const void *host, size_t len);
+
+/* Two addresses are the same peer. */
+int rs_baddr_equal(const rs_baddr_t *a, const rs_baddr_t *b);
+
+/* "host:port" or "blob(N bytes)" for logs. */
+void rs_baddr_format(const rs_baddr_t *a, char *buf, size_t buflen);
+
+/* ----------------------------------------------------------- descriptor */
+
+/* Number of blocks of an object (0 for an empty one). */
+uint32_t rs_bcast_nblocks(uint64_t size, uint32_t block_size);
+
+size_t rs_bdesc_len(const rs_bdesc_t *d);
+rs_status_t rs_bdesc_encode(const rs_bdesc_t *d, void *buf, size_t buflen, size_t *len_p);
+rs_status_t rs_bdesc_decode(const void *buf, size_t len, rs_bdesc_t *d);
+
+/* -------------------------------------------------------------- request */
+
+/* Bytes the request will take; encode fails with RS_ERR_MSG_SIZE past max. */
+size_t rs_breq_len(const rs_breq_t *q);
+rs_status_t rs_breq_encode(const rs_breq_t *q, void *buf, size_t buflen, size_t *len_p);
+rs_status_t rs_breq_decode(const void *buf, size_t len, rs_breq_t *q);
+
+/* ---------------------------------------------------------------- reply */
+
+/*
+ * A reply is written in steps: begin (header), sums, active tickets, holders
+ * one at a time (rs_breply_add_holder returns RS_ERR_NO_SPACE when it would
+ * not fit, the encoder staying valid), then finish (trailer, inline data)
+ * which returns the total length. Data is copied by finish unless data ==
+ * NULL (it was placed at rs_breply_data_off already).
+ */
+typedef struct rs_breply_enc {
+    uint8_t *p;
+    size_t cap;
+    size_t off;
+    size_t n_active_off;
+    size_t n_holders_off;
+    uint32_t n_holders;
+    uint32_t nblocks;
+    int failed;
+} rs_breply_enc_t;
+
+void rs_breply_begin(rs_breply_enc_t *e, void *buf, size_t cap, const rs_breply_t *hdr);
+void rs_breply_put_sums(rs_breply_enc_t *e, const uint64_t *sums, uint32_t n);
+void rs_breply_put_active(rs_breply_enc_t *e, const rs_bactive_t *active, uint32_t n);
+rs_status_t rs_breply_add_holder(rs_breply_enc_t *e, const rs_bholder_wire_t *h);
+rs_status_t rs_breply_finish(rs_breply_enc_t *e, const void *data, uint64_t size, size_t *len_p);
+
+/* Where inline data of a reply whose metadata is meta_len bytes starts. */
+static inline size_t rs_breply_data_off(size_t meta_len)
+{
+    return (meta_len + RS_BCAST_DATA_ALIGN - 1) & ~(size_t)(RS_BCAST_DATA_ALIGN - 1);
+}
+
+/* Bytes of metadata a reply with these parts takes (no holders). */
+size_t rs_breply_meta_len(uint32_t n_sums);
+
+/* Bytes one holder takes in a reply. */
+size_t rs_bholder_wire_len(const rs_bholder_wire_t *h, uint32_t nblocks);
+
+/* Decodes and validates a whole reply found in a buffer of cap bytes. */
+rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *r);
+
+/* Iterates the validated holders: *off starts at 0; returns 0 at the end. */
+int rs_breply_next_holder(const rs_breply_t *r, size_t *off, rs_bholder_wire_t *h);
+
+/* The i-th checksum / active reader of a decoded reply. */
+uint64_t rs_breply_sum(const rs_breply_t *r, uint32_t i);
+rs_bactive_t rs_breply_active(const rs_breply_t *r, uint32_t i);
+
+/* ----------------------------------------------------------- news */
+
+/*
+ * News (source -> active readers, one-way): the set of readers fetching the
+ * object changed; the list gives their (ticket, start) pairs (at most what
+ * fits in buflen bytes).
+ */
+typedef struct rs_bnews {
+    uint64_t node_id, seq;
+    uint32_t rversion;
+    uint32_t n_active;
+    rs_bview_t tickets; /* n_active (ticket u32, start u32) pairs */
+} rs_bnews_t;
+
+#define RS_BNEWS_FIXED 32u
+rs_status_t rs_bnews_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
+                            const rs_bactive_t *active, uint32_t n, void *buf, size_t buflen,
+                            size_t *len_p);
+rs_status_t rs_bnews_decode(const void *buf, size_t len, rs_bnews_t *n);
+rs_bactive_t rs_bnews_active(const rs_bnews_t *n, uint32_t i);
+
+/* ----------------------------------------------------------- destroy */
+
+#define RS_BDESTROY_LEN 24u
+void rs_bdestroy_encode(uint64_t node_id, uint64_t seq, uint8_t out[RS_BDESTROY_LEN]);
+rs_status_t rs_bdestroy_decode(const void *buf, size_t len, uint64_t *node_id, uint64_t *seq);
+
+#endif

@@ -1,0 +1,121 @@
+/* Registered reply and staging slots carved from slabs (see internal.h). */
+#include "broadcast/internal.h"
+
+#include <stdlib.h>
+
+#include "common/log.h"
+
+void rs_bslots_init(rs_bslots_t *s, rs_ctx_t *ctx, unsigned access, size_t slot_size,
+                    uint32_t per_slab)
+{
+    pthread_mutex_init(&s->lock, NULL);
+    s->ctx = ctx;
+    s->access = access;
+    s->slot_size = (slot_size + 63) & ~(size_t)63;
+    s->per_slab = per_slab;
+    rs_list_init(&s->free);
+    rs_list_init(&s->big_free);
+    rs_list_init(&s->slabs);
+}
+
+/* Registers a slab of n slots of size bytes and puts them on a free list. */
+static rs_status_t slab_add(rs_bslots_t *s, size_t size, uint32_t n, int big)
+{
+    rs_bslab_t *slab = calloc(1, sizeof(*slab));
+    rs_status_t st = RS_ERR_NOMEM;
+
+    if (slab == NULL || (slab->slots = calloc(n, sizeof(rs_bslot_t))) == NULL) {
+        rs_error("out of memory allocating broadcast slots");
+        goto err_free_slab;
+    }
+    st = rs_mem_alloc(s->ctx, size * n, s->access, &slab->mr);
+    if (st != RS_OK)
+        goto err_free_slab;
+    if (s->access != RS_MEM_LOCAL) {
+        st = rs_mr_pack_rkey(slab->mr, slab->rkey, sizeof(slab->rkey), &slab->rkey_len);
+        if (st != RS_OK)
+            goto err_free_mr;
+    }
+    uint8_t *base = rs_mr_addr(slab->mr);
+    pthread_mutex_lock(&s->lock);
+    rs_list_add_tail(&s->slabs, &slab->link);
+    for (uint32_t i = 0; i < n; i++) {
+        rs_bslot_t *slot = &slab->slots[i];
+        slot->slab = slab;
+        slot->p = base + size * i;
+        slot->cap = size;
+        slot->off = size * i;
+        slot->big = big;
+        rs_list_add_tail(big ? &s->big_free : &s->free, &slot->link);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return RS_OK;
+
+err_free_mr:
+    rs_mem_free(slab->mr);
+err_free_slab:
+    if (slab != NULL)
+        free(slab->slots);
+    free(slab);
+    return st;
+}
+
+/* A free slot of at least need bytes, or NULL (s->lock held). */
+static rs_bslot_t *slot_take(rs_bslots_t *s, size_t need)
+{
+    rs_list_t *pos, *tmp;
+    if (need <= s->slot_size) {
+        if (rs_list_empty(&s->free))
+            return NULL;
+        rs_bslot_t *slot = rs_list_first(&s->free, rs_bslot_t, link);
+        rs_list_del(&slot->link);
+        return slot;
+    }
+    rs_list_for_each_safe(pos, tmp, &s->big_free)
+    {
+        rs_bslot_t *slot = RS_CONTAINER_OF(pos, rs_bslot_t, link);
+        if (slot->cap >= need) {
+            rs_list_del(&slot->link);
+            return slot;
+        }
+    }
+    return NULL;
+}
+
+rs_status_t rs_bslots_get(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p)
+{
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        rs_bslot_t *slot = slot_take(s, need);
+        pthread_mutex_unlock(&s->lock);
+        if (slot != NULL) {
+            *slot_p = slot;
+            return RS_OK;
+        }
+        /* Registration happens outside the lock; another thread may take the new slots. */
+        rs_status_t st = need <= s->slot_size ? slab_add(s, s->slot_size, s->per_slab, 0)
+                                              : slab_add(s, (need + 4095) & ~(size_t)4095, 1, 1);
+        if (st != RS_OK)
+            return st;
+    }
+}
+
+void rs_bslots_put(rs_bslots_t *s, rs_bslot_t *slot)
+{
+    pthread_mutex_lock(&s->lock);
+    rs_list_add_head(slot->big ? &s->big_free : &s->free, &slot->link);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void rs_bslots_fini(rs_bslots_t *s)
+{
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &s->slabs)
+    {
+        rs_bslab_t *slab = RS_CONTAINER_OF(pos, rs_bslab_t, link);
+        rs_list_del(&slab->link);
+        free(slab->slots);
+        free(slab);
+    }
+    pthread_mutex_destroy(&s->lock);
+}
