@@ -43,6 +43,13 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+    /* SIGTERM/SIGINT are taken synchronously: blocked first, before any thread starts, so one
+     * arriving during start-up still ends in a clean shutdown. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
     const char *listen = NULL;
     rs_worker_config_t wcfg;
     rs_worker_config_defaults(&wcfg);
@@ -85,13 +92,6 @@ int main(int argc, char **argv)
     char host[128];
     snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
     int port = atoi(colon + 1);
-
-    /* SIGTERM/SIGINT are taken synchronously: blocked here, before any thread starts. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     rs_worker_t *w;
     s = rs_worker_create(&tcfg, &wcfg, &w);
