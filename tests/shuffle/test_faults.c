@@ -272,13 +272,33 @@ static void test_worker_killed(void **state)
     rs_pusher_destroy(p);
 }
 
+static void never_called(void *arg, rs_status_t status)
+{
+    (void)arg;
+    (void)status;
+    fail_msg("a refused operation completed");
+}
+
+typedef struct attach_answer {
+    int got;
+    rs_smsg_attach_reply_t r;
+    uint8_t rkey[RS_RKEY_BLOB_MAX];
+    size_t rkey_len;
+} attach_answer_t;
+
 static void on_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     (void)ep;
-    rs_smsg_attach_reply_t *r = arg;
-    if (len >= sizeof(*r))
-        memcpy(r, data, sizeof(*r));
-    r->pad = 1;
+    attach_answer_t *a = arg;
+    memset(&a->r, 0, sizeof(a->r));
+    if (len >= sizeof(a->r.h)) /* a refusal is the header alone */
+        memcpy(&a->r.h, data, sizeof(a->r.h));
+    if (len >= sizeof(a->r) && len - sizeof(a->r) <= sizeof(a->rkey)) {
+        memcpy(&a->r, data, sizeof(a->r));
+        a->rkey_len = len - sizeof(a->r);
+        memcpy(a->rkey, (const uint8_t *)data + sizeof(a->r), a->rkey_len);
+    }
+    a->got = 1;
 }
 
 static void test_bad_requests(void **state)
@@ -313,8 +333,8 @@ static void test_bad_requests(void **state)
     /* A read past the worker's arena is refused before anything is sent. */
     rs_ctx_t *ctx;
     assert_int_equal(rs_ctx_create(NULL, &ctx), RS_OK);
-    rs_smsg_attach_reply_t reply = {0};
-    rs_set_msg_handler(ctx, RS_SMSG_ATTACH_REPLY, on_reply, &reply);
+    attach_answer_t ans = {0};
+    rs_set_msg_handler(ctx, RS_SMSG_ATTACH_REPLY, on_reply, &ans);
     char h[64];
     snprintf(h, sizeof(h), "%s", worker_addr);
     *strrchr(h, ':') = '\0';
@@ -323,14 +343,27 @@ static void test_bad_requests(void **state)
     rs_smsg_attach_t a = {.role = RS_ROLE_READER, .shuffle_id = 4};
     rs_smsg_init(&a.h, RS_SMSG_ATTACH, RS_OK);
     assert_int_equal(rs_msg_send(ep, RS_SMSG_ATTACH, &a, sizeof(a), NULL, NULL), RS_OK);
-    for (int i = 0; i < 500 && !reply.pad; i++)
+    for (int i = 0; i < 500 && !ans.got; i++)
         rs_wait(ctx, 10);
-    assert_int_equal(reply.pad, 1);
-    assert_int_equal(reply.h.status, RS_OK);
-    assert_int_equal(reply.arena_len, 16 << 20);
+    assert_true(ans.got);
+    assert_int_equal(ans.r.h.status, RS_OK);
+    assert_int_equal(ans.r.arena_len, 16 << 20);
+    rs_rkey_t *rkey;
+    assert_int_equal(rs_rkey_unpack(ep, ans.rkey, ans.rkey_len, &rkey), RS_OK);
     rs_mr_t *mr;
     assert_int_equal(rs_mem_alloc(ctx, 8192, RS_MEM_LOCAL, &mr), RS_OK);
-    /* The rkey rides after the reply header: fetch it again the simple way. */
+    assert_int_equal(
+        rs_get(ep, rs_mr_addr(mr), 8192, mr, rkey, ans.r.arena_len - 4096, never_called, NULL),
+        RS_ERR_OUT_OF_RANGE);
+    /* An attach with an unknown role, then a second attach: refused, the endpoint stays usable. */
+    ans.got = 0;
+    a.role = 7;
+    assert_int_equal(rs_msg_send(ep, RS_SMSG_ATTACH, &a, sizeof(a), NULL, NULL), RS_OK);
+    for (int i = 0; i < 500 && !ans.got; i++)
+        rs_wait(ctx, 10);
+    assert_true(ans.got);
+    assert_int_equal(ans.r.h.status, RS_ERR_PROTOCOL);
+    rs_rkey_destroy(rkey);
     rs_ep_close(ep);
     rs_mem_free(mr);
     rs_ctx_destroy(ctx);
@@ -467,7 +500,9 @@ static void test_idle_grants_reclaimed(void **state)
 typedef struct raw_pusher {
     rs_ctx_t *ctx;
     rs_ep_t *ep;
-    int attached, got, reclaims;
+    rs_rkey_t *rkey;
+    int attached, got, reclaims, nacks;
+    rs_status_t nack_status;
     uint8_t reply[8192];
     size_t reply_len;
 } raw_pusher_t;
@@ -480,7 +515,15 @@ static void raw_on_msg(void *arg, rs_ep_t *ep, const void *data, size_t len)
     assert_true(len >= sizeof(h) && len <= sizeof(r->reply));
     memcpy(&h, data, sizeof(h));
     if (h.type == RS_SMSG_ATTACH_REPLY) {
+        rs_smsg_attach_reply_t a;
+        assert_true(len >= sizeof(a));
+        memcpy(&a, data, sizeof(a));
+        assert_int_equal(
+            rs_rkey_unpack(r->ep, (const uint8_t *)data + sizeof(a), a.rkey_len, &r->rkey), RS_OK);
         r->attached = 1;
+    } else if (h.type == RS_SMSG_NACK) {
+        r->nacks++;
+        r->nack_status = (rs_status_t)h.status;
     } else if (h.type == RS_SMSG_RECLAIM) {
         r->reclaims++;
     } else if (h.type == RS_SMSG_GRANT) {
@@ -494,8 +537,8 @@ static void raw_open(raw_pusher_t *r, uint32_t shuffle, uint32_t parts, uint32_t
 {
     memset(r, 0, sizeof(*r));
     assert_int_equal(rs_ctx_create(NULL, &r->ctx), RS_OK);
-    const unsigned types[] = {RS_SMSG_ATTACH_REPLY, RS_SMSG_GRANT, RS_SMSG_RECLAIM};
-    for (size_t i = 0; i < 3; i++)
+    const unsigned types[] = {RS_SMSG_ATTACH_REPLY, RS_SMSG_GRANT, RS_SMSG_RECLAIM, RS_SMSG_NACK};
+    for (size_t i = 0; i < 4; i++)
         assert_int_equal(rs_set_msg_handler(r->ctx, types[i], raw_on_msg, r), RS_OK);
     char h[64];
     snprintf(h, sizeof(h), "%s", worker_addr);
@@ -535,6 +578,7 @@ static rs_grant_t raw_grant(raw_pusher_t *r, rs_grant_want_t want)
 
 static void raw_close(raw_pusher_t *r)
 {
+    rs_rkey_destroy(r->rkey);
     rs_ep_close(r->ep);
     rs_ctx_destroy(r->ctx);
 }
@@ -593,6 +637,77 @@ static void test_reclaim_protocol(void **state)
     stop_worker();
 }
 
+typedef struct put_done {
+    int done;
+    rs_status_t status;
+} put_done_t;
+
+static void on_put(void *arg, rs_status_t status)
+{
+    put_done_t *d = arg;
+    d->status = status;
+    d->done = 1;
+}
+
+/* A notified put of len bytes of buf at roff with imm; waits for the worker's NACK. */
+static void raw_bad_put(raw_pusher_t *r, rs_mr_t *mr, uint64_t roff, uint32_t imm,
+                        rs_status_t expect)
+{
+    put_done_t d = {0};
+    int nacks = r->nacks;
+    assert_int_equal(rs_put_notify(r->ep, rs_mr_addr(mr), 4096, mr, r->rkey, roff, imm, on_put, &d),
+                     RS_OK);
+    for (int i = 0; i < 500 && (!d.done || r->nacks == nacks); i++)
+        rs_wait(r->ctx, 10);
+    assert_true(d.done);
+    assert_int_equal(d.status, RS_OK);
+    assert_int_equal(r->nacks, nacks + 1);
+    assert_int_equal(r->nack_status, expect);
+}
+
+/*
+ * Bad batches and grant requests from a pusher: a notification outside any
+ * grant, bytes that are not a frame, a frame of another partition, a retire
+ * of a grant that is not open, a grant for a partition that does not exist.
+ * Each is refused (NACK or error entry) and nothing else is disturbed.
+ */
+static void test_bad_batches(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_worker(16 << 20);
+    raw_pusher_t r;
+    raw_open(&r, 17, 4, 0);
+    rs_grant_t g =
+        raw_grant(&r, (rs_grant_want_t){.partition = 0, .want = 8192, .retire_slot = RS_SLOT_NONE});
+    assert_int_equal(g.status, RS_OK);
+    rs_mr_t *mr;
+    assert_int_equal(rs_mem_alloc(r.ctx, 4096, RS_MEM_LOCAL, &mr), RS_OK);
+    memset(rs_mr_addr(mr), 0xab, 4096);
+    /* No grant in slot 999; a grant's slot but an offset past it; garbage in the grant. */
+    raw_bad_put(&r, mr, g.off, rs_imm_make(999, 0), RS_ERR_OUT_OF_RANGE);
+    raw_bad_put(&r, mr, g.off, rs_imm_make(g.slot, g.len), RS_ERR_OUT_OF_RANGE);
+    raw_bad_put(&r, mr, g.off, rs_imm_make(g.slot, 0), RS_ERR_BAD_MAGIC);
+    /* A well-formed frame that claims partition 1, in partition 0's grant. */
+    rs_frame_ids_t ids = {.shuffle_id = 17, .map_id = 0, .attempt = 0, .partition = 1, .seq = 1};
+    size_t flen;
+    assert_int_equal(rs_frame_seal(rs_mr_addr(mr), 4096, 1024, 0, &ids, &flen), RS_OK);
+    raw_bad_put(&r, mr, g.off + 4096, rs_imm_make(g.slot, 4096), RS_ERR_PROTOCOL);
+    /* A retire of a slot that is not open, a partition that does not exist. */
+    rs_grant_t x = raw_grant(&r, (rs_grant_want_t){.partition = 2, .retire_slot = 1234});
+    assert_int_equal(x.status, RS_OK);
+    x = raw_grant(&r, (rs_grant_want_t){.partition = 9, .want = 4096, .retire_slot = RS_SLOT_NONE});
+    assert_int_equal(x.status, RS_ERR_NOT_FOUND);
+    rs_mem_free(mr);
+    raw_close(&r);
+    /* Nothing else disturbed: a real pusher's map commits and reads back. */
+    assert_int_equal(push(17, 4, 0, 1, 0, 0, 3000), RS_OK);
+    uint64_t records, dups;
+    assert_int_equal(read_all(17, 4, 1, &records, &dups), RS_OK);
+    assert_int_equal(records, 3000);
+    stop_worker();
+}
+
 /*
  * Truly full (spilling impossible): the pusher is told so (backpressure)
  * and fails clearly within its bound; dropping the shuffle frees the worker.
@@ -640,6 +755,7 @@ int main(void)
         cmocka_unit_test_teardown(test_spill_under_open_reader, teardown),
         cmocka_unit_test_teardown(test_idle_grants_reclaimed, teardown),
         cmocka_unit_test_teardown(test_reclaim_protocol, teardown),
+        cmocka_unit_test_teardown(test_bad_batches, teardown),
         cmocka_unit_test_teardown(test_backpressure_when_full, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
