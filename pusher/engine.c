@@ -99,8 +99,10 @@ static void request_grants(pworker_t *w)
         max_n = max_req;
     size_t len = sizeof(rs_smsg_grant_req_t) + max_n * sizeof(rs_grant_want_t);
     uint8_t *buf = malloc(len);
-    if (buf == NULL)
+    if (buf == NULL) {
+        rs__pusher_fail(p, RS_ERR_NOMEM, "grant request");
         return;
+    }
     rs_grant_want_t *wants = (rs_grant_want_t *)(buf + sizeof(rs_smsg_grant_req_t));
     uint32_t n = 0, n_ret = 0;
     for (; n_ret < w->n_retires && n < max_n; n_ret++, n++)

@@ -14,6 +14,7 @@ typedef struct rconn {
     rs_ep_t *ep;
     rs_rkey_t *rkey;
     const char *addr;
+    uint32_t gen; /* counts (re)connections: a reader's snapshot lives on one of them */
 } rconn_t;
 
 struct rs_reader_session {

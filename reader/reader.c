@@ -26,6 +26,7 @@ struct rs_reader {
     rs_reader_session_t *sess;
     int own_session; /* opened by rs_reader_open: closed with the reader */
     rconn_t *conn;
+    uint32_t conn_gen; /* the connection its snapshot lives on */
     rs_mr_t *buf_mr;
     uint8_t *buf;
     uint32_t partition;
@@ -210,6 +211,8 @@ rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_rea
     if (st == RS_OK)
         st = rs__rsess_conn(s, w, &r->conn);
     if (st == RS_OK)
+        r->conn_gen = r->conn->gen;
+    if (st == RS_OK)
         st = rs__rsess_buf_get(s, &r->buf_mr);
     if (st == RS_OK) {
         r->buf = rs_mr_addr(r->buf_mr);
@@ -331,6 +334,11 @@ static rs_status_t next_batch(rs_reader_t *r)
     rs_reader_session_t *s = r->sess;
     rs_status_t st;
     if (r->span_i >= r->span_n) {
+        if (r->conn->gen != r->conn_gen) {
+            /* The connection died and another reader made a new one: our snapshot is gone. */
+            rs_error("reader: the connection to worker %s was lost", r->conn->addr);
+            return RS_ERR_UNREACHABLE;
+        }
         if (r->next_mem < r->n_mem)
             st = next_mem_span(r);
         else if (r->next_spill < r->n_spill)
@@ -444,7 +452,8 @@ void rs_reader_close(rs_reader_t *r)
     if (r == NULL)
         return;
     rs_reader_session_t *s = r->sess;
-    if (r->snap_open && r->conn != NULL && rs_ep_status(r->conn->ep) == RS_OK) {
+    if (r->snap_open && r->conn != NULL && r->conn->gen == r->conn_gen &&
+        rs_ep_status(r->conn->ep) == RS_OK) {
         rs_smsg_read_close_t m = {.snap_id = r->snap_id};
         rs_smsg_init(&m.h, RS_SMSG_READ_CLOSE, RS_OK);
         rs_msg_send(r->conn->ep, RS_SMSG_READ_CLOSE, &m, sizeof(m), NULL, NULL);

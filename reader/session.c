@@ -203,6 +203,7 @@ rs_status_t rs__rsess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p)
         return RS_OK;
     }
     conn_close(c); /* a failed or dead one is made again */
+    c->gen++;
     rs_status_t st = conn_open(s, c);
     if (st != RS_OK) {
         conn_close(c);

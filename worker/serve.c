@@ -172,8 +172,12 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
     }
     size_t rlen = sizeof(rs_smsg_grant_t) + m.n * sizeof(rs_grant_t);
     uint8_t *buf = malloc(rlen);
-    if (buf == NULL)
+    if (buf == NULL) {
+        rs_smsg_grant_t r = {.req_id = m.req_id};
+        rs_smsg_init(&r.h, RS_SMSG_GRANT, RS_ERR_NOMEM);
+        rs_msg_send(ep, RS_SMSG_GRANT, &r, sizeof(r), NULL, NULL);
         return;
+    }
     rs_smsg_grant_t r = {.req_id = m.req_id, .n = m.n, .retry_ms = 0};
     rs_smsg_init(&r.h, RS_SMSG_GRANT, RS_OK);
     const rs_grant_want_t *want = (const rs_grant_want_t *)((const uint8_t *)data + sizeof(m));
