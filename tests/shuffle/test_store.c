@@ -165,6 +165,7 @@ static void test_grants_spill_stage(void **state)
     assert_int_equal(wstore_stage(&fx.st, snap, snap->n_entries - 1, 1, &staged),
                      RS_ERR_OUT_OF_RANGE);
     wstore_snap_close(&fx.st, snap);
+    assert_int_equal(fx.st.open_room, 0);
     fx_fini(&fx);
 }
 
@@ -330,6 +331,7 @@ static void test_grants_under_pressure(void **state)
         wstore_grant_free(&fx.st, g[i]);
     }
     assert_int_equal(fill_grant(&fx, 63, 0, &n), RS_OK);
+    assert_int_equal(fx.st.open_room, 0); /* every granted byte arrived or was given back */
     fx_fini(&fx);
 }
 
