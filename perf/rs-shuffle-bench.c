@@ -486,6 +486,8 @@ static int parse_args(int argc, char **argv)
         return -1;
     }
     setenv("RSHUFFLE_TRANSPORT", o.transport, 1);
+    if (strcmp(o.transport, "ucx") != 0)
+        o.tls = "-"; /* UCX_TLS means nothing to the verbs backend */
     if (strcmp(o.transport, "ucx") == 0 && getenv("UCX_TLS") == NULL) {
         /* tcp stays enabled with shm: UCX's connection manager needs it. */
         if (strcmp(o.tls, "shm") == 0)

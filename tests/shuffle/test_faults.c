@@ -25,7 +25,7 @@
 #include "pusher/internal.h"
 
 static pid_t worker_pid;
-static char worker_addr[64];
+static char worker_addr[160];
 static const char *addrs[1];
 
 static const char *host(void)
@@ -34,46 +34,49 @@ static const char *host(void)
     return h ? h : "127.0.0.1";
 }
 
-/* A worker in a child process; spill_dir, extent_min and high_water: 0/NULL for defaults. */
+/*
+ * A worker: rshuffled, started as a program (fork + exec, so the worker
+ * never inherits this process's fabric state: verbs does not survive a fork
+ * of a process that used it) with its settings in RSHUFFLE_WORKER_*.
+ * spill_dir, extent_min and high_water: 0/NULL for the defaults.
+ */
 static void start_worker_in(uint64_t mem, const char *spill_dir, uint64_t extent_min,
                             uint32_t high_water)
 {
+    char listen[96], mem_s[32], ext_s[32], hw_s[16];
+    snprintf(listen, sizeof(listen), "%s:0", host());
+    snprintf(mem_s, sizeof(mem_s), "%llu", (unsigned long long)mem);
+    snprintf(ext_s, sizeof(ext_s), "%llu", (unsigned long long)extent_min);
+    snprintf(hw_s, sizeof(hw_s), "%u", high_water);
     int p[2];
     assert_int_equal(pipe(p), 0);
+    fflush(NULL);
     worker_pid = fork();
     if (worker_pid == 0) {
-        close(p[0]);
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGTERM);
-        pthread_sigmask(SIG_BLOCK, &set, NULL);
-        rs_worker_config_t wc;
-        rs_worker_config_defaults(&wc);
-        wc.mem_limit = mem;
+        dup2(p[1], STDOUT_FILENO);
+        close(p[0]);
+        close(p[1]);
         if (spill_dir != NULL)
-            snprintf(wc.spill_dir, sizeof(wc.spill_dir), "%s", spill_dir);
-        if (extent_min > 0)
-            wc.extent_min = wc.extent_max = extent_min;
+            setenv("RSHUFFLE_WORKER_SPILL_DIR", spill_dir, 1);
+        if (extent_min > 0) {
+            setenv("RSHUFFLE_WORKER_EXTENT_MIN", ext_s, 1);
+            setenv("RSHUFFLE_WORKER_EXTENT_MAX", ext_s, 1);
+        }
         if (high_water > 0)
-            wc.high_water_pct = high_water;
-        rs_worker_t *w;
-        uint16_t port = 0;
-        if (rs_worker_create(NULL, &wc, &w) == RS_OK && rs_worker_listen(w, host(), 0) == RS_OK)
-            port = rs_worker_port(w);
-        if (write(p[1], &port, sizeof(port)) != sizeof(port) || port == 0)
-            _exit(1);
-        int sig;
-        sigwait(&set, &sig);
-        rs_worker_destroy(w);
-        _exit(0);
+            setenv("RSHUFFLE_WORKER_HIGH_WATER", hw_s, 1);
+        execl(RSHUFFLED_PATH, "rshuffled", "--listen", listen, "--mem", mem_s, (char *)NULL);
+        _exit(127);
     }
     close(p[1]);
-    uint16_t port = 0;
-    assert_int_equal(read(p[0], &port, sizeof(port)), sizeof(port));
-    close(p[0]);
-    assert_int_not_equal(port, 0);
-    snprintf(worker_addr, sizeof(worker_addr), "%s:%u", host(), port);
+    FILE *f = fdopen(p[0], "r");
+    char line[256] = {0};
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    const char *pfx = "rshuffled: listening on ";
+    assert_memory_equal(line, pfx, strlen(pfx));
+    snprintf(worker_addr, sizeof(worker_addr), "%.*s", (int)strcspn(line + strlen(pfx), "\n"),
+             line + strlen(pfx));
     addrs[0] = worker_addr;
 }
 
@@ -82,6 +85,7 @@ static void start_worker(uint64_t mem)
     start_worker_in(mem, NULL, 0, 0);
 }
 
+/* SIGTERM: the worker must shut down cleanly (exit status 0). */
 static void stop_worker(void)
 {
     if (worker_pid <= 0)
@@ -91,6 +95,8 @@ static void stop_worker(void)
     pid_t pid = worker_pid;
     worker_pid = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 static int teardown(void **state)
@@ -335,7 +341,7 @@ static void test_bad_requests(void **state)
     assert_int_equal(rs_ctx_create(NULL, &ctx), RS_OK);
     attach_answer_t ans = {0};
     rs_set_msg_handler(ctx, RS_SMSG_ATTACH_REPLY, on_reply, &ans);
-    char h[64];
+    char h[sizeof(worker_addr)];
     snprintf(h, sizeof(h), "%s", worker_addr);
     *strrchr(h, ':') = '\0';
     rs_ep_t *ep;
@@ -540,7 +546,7 @@ static void raw_open(raw_pusher_t *r, uint32_t shuffle, uint32_t parts, uint32_t
     const unsigned types[] = {RS_SMSG_ATTACH_REPLY, RS_SMSG_GRANT, RS_SMSG_RECLAIM, RS_SMSG_NACK};
     for (size_t i = 0; i < 4; i++)
         assert_int_equal(rs_set_msg_handler(r->ctx, types[i], raw_on_msg, r), RS_OK);
-    char h[64];
+    char h[sizeof(worker_addr)];
     snprintf(h, sizeof(h), "%s", worker_addr);
     *strrchr(h, ':') = '\0';
     assert_int_equal(rs_connect(r->ctx, h, (uint16_t)atoi(strrchr(worker_addr, ':') + 1), &r->ep),
