@@ -71,11 +71,13 @@ static inline int perf_read_all(int fd, void *buf, size_t len, int timeout_ms)
     uint64_t end = timeout_ms < 0 ? UINT64_MAX : perf_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     while (len > 0) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        if (perf_now_ns() >= end) {
+        uint64_t now = perf_now_ns();
+        if (now >= end) {
             errno = ETIMEDOUT;
             return -1;
         }
-        int r = poll(&pfd, 1, 1000);
+        uint64_t left_ms = (end - now) / 1000000;
+        int r = poll(&pfd, 1, left_ms < 1000 ? (int)left_ms : 1000);
         if (r <= 0)
             continue;
         ssize_t n = read(fd, p, len);
