@@ -25,6 +25,22 @@ void rs_bcast_config_defaults(rs_bcast_config_t *cfg)
     cfg->port = 0;
 }
 
+/* The numeric fields: one row serves the environment parser and validation. */
+#define RS_BCAST_FIELD(env, field, min, max) RS_ENV_FIELD(rs_bcast_config_t, env, field, min, max)
+static const rs_env_field_t num_fields[] = {
+    RS_BCAST_FIELD("RSHUFFLE_BCAST_BLOCK_SIZE", block_size, RS_BCAST_BLOCK_MIN, RS_BCAST_BLOCK_MAX),
+    RS_BCAST_FIELD("RSHUFFLE_BCAST_INLINE_MAX", inline_max, 0, RS_BCAST_INLINE_CAP),
+    RS_BCAST_FIELD("RSHUFFLE_BCAST_READS_PER_EP", reads_per_ep, 1, 1024),
+    RS_BCAST_FIELD("RSHUFFLE_BCAST_SOURCE_READS", source_reads, 1, 1024),
+    RS_BCAST_FIELD("RSHUFFLE_BCAST_HOLDERS_MAX", holders_max, 1, 4096),
+    RS_BCAST_FIELD("RSHUFFLE_BCAST_TIMEOUT_MS", timeout_ms, 10, 3600000),
+    RS_BCAST_FIELD("RSHUFFLE_BCAST_GRACE_MS", grace_ms, 0, 600000),
+    RS_BCAST_FIELD("RSHUFFLE_BCAST_PATIENCE_MS", patience_ms, 0, 600000),
+    RS_BCAST_FIELD("RSHUFFLE_BCAST_CACHE_BYTES", cache_bytes, 0, UINT64_MAX),
+};
+#undef RS_BCAST_FIELD
+#define N_NUM_FIELDS (sizeof(num_fields) / sizeof(num_fields[0]))
+
 rs_status_t rs_bcast_config_from_env(rs_bcast_config_t *cfg)
 {
     static const char *const modes[] = {"torrent", "source", NULL};
@@ -34,17 +50,7 @@ rs_status_t rs_bcast_config_from_env(rs_bcast_config_t *cfg)
     uint32_t port = c.port;
     rs_status_t st;
 
-    if ((st = rs_env_u64("RSHUFFLE_BCAST_BLOCK_SIZE", RS_BCAST_BLOCK_MIN, RS_BCAST_BLOCK_MAX,
-                         &c.block_size)) != RS_OK ||
-        (st = rs_env_u32("RSHUFFLE_BCAST_INLINE_MAX", 0, RS_BCAST_INLINE_CAP, &c.inline_max)) !=
-            RS_OK ||
-        (st = rs_env_u32("RSHUFFLE_BCAST_READS_PER_EP", 1, 1024, &c.reads_per_ep)) != RS_OK ||
-        (st = rs_env_u32("RSHUFFLE_BCAST_SOURCE_READS", 1, 1024, &c.source_reads)) != RS_OK ||
-        (st = rs_env_u32("RSHUFFLE_BCAST_HOLDERS_MAX", 1, 4096, &c.holders_max)) != RS_OK ||
-        (st = rs_env_u32("RSHUFFLE_BCAST_TIMEOUT_MS", 10, 3600000, &c.timeout_ms)) != RS_OK ||
-        (st = rs_env_u32("RSHUFFLE_BCAST_GRACE_MS", 0, 600000, &c.grace_ms)) != RS_OK ||
-        (st = rs_env_u32("RSHUFFLE_BCAST_PATIENCE_MS", 0, 600000, &c.patience_ms)) != RS_OK ||
-        (st = rs_env_u64("RSHUFFLE_BCAST_CACHE_BYTES", 0, UINT64_MAX, &c.cache_bytes)) != RS_OK ||
+    if ((st = rs_env_fields(num_fields, N_NUM_FIELDS, &c)) != RS_OK ||
         (st = rs_env_choice("RSHUFFLE_BCAST_MODE", modes, &mode)) != RS_OK ||
         (st = rs_env_choice("RSHUFFLE_BCAST_ADDRESS", kinds, &kind)) != RS_OK ||
         (st = rs_env_str("RSHUFFLE_BCAST_HOST", c.host, sizeof(c.host))) != RS_OK ||
@@ -71,30 +77,21 @@ rs_status_t rs_bcast_config_init(rs_bcast_config_t *cfg)
     return st;
 }
 
-#define CHECK_RANGE(field, lo, hi)                                                            \
-    do {                                                                                      \
-        if ((uint64_t)cfg->field < (uint64_t)(lo) || (uint64_t)cfg->field > (uint64_t)(hi)) { \
-            rs_error("broadcast config field " #field " = %llu is out of range [%llu, %llu]", \
-                     (unsigned long long)cfg->field, (unsigned long long)(lo),                \
-                     (unsigned long long)(hi));                                               \
-            return RS_ERR_CONFIG;                                                             \
-        }                                                                                     \
-    } while (0)
-
 rs_status_t rs_bcast_config_validate(const rs_bcast_config_t *cfg)
 {
     if (cfg == NULL)
         return RS_ERR_INVALID;
-    CHECK_RANGE(block_size, RS_BCAST_BLOCK_MIN, RS_BCAST_BLOCK_MAX);
-    CHECK_RANGE(inline_max, 0, RS_BCAST_INLINE_CAP);
-    CHECK_RANGE(reads_per_ep, 1, 1024);
-    CHECK_RANGE(source_reads, 1, 1024);
-    CHECK_RANGE(holders_max, 1, 4096);
-    CHECK_RANGE(timeout_ms, 10, 3600000);
-    CHECK_RANGE(grace_ms, 0, 600000);
-    CHECK_RANGE(patience_ms, 0, 600000);
-    CHECK_RANGE(mode, RS_BCAST_TORRENT, RS_BCAST_SOURCE);
-    CHECK_RANGE(addr_kind, RS_BCAST_ADDR_HOSTPORT, RS_BCAST_ADDR_BLOB);
+    if (rs_env_fields_check(num_fields, N_NUM_FIELDS, cfg, "broadcast config") != RS_OK)
+        return RS_ERR_CONFIG;
+    if ((unsigned)cfg->mode > RS_BCAST_SOURCE) {
+        rs_error("broadcast config field mode = %d is not a rs_bcast_mode_t", (int)cfg->mode);
+        return RS_ERR_CONFIG;
+    }
+    if ((unsigned)cfg->addr_kind > RS_BCAST_ADDR_BLOB) {
+        rs_error("broadcast config field addr_kind = %d is not a rs_bcast_addr_kind_t",
+                 (int)cfg->addr_kind);
+        return RS_ERR_CONFIG;
+    }
     if (memchr(cfg->host, '\0', sizeof(cfg->host)) == NULL ||
         rs_bhost_check(cfg->host, strlen(cfg->host)) != RS_OK) {
         rs_error("broadcast config field host must be a host name or address of 1..%d bytes",

@@ -25,16 +25,8 @@ void rs_config_defaults(rs_config_t *cfg)
 }
 
 /* The numeric fields: one row serves the environment parser and validation. */
-static const struct {
-    const char *env;
-    const char *field;
-    size_t offset;
-    uint32_t min, max;
-} u32_fields[] = {
-#define RS_U32_FIELD(env, field, min, max)                  \
-    {                                                       \
-        env, #field, offsetof(rs_config_t, field), min, max \
-    }
+#define RS_U32_FIELD(env, field, min, max) RS_ENV_FIELD(rs_config_t, env, field, min, max)
+static const rs_env_field_t u32_fields[] = {
     RS_U32_FIELD("RSHUFFLE_PEER_TIMEOUT_MS", peer_timeout_ms, 10, 3600000),
     RS_U32_FIELD("RSHUFFLE_CONNECT_TIMEOUT_MS", connect_timeout_ms, 10, 3600000),
     RS_U32_FIELD("RSHUFFLE_MSG_MAX", msg_max, 64, 1u << 20),
@@ -44,11 +36,9 @@ static const struct {
     RS_U32_FIELD("RSHUFFLE_VERBS_INLINE", verbs_inline, 0, 1024),
     RS_U32_FIELD("RSHUFFLE_VERBS_SIGNAL_EVERY", verbs_signal_every, 1, 1024),
     RS_U32_FIELD("RSHUFFLE_VERBS_MAX_RD_ATOM", verbs_max_rd_atom, 0, 256),
-#undef RS_U32_FIELD
 };
-
-#define RS_FIELD_U32(cfg, i)       ((uint32_t *)((char *)(cfg) + u32_fields[i].offset))
-#define RS_FIELD_U32_CONST(cfg, i) ((const uint32_t *)((const char *)(cfg) + u32_fields[i].offset))
+#undef RS_U32_FIELD
+#define N_U32_FIELDS (sizeof(u32_fields) / sizeof(u32_fields[0]))
 
 rs_status_t rs_config_from_env(rs_config_t *cfg)
 {
@@ -62,14 +52,10 @@ rs_status_t rs_config_from_env(rs_config_t *cfg)
         (st = rs_env_choice("RSHUFFLE_TRANSPORT", transports, &transport)) != RS_OK ||
         (st = rs_env_str("RSHUFFLE_JOB_TOKEN", c.job_token, sizeof(c.job_token))) != RS_OK ||
         (st = rs_env_bool("RSHUFFLE_PROGRESS_THREAD", &c.progress_thread)) != RS_OK ||
-        (st = rs_env_str("RSHUFFLE_VERBS_DEVICE", c.verbs_device, sizeof(c.verbs_device))) != RS_OK)
+        (st = rs_env_str("RSHUFFLE_VERBS_DEVICE", c.verbs_device, sizeof(c.verbs_device))) !=
+            RS_OK ||
+        (st = rs_env_fields(u32_fields, N_U32_FIELDS, &c)) != RS_OK)
         return st;
-    for (size_t i = 0; i < sizeof(u32_fields) / sizeof(u32_fields[0]); i++) {
-        st = rs_env_u32(u32_fields[i].env, u32_fields[i].min, u32_fields[i].max,
-                        RS_FIELD_U32(&c, i));
-        if (st != RS_OK)
-            return st;
-    }
     if (c.job_token[0] == '\0') {
         rs_error("RSHUFFLE_JOB_TOKEN is invalid: it must not be empty");
         return RS_ERR_CONFIG;
@@ -102,14 +88,8 @@ rs_status_t rs_config_validate(const rs_config_t *cfg)
         rs_error("config field transport = %d is not a rs_transport_kind_t", (int)cfg->transport);
         return RS_ERR_CONFIG;
     }
-    for (size_t i = 0; i < sizeof(u32_fields) / sizeof(u32_fields[0]); i++) {
-        uint32_t v = *RS_FIELD_U32_CONST(cfg, i);
-        if (v < u32_fields[i].min || v > u32_fields[i].max) {
-            rs_error("config field %s = %u is out of range [%u, %u] (env %s)", u32_fields[i].field,
-                     v, u32_fields[i].min, u32_fields[i].max, u32_fields[i].env);
-            return RS_ERR_CONFIG;
-        }
-    }
+    if (rs_env_fields_check(u32_fields, N_U32_FIELDS, cfg, "config") != RS_OK)
+        return RS_ERR_CONFIG;
     if (memchr(cfg->job_token, '\0', sizeof(cfg->job_token)) == NULL || cfg->job_token[0] == '\0') {
         rs_error("config field job_token must be a non-empty string of at most %d bytes",
                  RS_JOB_TOKEN_MAX);

@@ -74,6 +74,37 @@ rs_status_t rs_env_u32(const char *name, uint32_t min, uint32_t max, uint32_t *o
     return st;
 }
 
+rs_status_t rs_env_fields(const rs_env_field_t *fields, size_t n, void *cfg)
+{
+    for (size_t i = 0; i < n; i++) {
+        const rs_env_field_t *f = &fields[i];
+        void *p = (char *)cfg + f->offset;
+        rs_status_t st = f->size == sizeof(uint64_t)
+                             ? rs_env_u64(f->env, f->min, f->max, p)
+                             : rs_env_u32(f->env, (uint32_t)f->min, (uint32_t)f->max, p);
+        if (st != RS_OK)
+            return st;
+    }
+    return RS_OK;
+}
+
+rs_status_t rs_env_fields_check(const rs_env_field_t *fields, size_t n, const void *cfg,
+                                const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        const rs_env_field_t *f = &fields[i];
+        const void *p = (const char *)cfg + f->offset;
+        uint64_t v = f->size == sizeof(uint64_t) ? *(const uint64_t *)p : *(const uint32_t *)p;
+        if (v < f->min || v > f->max) {
+            rs_error("%s field %s = %" PRIu64 " is out of range [%" PRIu64 ", %" PRIu64
+                     "] (env %s)",
+                     what, f->field, v, f->min, f->max, f->env);
+            return RS_ERR_CONFIG;
+        }
+    }
+    return RS_OK;
+}
+
 rs_status_t rs_env_bool(const char *name, int *out)
 {
     static const char *const yes[] = {"1", "true", "yes", "on"};

@@ -24,6 +24,32 @@ rs_status_t rs_env_choice(const char *name, const char *const *choices, int *out
 /* A string of at most cap-1 bytes, copied into out[cap]. */
 rs_status_t rs_env_str(const char *name, char *out, size_t cap);
 
+/*
+ * A numeric field of a config struct (uint32_t or uint64_t): its variable,
+ * name, place and bounds. One table serves both the environment reader and
+ * the validator, so the two cannot disagree.
+ */
+typedef struct rs_env_field {
+    const char *env;
+    const char *field;
+    size_t offset, size;
+    uint64_t min, max;
+} rs_env_field_t;
+
+#define RS_ENV_FIELD(type, env, field, min, max)                                   \
+    {                                                                              \
+        (env), #field, offsetof(type, field),                                      \
+            _Generic(((type *)0)->field, uint32_t : 4, uint64_t : 8), (min), (max) \
+    }
+
+/* Reads each field's variable into cfg as rs_env_u32/u64 do; stops at the first error. */
+rs_status_t rs_env_fields(const rs_env_field_t *fields, size_t n, void *cfg);
+
+/* RS_OK if every field of cfg is within its bounds, else logs the first that is not
+ * ("<what> field <name> = <v> is out of range ...") and returns RS_ERR_CONFIG. */
+rs_status_t rs_env_fields_check(const rs_env_field_t *fields, size_t n, const void *cfg,
+                                const char *what);
+
 /* Parses s as rs_env_u64 does, without the environment (used by CLI flags too). */
 rs_status_t rs_parse_size(const char *s, uint64_t *out);
 

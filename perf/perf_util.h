@@ -3,8 +3,17 @@
 #define RS_PERF_UTIL_H
 
 #include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
 
 /*
  * True when the machine's RDMA devices include a software one (Soft-RoCE
@@ -23,6 +32,165 @@ static inline bool perf_soft_rdma_device(void)
             soft = true;
     closedir(d);
     return soft;
+}
+
+/* The monotonic clock in nanoseconds. */
+static inline uint64_t perf_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Writes all len bytes to fd (a pipe to another process): 0, or -1 with errno set. */
+static inline int perf_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EPIPE;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/*
+ * Reads exactly len bytes from fd within timeout_ms (< 0: no limit): 0, or
+ * -1 with errno ETIMEDOUT (not all came in time) or EPIPE (the writer is gone).
+ */
+static inline int perf_read_all(int fd, void *buf, size_t len, int timeout_ms)
+{
+    char *p = buf;
+    uint64_t end = timeout_ms < 0 ? UINT64_MAX : perf_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    while (len > 0) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        uint64_t now = perf_now_ns();
+        if (now >= end) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        uint64_t left_ms = (end - now) / 1000000;
+        int r = poll(&pfd, 1, left_ms < 1000 ? (int)left_ms : 1000);
+        if (r <= 0)
+            continue;
+        ssize_t n = read(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            errno = EPIPE;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* A blob (an address, a packed key) as a u32 length and its bytes: 0, or -1 with errno. */
+static inline int perf_blob_write(int fd, const void *data, size_t len)
+{
+    uint32_t n = (uint32_t)len;
+    return perf_write_all(fd, &n, sizeof(n)) == 0 && perf_write_all(fd, data, len) == 0 ? 0 : -1;
+}
+
+/* Reads a blob of at most cap bytes: 0 with *len_p set, or -1 with errno (EMSGSIZE: too long). */
+static inline int perf_blob_read(int fd, void *buf, size_t cap, int timeout_ms, size_t *len_p)
+{
+    uint32_t n;
+    if (perf_read_all(fd, &n, sizeof(n), timeout_ms) != 0)
+        return -1;
+    if (n > cap) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    if (perf_read_all(fd, buf, n, timeout_ms) != 0)
+        return -1;
+    *len_p = n;
+    return 0;
+}
+
+/*
+ * fork() with a pipe each way: returns the child's pid in the parent and 0
+ * in the child, and *rd, *wr get that side's ends. The child asks for
+ * SIGKILL when the parent dies (PR_SET_PDEATHSIG). -1 with errno on failure.
+ */
+static inline pid_t perf_fork_piped(int *rd, int *wr)
+{
+    int down[2], up[2];
+    pid_t parent = getpid(), pid;
+    if (pipe(down) != 0)
+        return -1;
+    if (pipe(up) != 0)
+        goto err_close_down;
+    fflush(NULL); /* what stdio holds is written once, not once per process */
+    pid = fork();
+    if (pid < 0)
+        goto err_close_up;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(126);
+        close(down[1]);
+        close(up[0]);
+        *rd = down[0];
+        *wr = up[1];
+        return 0;
+    }
+    close(down[0]);
+    close(up[1]);
+    *rd = up[0];
+    *wr = down[1];
+    return pid;
+
+err_close_up:
+    close(up[0]);
+    close(up[1]);
+err_close_down:
+    close(down[0]);
+    close(down[1]);
+    return -1;
+}
+
+/* "64", "4K", "1M", "2GiB" (K, M, G are powers of 2): 0 with *out set, or -1. */
+static inline int perf_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s)
+        return -1;
+    switch (*end) {
+        case 'k':
+        case 'K':
+            v <<= 10;
+            end++;
+            break;
+        case 'm':
+        case 'M':
+            v <<= 20;
+            end++;
+            break;
+        case 'g':
+        case 'G':
+            v <<= 30;
+            end++;
+            break;
+    }
+    if (*end == 'i')
+        end++;
+    if (*end == 'B')
+        end++;
+    if (*end != '\0')
+        return -1;
+    *out = v;
+    return 0;
 }
 
 #endif

@@ -15,16 +15,12 @@
  *                  [--modes torrent,source] [--iters N] [--block-size 4M]
  *                  [--transport ucx|verbs] [--host H]
  */
-#include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "perf_util.h"
@@ -63,50 +59,6 @@ typedef struct reader {
     int cmd_fd, res_fd;
 } reader_t;
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len, int timeout_ms)
-{
-    char *p = buf;
-    uint64_t end = timeout_ms < 0 ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000ull;
-    while (len > 0) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        if (now_ns() >= end)
-            return -1;
-        int r = poll(&pfd, 1, 1000);
-        if (r <= 0)
-            continue;
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static uint64_t sample_of(const void *data, size_t len)
 {
     uint64_t s = len;
@@ -142,19 +94,19 @@ static void reader_main(const opts_t *o, int cmd_fd, int res_fd)
     unsigned char msg[RS_BCAST_DESC_MAX + 1];
     uint32_t len;
     int ok = nodes[0] != NULL && nodes[1] != NULL;
-    if (write_all(res_fd, &ok, sizeof(ok)) != 0 || !ok)
+    if (perf_write_all(res_fd, &ok, sizeof(ok)) != 0 || !ok)
         goto out;
     for (;;) {
-        if (read_all(cmd_fd, &len, sizeof(len), -1) != 0 || len == 0 || len > sizeof(msg) ||
-            read_all(cmd_fd, msg, len, ANSWER_MS) != 0)
+        if (perf_read_all(cmd_fd, &len, sizeof(len), -1) != 0 || len == 0 || len > sizeof(msg) ||
+            perf_read_all(cmd_fd, msg, len, ANSWER_MS) != 0)
             break;
         answer_t a;
         rs_bcast_ref_t *ref;
         rs_bcast_stats_t st;
         memset(&a, 0, sizeof(a));
-        uint64_t t0 = now_ns();
+        uint64_t t0 = perf_now_ns();
         a.status = rs_bcast_get(nodes[msg[0] ? 1 : 0], msg + 1, len - 1, &ref);
-        a.get_ns = now_ns() - t0;
+        a.get_ns = perf_now_ns() - t0;
         if (a.status == RS_OK) {
             a.len = rs_bcast_ref_len(ref);
             a.sample = sample_of(rs_bcast_ref_data(ref), a.len);
@@ -165,7 +117,7 @@ static void reader_main(const opts_t *o, int cmd_fd, int res_fd)
             a.fallbacks = st.source_fallbacks;
             rs_bcast_release(ref);
         }
-        if (write_all(res_fd, &a, sizeof(a)) != 0)
+        if (perf_write_all(res_fd, &a, sizeof(a)) != 0)
             break;
     }
 out:
@@ -176,31 +128,23 @@ out:
 static int spawn_readers(const opts_t *o, reader_t *rd, int n)
 {
     for (int i = 0; i < n; i++) {
-        int cmd[2], res[2];
-        if (pipe(cmd) != 0 || pipe(res) != 0)
-            return -1;
-        fflush(NULL);
-        pid_t pid = fork();
+        int in, out;
+        pid_t pid = perf_fork_piped(&in, &out);
         if (pid < 0)
             return -1;
         if (pid == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
             for (int j = 0; j < i; j++) {
                 close(rd[j].cmd_fd);
                 close(rd[j].res_fd);
             }
-            close(cmd[1]);
-            close(res[0]);
-            reader_main(o, cmd[0], res[1]);
+            reader_main(o, in, out);
             exit(0);
         }
-        close(cmd[0]);
-        close(res[1]);
-        rd[i] = (reader_t){.pid = pid, .cmd_fd = cmd[1], .res_fd = res[0]};
+        rd[i] = (reader_t){.pid = pid, .cmd_fd = out, .res_fd = in};
     }
     for (int i = 0; i < n; i++) {
         int ok = 0;
-        if (read_all(rd[i].res_fd, &ok, sizeof(ok), ANSWER_MS) != 0 || !ok) {
+        if (perf_read_all(rd[i].res_fd, &ok, sizeof(ok), ANSWER_MS) != 0 || !ok) {
             fprintf(stderr, "rs-bcast-bench: reader %d could not start its nodes\n", i);
             return -1;
         }
@@ -212,7 +156,7 @@ static void stop_readers(reader_t *rd, int n)
 {
     uint32_t zero = 0;
     for (int i = 0; i < n; i++) {
-        write_all(rd[i].cmd_fd, &zero, sizeof(zero));
+        perf_write_all(rd[i].cmd_fd, &zero, sizeof(zero));
         close(rd[i].cmd_fd);
     }
     for (int i = 0; i < n; i++) {
@@ -261,7 +205,7 @@ static uint64_t broadcast_once(rs_bcast_node_t *src, const unsigned char *data, 
     unsigned char msg[RS_BCAST_DESC_MAX + 1];
     size_t dlen;
     rs_bcast_t *bc;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = perf_now_ns();
     if (rs_bcast_publish(src, data, bytes, &bc) != RS_OK ||
         rs_bcast_descriptor(bc, msg + 1, sizeof(msg) - 1, &dlen) != RS_OK) {
         fprintf(stderr, "rs-bcast-bench: publish failed\n");
@@ -270,17 +214,17 @@ static uint64_t broadcast_once(rs_bcast_node_t *src, const unsigned char *data, 
     msg[0] = (unsigned char)mode;
     uint32_t len = (uint32_t)dlen + 1;
     for (int i = 0; i < n; i++) {
-        if (write_all(rd[i].cmd_fd, &len, sizeof(len)) != 0 ||
-            write_all(rd[i].cmd_fd, msg, len) != 0)
+        if (perf_write_all(rd[i].cmd_fd, &len, sizeof(len)) != 0 ||
+            perf_write_all(rd[i].cmd_fd, msg, len) != 0)
             return 0;
     }
     for (int i = 0; i < n; i++) {
-        if (read_all(rd[i].res_fd, &ans[i], sizeof(ans[i]), ANSWER_MS) != 0) {
+        if (perf_read_all(rd[i].res_fd, &ans[i], sizeof(ans[i]), ANSWER_MS) != 0) {
             fprintf(stderr, "rs-bcast-bench: reader %d did not answer\n", i);
             return 0;
         }
     }
-    uint64_t t = now_ns() - t0;
+    uint64_t t = perf_now_ns() - t0;
     rs_bcast_destroy(bc);
     return t;
 }
@@ -335,40 +279,6 @@ static int run_case(const opts_t *o, rs_bcast_node_t *src, const unsigned char *
 
 /* ---------------------------------------------------------------- options */
 
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return -1;
-    switch (*end) {
-        case 'k':
-        case 'K':
-            v <<= 10;
-            end++;
-            break;
-        case 'm':
-        case 'M':
-            v <<= 20;
-            end++;
-            break;
-        case 'g':
-        case 'G':
-            v <<= 30;
-            end++;
-            break;
-    }
-    if (*end == 'i')
-        end++;
-    if (*end == 'B')
-        end++;
-    if (*end != '\0')
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_list(const char *arg, uint64_t *out, int max)
 {
     char buf[256];
@@ -376,7 +286,7 @@ static int parse_list(const char *arg, uint64_t *out, int max)
     snprintf(buf, sizeof(buf), "%s", arg);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
          t = strtok_r(NULL, ",", &save)) {
-        if (n == max || parse_size(t, &out[n]) != 0)
+        if (n == max || perf_parse_size(t, &out[n]) != 0)
             return -1;
         n++;
     }
@@ -444,7 +354,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         } else if (strcmp(a, "--iters") == 0) {
             o->iters = atoi(val);
         } else if (strcmp(a, "--block-size") == 0) {
-            if (parse_size(val, &o->block_size) != 0)
+            if (perf_parse_size(val, &o->block_size) != 0)
                 return -1;
         } else if (strcmp(a, "--transport") == 0) {
             if (strcmp(val, "ucx") == 0)

@@ -29,6 +29,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "perf_util.h"
 #include <rshuffle/transport.h>
 
 #define SLOT     (64u << 10) /* one slot per notification in flight */
@@ -68,28 +70,14 @@ static double now_s(void)
 
 static void xwrite(int fd, const void *p, size_t n)
 {
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            die("pipe write failed");
-        p = (const char *)p + k;
-        n -= (size_t)k;
-    }
+    if (perf_write_all(fd, p, n) != 0)
+        die("pipe write failed");
 }
 
 static void xread(int fd, void *p, size_t n)
 {
-    while (n > 0) {
-        ssize_t k = read(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            die("pipe read failed (peer gone)");
-        p = (char *)p + k;
-        n -= (size_t)k;
-    }
+    if (perf_read_all(fd, p, n, -1) != 0)
+        die("pipe read failed (peer gone)");
 }
 
 /*
@@ -143,11 +131,8 @@ static int run_target(int rd, int wr)
     rs_set_notify_handler(ctx, on_notify, &t);
     CHECK_RS(rs_ctx_address(ctx, addr, sizeof(addr), &alen));
     CHECK_RS(rs_mr_pack_rkey(t.mr, blob, sizeof(blob), &len));
-    uint32_t blen = (uint32_t)len, al = (uint32_t)alen;
-    xwrite(wr, &al, sizeof(al));
-    xwrite(wr, addr, alen);
-    xwrite(wr, &blen, sizeof(blen));
-    xwrite(wr, blob, len);
+    if (perf_blob_write(wr, addr, alen) != 0 || perf_blob_write(wr, blob, len) != 0)
+        die("pipe write failed");
 
     for (;;) {
         uint64_t cmd[2];
@@ -266,17 +251,6 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static size_t parse_size(const char *s)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end == 'k' || *end == 'K')
-        v <<= 10;
-    else if (*end == 'm' || *end == 'M')
-        v <<= 20;
-    return (size_t)v;
-}
-
 static void set_fabric(const char *fabric)
 {
     setenv("RSHUFFLE_TRANSPORT", "ucx", 1);
@@ -339,36 +313,24 @@ int main(int argc, char **argv)
         if (strcmp(fabric, "shm") != 0 && strcmp(fabric, "tcp") != 0)
             die("unknown transport %s (shm, tcp)", fabric);
         set_fabric(fabric);
-        int down[2], up[2];
-        if (pipe(down) != 0 || pipe(up) != 0)
-            die("pipe failed");
-        pid_t pid = fork();
+        int rd, wr;
+        pid_t pid = perf_fork_piped(&rd, &wr);
         if (pid < 0)
             die("fork failed");
-        if (pid == 0) {
-            close(down[1]);
-            close(up[0]);
-            _exit(run_target(down[0], up[1]));
-        }
-        close(down[0]);
-        close(up[1]);
-        int rd = up[0], wr = down[1];
-        uint32_t blen, alen;
+        if (pid == 0)
+            _exit(run_target(rd, wr));
+        size_t blen, alen;
         uint8_t blob[RS_RKEY_BLOB_MAX], addr[RS_ADDR_BLOB_MAX];
-        xread(rd, &alen, sizeof(alen));
-        if (alen > sizeof(addr))
-            die("bad address length");
-        xread(rd, addr, alen);
-        xread(rd, &blen, sizeof(blen));
-        if (blen > sizeof(blob))
-            die("bad rkey length");
-        xread(rd, blob, blen);
+        if (perf_blob_read(rd, addr, sizeof(addr), -1, &alen) != 0)
+            die("reading the target's address: %s", strerror(errno));
+        if (perf_blob_read(rd, blob, sizeof(blob), -1, &blen) != 0)
+            die("reading the target's rkey: %s", strerror(errno));
 
         char sizes_copy[128], *ssave, *s;
         snprintf(sizes_copy, sizeof(sizes_copy), "%s", sizes);
         for (s = strtok_r(sizes_copy, ",", &ssave); s != NULL; s = strtok_r(NULL, ",", &ssave)) {
-            size_t size = parse_size(s);
-            if (size < 8 || size > SLOT)
+            uint64_t size;
+            if (perf_parse_size(s, &size) != 0 || size < 8 || size > SLOT)
                 die("size %s must be 8..%u", s, SLOT);
             uint64_t n = count ? count : (strcmp(fabric, "shm") == 0 ? 20000 : 4000);
             if (!count && size >= (64u << 10))

@@ -24,9 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/mman.h>
 
+#include "perf_util.h"
 #include <rshuffle/codec.h>
 
 #define MAX_CASES 16
@@ -117,20 +117,13 @@ static void unmap_bytes(void *p, size_t len)
         munmap(p, len);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* One spill; returns its time in ns (0 on error) and adds its allocations to *alloc. */
 static uint64_t spill(const workload_t *w, rs_codec_t codec, int sized, counting_alloc_t *alloc,
                       spill_out_t *out)
 {
     const rs_allocator_t hook = {count_malloc, count_realloc, count_free, alloc};
     out->len = 0;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = perf_now_ns();
     for (size_t p = 0; p < w->partitions; p++) {
         rs_pstream_params_t params = {
             .codec = codec,
@@ -153,7 +146,7 @@ static uint64_t spill(const workload_t *w, rs_codec_t codec, int sized, counting
             return 0;
         }
     }
-    return now_ns() - t0;
+    return perf_now_ns() - t0;
 }
 
 static int cmp_u64(const void *a, const void *b)

@@ -24,7 +24,6 @@
 #include "perf_util.h"
 #include <rshuffle/transport.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -36,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,54 +105,20 @@ static double now_s(void)
 
 /* ---------------------------------------------------- the control pipe */
 
-static void pipe_write(int fd, const void *data, size_t len)
+/* A length-prefixed blob: the target's address (or port) and its region's key. */
+static void blob_write(int fd, const void *data, size_t len)
 {
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            die("control pipe: %s", strerror(errno));
-        p += n;
-        len -= (size_t)n;
-    }
+    if (perf_blob_write(fd, data, len) != 0)
+        die("control pipe: %s", strerror(errno));
 }
 
-static void pipe_read(int fd, void *data, size_t len, int timeout_ms)
+static size_t blob_read(int fd, void *buf, size_t cap)
 {
-    char *p = data;
-    while (len > 0) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int r = poll(&pfd, 1, timeout_ms);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            die("control pipe: no answer within %d ms", timeout_ms);
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            die("control pipe: the other process is gone");
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
-/* A length-prefixed blob. */
-static void blob_write(int fd, const void *data, uint32_t len)
-{
-    pipe_write(fd, &len, sizeof(len));
-    pipe_write(fd, data, len);
-}
-
-static uint32_t blob_read(int fd, void *buf, uint32_t cap)
-{
-    uint32_t len = 0;
-    pipe_read(fd, &len, sizeof(len), 30000);
-    if (len > cap)
-        die("control pipe: blob of %u bytes", len);
-    pipe_read(fd, buf, len, 30000);
+    size_t len;
+    if (perf_blob_read(fd, buf, cap, 30000, &len) != 0)
+        die("control pipe: %s", errno == ETIMEDOUT  ? "no answer within 30000 ms"
+                                : errno == EMSGSIZE ? "blob too long"
+                                                    : "the other process is gone");
     return len;
 }
 
@@ -198,10 +162,10 @@ static int server_main(size_t region_len, const char *host, bool listen)
         blob_write(wr, &port, sizeof(port));
     } else {
         CHECK_RS(rs_ctx_address(ctx, blob, sizeof(blob), &len));
-        blob_write(wr, blob, (uint32_t)len);
+        blob_write(wr, blob, len);
     }
     CHECK_RS(rs_mr_pack_rkey(mr, blob, sizeof(blob), &len));
-    blob_write(wr, blob, (uint32_t)len);
+    blob_write(wr, blob, len);
 
     /* Busy progress (the responder of ucx_perftest does the same). */
     for (unsigned i = 0;; i++) {
@@ -338,7 +302,6 @@ static void set_fabric_env(const char *transport, bool listen)
 
 static pid_t spawn_server(size_t region_len, const char *host, bool listen, int *rd, int *wr)
 {
-    int down[2], up[2];
     /* The real path: exec of /proc/self/exe fails under valgrind. */
     static char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -348,18 +311,11 @@ static pid_t spawn_server(size_t region_len, const char *host, bool listen, int 
     char len_arg[32], host_arg[256];
     snprintf(len_arg, sizeof(len_arg), "%zu", region_len);
     snprintf(host_arg, sizeof(host_arg), "%s", host);
-    if (pipe2(down, O_CLOEXEC) != 0 || pipe2(up, O_CLOEXEC) != 0)
-        die("pipe: %s", strerror(errno));
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = perf_fork_piped(rd, wr);
     if (pid < 0)
         die("fork: %s", strerror(errno));
     if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        int r = fcntl(down[0], F_DUPFD, 100), w = fcntl(up[1], F_DUPFD, 100);
+        int r = fcntl(*rd, F_DUPFD, 100), w = fcntl(*wr, F_DUPFD, 100);
         if (r < 0 || w < 0 || dup2(r, 3) != 3 || dup2(w, 4) != 4)
             _exit(126);
         close_range(5, ~0u, 0);
@@ -368,10 +324,6 @@ static pid_t spawn_server(size_t region_len, const char *host, bool listen, int 
         execv(argv[0], argv);
         _exit(127);
     }
-    close(down[0]);
-    close(up[1]);
-    *rd = up[0];
-    *wr = down[1];
     return pid;
 }
 
@@ -424,8 +376,8 @@ static void run_transport(const opts_t *o, const char *transport)
     server_pid = spawn_server(region, o->host, o->listen, &c.rd, &c.wr);
     static uint8_t addr[RS_ADDR_BLOB_MAX];
     uint8_t blob[RS_RKEY_BLOB_MAX];
-    uint32_t addr_len = blob_read(c.rd, addr, sizeof(addr));
-    uint32_t blob_len = blob_read(c.rd, blob, sizeof(blob));
+    size_t addr_len = blob_read(c.rd, addr, sizeof(addr));
+    size_t blob_len = blob_read(c.rd, blob, sizeof(blob));
 
     CHECK_RS(rs_ctx_create(NULL, &c.ctx));
     CHECK_RS(rs_set_msg_handler(c.ctx, MSG_REPLY, reply_recv, &c));
@@ -480,7 +432,8 @@ static void run_transport(const opts_t *o, const char *transport)
     rs_ep_close(c.ep);
     rs_mem_free(c.mr);
     rs_ctx_destroy(c.ctx);
-    pipe_write(c.wr, "q", 1);
+    if (perf_write_all(c.wr, "q", 1) != 0)
+        die("control pipe: %s", strerror(errno));
     int wstatus = 0;
     for (int i = 0; i < 1000 && waitpid(server_pid, &wstatus, WNOHANG) == 0; i++)
         usleep(10000);
@@ -548,15 +501,8 @@ static void usage(FILE *f)
 
 static size_t parse_size(const char *s)
 {
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s)
-        die("bad size '%s'", s);
-    if (*end == 'k' || *end == 'K')
-        v <<= 10;
-    else if (*end == 'm' || *end == 'M')
-        v <<= 20;
-    else if (*end != '\0')
+    uint64_t v;
+    if (perf_parse_size(s, &v) != 0)
         die("bad size '%s'", s);
     if (v == 0 || v > (64ull << 20))
         die("size '%s' out of range (1 B .. 64 MiB)", s);

@@ -303,12 +303,16 @@ static rs_status_t connect_check(rs_ctx_t *ctx)
     return RS_OK;
 }
 
-rs_status_t rs_connect(rs_ctx_t *ctx, const char *host, uint16_t port, rs_ep_t **ep_p)
+/* Where to connect: a host and port, or (host == NULL) an address blob. */
+typedef struct {
+    const char *host;
+    uint16_t port;
+    const void *blob;
+    size_t len;
+} connect_target_t;
+
+static rs_status_t connect_to(rs_ctx_t *ctx, const connect_target_t *to, rs_ep_t **ep_p)
 {
-    if (ctx == NULL || host == NULL || ep_p == NULL || port == 0) {
-        rs_error("rs_connect: invalid argument");
-        return RS_ERR_INVALID;
-    }
     rs__lock(ctx);
     rs_status_t st = connect_check(ctx);
     if (st != RS_OK) {
@@ -321,7 +325,10 @@ rs_status_t rs_connect(rs_ctx_t *ctx, const char *host, uint16_t port, rs_ep_t *
         return RS_ERR_NOMEM;
     }
     RS_EP_PRIV(ep)->hs_client = 1;
-    st = ctx->be_ops->connect(ctx, ep, host, port);
+    if (to->host != NULL)
+        st = ctx->be_ops->connect(ctx, ep, to->host, to->port);
+    else
+        st = ctx->be_ops->connect_address(ctx, ep, to->blob, to->len);
     if (st != RS_OK) {
         rs__ep_free(ep);
         rs__unlock(ctx);
@@ -331,32 +338,22 @@ rs_status_t rs_connect(rs_ctx_t *ctx, const char *host, uint16_t port, rs_ep_t *
     return rs__ep_connect_wait(ep, ep_p);
 }
 
+rs_status_t rs_connect(rs_ctx_t *ctx, const char *host, uint16_t port, rs_ep_t **ep_p)
+{
+    if (ctx == NULL || host == NULL || ep_p == NULL || port == 0) {
+        rs_error("rs_connect: invalid argument");
+        return RS_ERR_INVALID;
+    }
+    return connect_to(ctx, &(connect_target_t){.host = host, .port = port}, ep_p);
+}
+
 rs_status_t rs_connect_address(rs_ctx_t *ctx, const void *blob, size_t len, rs_ep_t **ep_p)
 {
     if (ctx == NULL || blob == NULL || ep_p == NULL || len == 0 || len > RS_ADDR_BLOB_MAX) {
         rs_error("rs_connect_address: invalid argument");
         return RS_ERR_INVALID;
     }
-    rs__lock(ctx);
-    rs_status_t st = connect_check(ctx);
-    if (st != RS_OK) {
-        rs__unlock(ctx);
-        return st;
-    }
-    rs_ep_t *ep = rs__ep_alloc(ctx);
-    if (ep == NULL) {
-        rs__unlock(ctx);
-        return RS_ERR_NOMEM;
-    }
-    RS_EP_PRIV(ep)->hs_client = 1;
-    st = ctx->be_ops->connect_address(ctx, ep, blob, len);
-    if (st != RS_OK) {
-        rs__ep_free(ep);
-        rs__unlock(ctx);
-        return st;
-    }
-    rs__unlock(ctx);
-    return rs__ep_connect_wait(ep, ep_p);
+    return connect_to(ctx, &(connect_target_t){.blob = blob, .len = len}, ep_p);
 }
 
 rs_status_t rs_ctx_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p)

@@ -1,7 +1,5 @@
 #include "bt_agent.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -9,13 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "common/checksum.h"
+#include "perf/perf_util.h"
 
 enum {
     CMD_PUBLISH = 'P',
@@ -34,9 +31,7 @@ enum {
 
 static uint64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    return perf_now_ns() / 1000000;
 }
 
 const char *bt_host(void)
@@ -48,68 +43,6 @@ const char *bt_host(void)
 void bt_alarm(unsigned seconds)
 {
     alarm(seconds);
-}
-
-/* ------------------------------------------------------------- framing */
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Reads exactly len bytes within timeout_ms (-1: no limit). */
-static int read_all(int fd, void *buf, size_t len, int timeout_ms)
-{
-    uint8_t *p = buf;
-    uint64_t end = timeout_ms < 0 ? UINT64_MAX : now_ms() + (uint64_t)timeout_ms;
-    while (len > 0) {
-        uint64_t now = now_ms();
-        if (now >= end)
-            return -1;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int left = end == UINT64_MAX ? 1000 : (int)(end - now);
-        int r = poll(&pfd, 1, left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            continue;
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int send_msg(int fd, const void *buf, uint32_t len)
-{
-    if (write_all(fd, &len, sizeof(len)) != 0)
-        return -1;
-    return write_all(fd, buf, len);
-}
-
-static int recv_msg(int fd, void *buf, uint32_t cap, uint32_t *len_p, int timeout_ms)
-{
-    uint32_t len;
-    if (read_all(fd, &len, sizeof(len), timeout_ms) != 0 || len > cap)
-        return -1;
-    if (read_all(fd, buf, len, timeout_ms) != 0)
-        return -1;
-    *len_p = len;
-    return 0;
 }
 
 /* ------------------------------------------------------------- patterns */
@@ -164,7 +97,7 @@ static void *thread_get_main(void *arg)
 
 static void agent_reply(agent_t *ag, const bt_result_t *r)
 {
-    if (send_msg(ag->res_fd, r, sizeof(*r)) != 0)
+    if (perf_blob_write(ag->res_fd, r, sizeof(*r)) != 0)
         _exit(3);
 }
 
@@ -240,7 +173,7 @@ static void agent_publish(agent_t *ag, uint64_t size, uint64_t seed)
             n = (uint32_t)len;
         }
     }
-    if (send_msg(ag->res_fd, out, n) != 0)
+    if (perf_blob_write(ag->res_fd, out, n) != 0)
         _exit(3);
 }
 
@@ -257,7 +190,7 @@ static void agent_main(int cmd_fd, int res_fd, rs_bcast_mode_t mode)
     rs_bcast_config_t bc;
     agent_t ag;
     uint8_t msg[BT_MSG_MAX];
-    uint32_t len;
+    size_t len;
 
     memset(&ag, 0, sizeof(ag));
     ag.res_fd = res_fd;
@@ -278,7 +211,7 @@ static void agent_main(int cmd_fd, int res_fd, rs_bcast_mode_t mode)
         _exit(2);
 
     for (;;) {
-        if (recv_msg(cmd_fd, msg, sizeof(msg), &len, -1) != 0 || len == 0)
+        if (perf_blob_read(cmd_fd, msg, sizeof(msg), -1, &len) != 0 || len == 0)
             break; /* the parent is gone */
         bt_result_t r;
         uint64_t a, b;
@@ -337,7 +270,7 @@ out:
             rs_bcast_destroy(ag.objs[i]);
     rs_bcast_node_destroy(ag.node);
     memset(msg, 0, 1);
-    send_msg(res_fd, msg, 1); /* "quit done" */
+    perf_blob_write(res_fd, msg, 1); /* "quit done" */
 }
 
 void bt_spawn(bt_agent_t *a, const char *fault, rs_bcast_mode_t mode)
@@ -347,29 +280,21 @@ void bt_spawn(bt_agent_t *a, const char *fault, rs_bcast_mode_t mode)
 
 void bt_spawn_env(bt_agent_t *a, const char *fault, rs_bcast_mode_t mode, const char *env)
 {
-    int cmd[2], res[2];
-    assert_int_equal(pipe(cmd), 0);
-    assert_int_equal(pipe(res), 0);
-    fflush(NULL);
-    pid_t pid = fork();
+    int in = -1, out = -1;
+    pid_t pid = perf_fork_piped(&in, &out);
     assert_true(pid >= 0);
     if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
         alarm(0);
-        close(cmd[1]);
-        close(res[0]);
         if (fault != NULL)
             setenv("RSHUFFLE_BCAST_FAULT", fault, 1);
         if (env != NULL)
             putenv(strdup(env));
-        agent_main(cmd[0], res[1], mode);
+        agent_main(in, out, mode);
         exit(0); /* exit, not _exit: LeakSanitizer checks the agent too */
     }
-    close(cmd[0]);
-    close(res[1]);
     a->pid = pid;
-    a->cmd_fd = cmd[1];
-    a->res_fd = res[0];
+    a->cmd_fd = out;
+    a->res_fd = in;
 }
 
 static void send_cmd(bt_agent_t *a, char cmd, const void *arg, size_t arg_len, const void *tail,
@@ -382,13 +307,13 @@ static void send_cmd(bt_agent_t *a, char cmd, const void *arg, size_t arg_len, c
         memcpy(msg + 1, arg, arg_len);
     if (tail_len > 0)
         memcpy(msg + 1 + arg_len, tail, tail_len);
-    assert_int_equal(send_msg(a->cmd_fd, msg, (uint32_t)(1 + arg_len + tail_len)), 0);
+    assert_int_equal(perf_blob_write(a->cmd_fd, msg, 1 + arg_len + tail_len), 0);
 }
 
 static void recv_result(bt_agent_t *a, bt_result_t *r)
 {
-    uint32_t len = 0;
-    int rc = recv_msg(a->res_fd, r, sizeof(*r), &len, BT_WAIT_MS);
+    size_t len = 0;
+    int rc = perf_blob_read(a->res_fd, r, sizeof(*r), BT_WAIT_MS, &len);
     if (rc != 0)
         fail_msg("agent %d did not answer within %d ms", (int)a->pid, BT_WAIT_MS);
     assert_int_equal(len, sizeof(*r));
@@ -397,9 +322,9 @@ static void recv_result(bt_agent_t *a, bt_result_t *r)
 void bt_publish(bt_agent_t *a, uint64_t size, uint64_t seed, uint8_t *desc, size_t *desc_len)
 {
     uint64_t args[2] = {size, seed};
-    uint32_t len = 0;
+    size_t len = 0;
     send_cmd(a, CMD_PUBLISH, args, sizeof(args), NULL, 0);
-    assert_int_equal(recv_msg(a->res_fd, desc, RS_BCAST_DESC_MAX, &len, BT_WAIT_MS), 0);
+    assert_int_equal(perf_blob_read(a->res_fd, desc, RS_BCAST_DESC_MAX, BT_WAIT_MS, &len), 0);
     assert_true(len > 0);
     *desc_len = len;
 }
@@ -467,10 +392,10 @@ void bt_wait_announces(bt_agent_t *a, int i, uint64_t n)
 void bt_quit(bt_agent_t *a)
 {
     uint8_t msg[8];
-    uint32_t len;
+    size_t len;
     int status = 0;
     send_cmd(a, CMD_QUIT, NULL, 0, NULL, 0);
-    if (recv_msg(a->res_fd, msg, sizeof(msg), &len, BT_WAIT_MS) != 0)
+    if (perf_blob_read(a->res_fd, msg, sizeof(msg), BT_WAIT_MS, &len) != 0)
         fail_msg("agent %d did not quit within %d ms", (int)a->pid, BT_WAIT_MS);
     close(a->cmd_fd);
     close(a->res_fd);

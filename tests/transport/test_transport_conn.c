@@ -9,20 +9,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include <rshuffle/transport.h>
 #include "transport/internal.h"
 #include "tt_util.h"
-
-static uint64_t ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static size_t n_eps(rs_ctx_t *ctx)
 {
@@ -110,8 +102,8 @@ static void test_wrong_token(void **state)
     rs_ctx_destroy(cli);
 
     /* The server never reported the peers and dropped their endpoints. */
-    uint64_t end = ms_now() + 3000;
-    while (n_eps(s.ctx) != 0 && ms_now() < end)
+    uint64_t end = tt_now_ms() + 3000;
+    while (n_eps(s.ctx) != 0 && tt_now_ms() < end)
         usleep(1000);
     assert_int_equal(n_eps(s.ctx), 0);
     assert_int_equal(s.accepted, 0);
@@ -121,8 +113,8 @@ static void test_wrong_token(void **state)
     cli = client_ctx("job-a", 3000);
     assert_int_equal(rs_connect(cli, "127.0.0.1", rs_listener_port(s.l), &ep), RS_OK);
     assert_int_equal(rs_msg_send(ep, 0, "x", 1, NULL, NULL), RS_OK);
-    end = ms_now() + 3000;
-    while (__atomic_load_n(&s.msgs, __ATOMIC_ACQUIRE) == 0 && ms_now() < end)
+    end = tt_now_ms() + 3000;
+    while (__atomic_load_n(&s.msgs, __ATOMIC_ACQUIRE) == 0 && tt_now_ms() < end)
         rs_progress(cli);
     assert_int_equal(s.msgs, 1);
     assert_int_equal(s.accepted, 1);
@@ -145,16 +137,16 @@ static void test_connect_address(void **state)
     assert_int_equal(rs_ep_status(ep), RS_OK);
     for (int i = 0; i < 10; i++)
         assert_int_equal(rs_msg_send(ep, 0, &i, sizeof(i), NULL, NULL), RS_OK);
-    uint64_t end = ms_now() + 3000;
-    while (__atomic_load_n(&s.msgs, __ATOMIC_ACQUIRE) < 10 && ms_now() < end)
+    uint64_t end = tt_now_ms() + 3000;
+    while (__atomic_load_n(&s.msgs, __ATOMIC_ACQUIRE) < 10 && tt_now_ms() < end)
         rs_progress(cli);
     assert_int_equal(s.msgs, 10);
     assert_int_equal(s.accepted, 1);
 
     /* The client closes: the server is told the endpoint died. */
     rs_ep_close(ep);
-    end = ms_now() + 3000;
-    while (__atomic_load_n(&s.errors, __ATOMIC_ACQUIRE) == 0 && ms_now() < end)
+    end = tt_now_ms() + 3000;
+    while (__atomic_load_n(&s.errors, __ATOMIC_ACQUIRE) == 0 && tt_now_ms() < end)
         rs_progress(cli);
     assert_int_equal(s.errors, 1);
     rs__lock(s.ctx);
@@ -177,9 +169,9 @@ static void test_refused_and_timeout(void **state)
     assert_int_equal(rs_listen(cli, "127.0.0.1", 0, &l), RS_OK);
     uint16_t port = rs_listener_port(l);
     rs_listener_destroy(l);
-    uint64_t t0 = ms_now();
+    uint64_t t0 = tt_now_ms();
     assert_int_equal(rs_connect(cli, "127.0.0.1", port, &ep), RS_ERR_REFUSED);
-    assert_true(ms_now() - t0 < 300);
+    assert_true(tt_now_ms() - t0 < 300);
 
     /* A listener whose context never progresses: no handshake in time. */
     rs_config_t cfg;
@@ -187,9 +179,9 @@ static void test_refused_and_timeout(void **state)
     tt_config(&cfg);
     assert_int_equal(rs_ctx_create(&cfg, &mute), RS_OK);
     assert_int_equal(rs_listen(mute, "127.0.0.1", 0, &l), RS_OK);
-    t0 = ms_now();
+    t0 = tt_now_ms();
     assert_int_equal(rs_connect(cli, "127.0.0.1", rs_listener_port(l), &ep), RS_ERR_TIMEOUT);
-    uint64_t took = ms_now() - t0;
+    uint64_t took = tt_now_ms() - t0;
     assert_true(took >= 290 && took < 300 + 1500);
     assert_null(ep);
     assert_int_equal(n_eps(cli), 0);

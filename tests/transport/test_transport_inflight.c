@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <cmocka.h>
 
 #include <rshuffle/transport.h>
@@ -30,13 +29,6 @@ typedef struct fixture {
     uint64_t olds[N_FADD];
     int reposts, repost_refused;
 } fixture_t;
-
-static uint64_t ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int setup_with(void **state, uint32_t peer_timeout_ms)
 {
@@ -182,12 +174,12 @@ static void test_peer_timeout(void **state)
     rs_set_ep_handler(f->p.cli, cli_ep_cb, &ev);
     unsigned char *buf = rs_mr_addr(f->cmr);
     tt_done_t d = {0};
-    uint64_t t0 = ms_now();
+    uint64_t t0 = tt_now_ms();
     assert_int_equal(rs_get(f->p.cep, buf, 65536, f->cmr, f->rkey, 0, tt_done_cb, &d), RS_OK);
     /* Only the client progresses (rs_wait sleeps on its fd between checks). */
-    while (d.calls == 0 && ms_now() - t0 < 3000)
+    while (d.calls == 0 && tt_now_ms() - t0 < 3000)
         rs_wait(f->p.cli, 50);
-    uint64_t took = ms_now() - t0;
+    uint64_t took = tt_now_ms() - t0;
     assert_int_equal(d.calls, 1);
     assert_int_equal(d.status, RS_ERR_TIMEOUT);
     assert_true(took >= 290 && took < 300 + 1000);

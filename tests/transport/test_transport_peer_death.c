@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -22,13 +21,6 @@
 #include "tt_util.h"
 
 #define PEER_TIMEOUT_MS 1000
-
-static uint64_t ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void write_all(int fd, const void *p, size_t n)
 {
@@ -88,7 +80,7 @@ static void ep_event(void *arg, rs_ep_t *ep, rs_status_t status)
     (void)ep;
     if (status != RS_OK && e->died++ == 0) {
         e->status = status;
-        e->at_ms = ms_now();
+        e->at_ms = tt_now_ms();
     }
 }
 
@@ -129,20 +121,20 @@ static void test_killed_peer_over_shm(void **state)
     assert_int_equal(rs_mem_alloc(ctx, 1 << 20, RS_MEM_LOCAL, &mr), RS_OK);
 
     tt_done_t d = {0};
-    uint64_t t0 = ms_now(), killed_at = 0, refused_at = 0;
+    uint64_t t0 = tt_now_ms(), killed_at = 0, refused_at = 0;
     long posted = 0;
-    while (ms_now() - t0 < 5000) {
+    while (tt_now_ms() - t0 < 5000) {
         rs_status_t st = rs_put(ep, rs_mr_addr(mr), 4096, mr, rkey, 0, tt_done_cb, &d);
         if (st != RS_OK) {
             assert_int_equal(st, RS_ERR_UNREACHABLE);
-            refused_at = ms_now();
+            refused_at = tt_now_ms();
             break;
         }
         posted++;
         rs_progress(ctx);
-        if (killed_at == 0 && ms_now() - t0 > 200) {
+        if (killed_at == 0 && tt_now_ms() - t0 > 200) {
             kill(pid, SIGKILL);
-            killed_at = ms_now();
+            killed_at = tt_now_ms();
         }
     }
     assert_true(killed_at != 0);
@@ -154,11 +146,11 @@ static void test_killed_peer_over_shm(void **state)
     /* Everything posted completed exactly once (the bound holds for them too). */
     assert_int_equal(tt_wait_calls(ctx, NULL, &d, (int)posted, PEER_TIMEOUT_MS), posted);
 
-    uint64_t t1 = ms_now();
+    uint64_t t1 = tt_now_ms();
     rs_ep_close(ep);
     rs_mem_free(mr);
     rs_ctx_destroy(ctx);
-    assert_true(ms_now() - t1 < 2000);
+    assert_true(tt_now_ms() - t1 < 2000);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFSIGNALED(status));

@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -44,13 +43,6 @@ static int teardown(void **state)
     tt_pair_close(&f->p);
     free(f);
     return 0;
-}
-
-static uint64_t ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* ------------------------------------------- no callback in the posting call */
@@ -96,8 +88,8 @@ static void test_no_callback_inside_post(void **state)
         if (round % 10 == 0)
             rs_progress(f->p.cli);
     }
-    uint64_t end = ms_now() + 10000;
-    while (cb_count < posted && ms_now() < end) {
+    uint64_t end = tt_now_ms() + 10000;
+    while (cb_count < posted && tt_now_ms() < end) {
         rs_progress(f->p.cli);
         rs_progress(f->p.srv);
     }
@@ -135,8 +127,8 @@ static void test_progress_thread(void **state)
         assert_int_equal(rs_get(f->p.cep, buf, 4096, f->cmr, f->rkey, 0, thread_cb, &t), RS_OK);
     }
     /* This thread never progresses: the threads deliver everything. */
-    uint64_t end = ms_now() + 10000;
-    while (__atomic_load_n(&t.calls, __ATOMIC_ACQUIRE) < 200 && ms_now() < end)
+    uint64_t end = tt_now_ms() + 10000;
+    while (__atomic_load_n(&t.calls, __ATOMIC_ACQUIRE) < 200 && tt_now_ms() < end)
         usleep(1000);
     assert_int_equal(t.calls, 200);
     assert_int_equal(t.on_other_thread, 200);
@@ -170,8 +162,8 @@ static void test_wait_and_fd(void **state)
 
     assert_int_equal(rs_msg_send(f->p.cep, 3, "ping", 4, NULL, NULL), RS_OK);
     rs_progress(f->p.cli);
-    uint64_t end = ms_now() + 5000;
-    while (msgs == 0 && ms_now() < end)
+    uint64_t end = tt_now_ms() + 5000;
+    while (msgs == 0 && tt_now_ms() < end)
         rs_wait(f->p.srv, 100);
     assert_int_equal(msgs, 1);
 
@@ -182,8 +174,8 @@ static void test_wait_and_fd(void **state)
         rs_progress(f->p.srv);
     assert_int_equal(rs_msg_send(f->p.cep, 3, "ping", 4, NULL, NULL), RS_OK);
     rs_progress(f->p.cli);
-    end = ms_now() + 5000;
-    while (msgs == 1 && ms_now() < end) {
+    end = tt_now_ms() + 5000;
+    while (msgs == 1 && tt_now_ms() < end) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         assert_true(poll(&pfd, 1, 5000) >= 0);
         rs_progress(f->p.srv);
@@ -214,8 +206,8 @@ static void test_close_inside_callback(void **state)
     unsigned char *buf = rs_mr_addr(f->cmr);
     assert_int_equal(rs_put(f->p.cep, buf, 64, f->cmr, f->rkey, 0, close_in_cb, &c), RS_OK);
     assert_int_equal(rs_put(f->p.cep, buf, 64, f->cmr, f->rkey, 0, close_in_cb, &c), RS_OK);
-    uint64_t end = ms_now() + 5000;
-    while (c.calls < 2 && ms_now() < end) {
+    uint64_t end = tt_now_ms() + 5000;
+    while (c.calls < 2 && tt_now_ms() < end) {
         rs_progress(f->p.cli);
         rs_progress(f->p.srv);
     }

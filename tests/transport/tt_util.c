@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-static uint64_t now_ms(void)
+uint64_t tt_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -60,8 +60,8 @@ void tt_pair_open(tt_pair_t *p, const rs_config_t *srv_cfg, const rs_config_t *c
     assert_int_equal(rs_ctx_create(&c, &p->cli), RS_OK);
     assert_int_equal(rs_connect(p->cli, "127.0.0.1", rs_listener_port(p->listener), &p->cep),
                      RS_OK);
-    uint64_t end = now_ms() + 3000;
-    while (__atomic_load_n(&p->sep, __ATOMIC_ACQUIRE) == NULL && now_ms() < end)
+    uint64_t end = tt_now_ms() + 3000;
+    while (__atomic_load_n(&p->sep, __ATOMIC_ACQUIRE) == NULL && tt_now_ms() < end)
         usleep(1000);
     rs_progress_thread_stop(p->srv);
     assert_non_null(p->sep);
@@ -78,8 +78,8 @@ void tt_pair_close(tt_pair_t *p)
 
 int tt_progress_until(rs_ctx_t *a, rs_ctx_t *b, volatile int *flag, int timeout_ms)
 {
-    uint64_t end = now_ms() + (uint64_t)timeout_ms;
-    while (!*flag && now_ms() < end) {
+    uint64_t end = tt_now_ms() + (uint64_t)timeout_ms;
+    while (!*flag && tt_now_ms() < end) {
         if (a != NULL)
             rs_progress(a);
         if (b != NULL)
@@ -90,8 +90,8 @@ int tt_progress_until(rs_ctx_t *a, rs_ctx_t *b, volatile int *flag, int timeout_
 
 long tt_progress_count(rs_ctx_t *a, rs_ctx_t *b, volatile long *count, long want, int timeout_ms)
 {
-    uint64_t end = now_ms() + (uint64_t)timeout_ms;
-    while (*count < want && now_ms() < end) {
+    uint64_t end = tt_now_ms() + (uint64_t)timeout_ms;
+    while (*count < want && tt_now_ms() < end) {
         if (a != NULL)
             rs_progress(a);
         if (b != NULL)
@@ -109,8 +109,8 @@ void tt_done_cb(void *arg, rs_status_t status)
 
 int tt_wait_calls(rs_ctx_t *a, rs_ctx_t *b, tt_done_t *d, int want, int timeout_ms)
 {
-    uint64_t end = now_ms() + (uint64_t)timeout_ms;
-    while (d->calls < want && now_ms() < end) {
+    uint64_t end = tt_now_ms() + (uint64_t)timeout_ms;
+    while (d->calls < want && tt_now_ms() < end) {
         if (a != NULL)
             rs_progress(a);
         if (b != NULL)

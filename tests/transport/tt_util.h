@@ -43,6 +43,9 @@ int tt_wait_calls(rs_ctx_t *a, rs_ctx_t *b, tt_done_t *d, int want, int timeout_
 /* Exchanges the server region's rkey to the client endpoint. */
 rs_rkey_t *tt_rkey_for(rs_ep_t *ep, rs_mr_t *mr);
 
+/* The monotonic clock in milliseconds (deadlines of the waits above). */
+uint64_t tt_now_ms(void);
+
 /* Bounds the whole test program (a hung test is a failed test). */
 void tt_alarm(unsigned seconds);
 

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf/perf_util.h"
+
 #define H_MAX_CHILDREN 16
 #define H_MAX_CTX      8
 
@@ -103,42 +105,14 @@ typedef struct h_frame {
 
 static bool h_write_all(int fd, const void *data, size_t len)
 {
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        p += n;
-        len -= (size_t)n;
-    }
-    return true;
+    return perf_write_all(fd, data, len) == 0;
 }
 
 /* Reads exactly len bytes before the deadline; false on timeout or EOF. */
 static bool h_read_all(int fd, void *data, size_t len, uint64_t deadline)
 {
-    char *p = data;
-    while (len > 0) {
-        uint64_t now = h_now_ms();
-        if (now >= deadline)
-            return false;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int r = poll(&pfd, 1, (int)(deadline - now));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        p += n;
-        len -= (size_t)n;
-    }
-    return true;
+    uint64_t now = h_now_ms();
+    return perf_read_all(fd, data, len, deadline > now ? (int)(deadline - now) : 0) == 0;
 }
 
 bool h_send(h_chan_t *ch, uint32_t tag, const void *data, size_t len)
