@@ -3,7 +3,7 @@
 #   make check  install deps, build, run the whole test suite (plain + ASan/UBSan + fuzz)
 BUILD ?= build
 JOBS ?= $(shell nproc)
-DEMO ?= $(BUILD)/perf/rs-perf-codec
+DEMO ?= $(BUILD)/perf/rs-shuffle-bench
 
 .PHONY: demo check deps build format format-check layering-check clean
 

@@ -17,6 +17,7 @@
  * buffers (codec none) into one worker that frees each batch once committed.
  * Throughputs are in gigabits per second (10^9 bit/s) of record bytes.
  */
+#include "perf_util.h"
 #include <rshuffle/pusher.h>
 #include <rshuffle/reader.h>
 #include <rshuffle/worker.h>
@@ -648,11 +649,15 @@ int main(int argc, char **argv)
         printf("{\"transport\": \"%s\", \"tls\": \"%s\", \"codec\": \"%s\", \"bytes\": %llu, "
                "\"records\": %llu, \"seconds\": %.4f, \"push_gbps\": %.3f, \"read_gbps\": %.3f, "
                "\"gbps\": %.3f, \"map_push_gbps\": %.3f, \"lost\": %llu, \"duplicates\": %llu, "
-               "\"spilled_bytes\": %llu, \"ok\": %s}\n",
+               "\"spilled_bytes\": %llu, \"ok\": %s%s}\n",
                o.transport, o.tls, rs_codec_name(o.codec), (unsigned long long)bytes,
                (unsigned long long)(o.sink ? 0 : total), secs, push_gbps, read_gbps, gbps, map_gbps,
                (unsigned long long)lost, (unsigned long long)dups,
-               (unsigned long long)wst_sum.spilled_bytes, failed ? "false" : "true");
+               (unsigned long long)wst_sum.spilled_bytes, failed ? "false" : "true",
+               /* Soft-RoCE numbers are functional only (perf_util.h) */
+               strcmp(o.transport, "verbs") == 0 && perf_soft_rdma_device()
+                   ? ", \"functional\": true"
+                   : "");
     free(want);
     free(tmp);
     free(got);
