@@ -293,7 +293,12 @@ void test_rkey_blob_and_range(void **state)
     uint8_t *buf = rs_mr_addr(mr);
     h_pat_fill(buf, 2 * SMALL_REGION + 64, 0x5e, 0);
 
-    /* Out-of-range ops are refused before anything is posted. */
+    /*
+     * Out-of-range ops are refused before anything is posted. The handshake's
+     * own sends may still be completing (verbs reaps unsignaled sends through a
+     * later signaled one): wait for the endpoint to be idle first.
+     */
+    assert_true(H_UNTIL(ctx, rs_ep_outstanding(ep) == 0, 5000));
     const uint64_t L = SMALL_REGION;
     const struct {
         uint64_t roff, len;
