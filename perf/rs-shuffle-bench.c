@@ -37,7 +37,7 @@
 
 typedef struct opts {
     uint64_t size;
-    uint32_t mappers, workers, reducers, partitions;
+    uint32_t mappers, workers, reducers, partitions, sink_bufs;
     rs_codec_t codec;
     const char *transport, *tls, *host;
     uint64_t buf, worker_mem;
@@ -238,14 +238,14 @@ static rs_status_t map_append(rs_pusher_t *p, uint32_t m, pcount_t *counts)
  * repeat). The pool holds exactly these (SINK_BUFS), so every buffer the
  * writer gets back is a pre-filled one and they all stay in cache.
  */
-#define SINK_BUFS 8
+#define SINK_BUFS_MAX 64
 static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed, double *t0)
 {
-    enum { NBUF = SINK_BUFS };
-    rs_pbuf_t *bufs[NBUF];
+    const uint32_t NBUF = o.sink_bufs;
+    rs_pbuf_t *bufs[SINK_BUFS_MAX];
     size_t per = o.buf / rs_record_size(REC_LEN), used = per * rs_record_size(REC_LEN);
     uint8_t rec[REC_LEN];
-    for (int b = 0; b < NBUF; b++) {
+    for (uint32_t b = 0; b < NBUF; b++) {
         rs_status_t s = rs_pusher_buf_get(p, o.buf, &bufs[b]);
         if (s != RS_OK)
             return s;
@@ -254,7 +254,7 @@ static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed, double
             rs_record_put(bufs[b]->data + i * rs_record_size(REC_LEN), rec, REC_LEN);
         }
     }
-    for (int b = 1; b < NBUF; b++)
+    for (uint32_t b = 1; b < NBUF; b++)
         rs_pusher_buf_put(p, bufs[b]);
     rs_pbuf_t *buf = bufs[0];
     uint64_t n = o.size / o.buf;
@@ -280,7 +280,7 @@ static void mapper_main(int fd, uint32_t m, uint32_t attempt)
     pc.codec = o.codec;
     pc.buf_len = o.buf;
     if (o.sink) /* the pre-filled buffers and nothing else (see map_swap) */
-        pc.pool_bytes = SINK_BUFS * (o.buf + RS_PBUF_HEAD_ROOM + 64);
+        pc.pool_bytes = o.sink_bufs * (o.buf + RS_PBUF_HEAD_ROOM + 64);
     rs_shuffle_desc_t d = desc();
     rs_pusher_t *p = NULL;
     if (s == RS_OK)
@@ -455,7 +455,8 @@ static int parse_args(int argc, char **argv)
                  .transport = getenv("RSHUFFLE_TRANSPORT") ? getenv("RSHUFFLE_TRANSPORT") : "ucx",
                  .tls = "shm",
                  .host = getenv("RSHUFFLE_TEST_HOST") ? getenv("RSHUFFLE_TEST_HOST") : "127.0.0.1",
-                 .buf = 256 << 10};
+                 .buf = 256 << 10,
+                 .sink_bufs = 8};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         int val = 1;
@@ -477,6 +478,8 @@ static int parse_args(int argc, char **argv)
             o.workers = (uint32_t)atoi(v);
         else if (strcmp(a, "--reducers") == 0)
             o.reducers = (uint32_t)atoi(v);
+        else if (strcmp(a, "--sink-bufs") == 0)
+            o.sink_bufs = (uint32_t)atoi(v);
         else if (strcmp(a, "--partitions") == 0)
             o.partitions = (uint32_t)atoi(v);
         else if (strcmp(a, "--codec") == 0)
@@ -502,7 +505,7 @@ static int parse_args(int argc, char **argv)
         o.mappers = 1, o.workers = 1, o.reducers = 0, o.partitions = 1, o.codec = RS_CODEC_NONE;
     if (o.mappers == 0 || o.mappers > MAX_PROCS / 2 || o.workers == 0 || o.workers > MAX_PROCS ||
         o.reducers > MAX_PROCS || (!o.sink && o.reducers == 0) || o.partitions == 0 ||
-        o.size < REC_LEN || o.buf < 4096) {
+        o.size < REC_LEN || o.buf < 4096 || o.sink_bufs < 4 || o.sink_bufs > SINK_BUFS_MAX) {
         fprintf(stderr, "rs-shuffle-bench: invalid sizes or counts\n");
         return -1;
     }

@@ -63,6 +63,7 @@ struct rs_pushq {
 
     _Alignas(64) _Atomic int engine_sleeping;
     _Alignas(64) _Atomic int writer_waiting;
+    _Atomic uint64_t wake_at; /* a writer waiting for a buffer: woken once released reaches it */
     _Atomic int stop;
     _Atomic int error;
     _Atomic uint64_t submitted, released;
@@ -98,11 +99,24 @@ static void writer_wake(rs_pushq_t *q)
     pthread_mutex_unlock(&q->lock);
 }
 
-/* Engine: a buffer came back (wakes a writer waiting for one). */
+/* Engine: slab room came back (wakes a waiting writer). */
 static void writer_signal(rs_pushq_t *q)
 {
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&q->writer_waiting, memory_order_relaxed) != WAIT_NONE)
+        writer_wake(q);
+}
+
+/*
+ * Engine: a buffer came back. A writer waiting for one is woken once half of
+ * what the engine held when it went to sleep came back (wake_at), not for
+ * every buffer: a wake-up (two futex calls and a switch) per several batches.
+ */
+static void writer_signal_buffer(rs_pushq_t *q, uint64_t released)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    int w = atomic_load_explicit(&q->writer_waiting, memory_order_relaxed);
+    if (w == WAIT_BUFFER ? released >= atomic_load(&q->wake_at) : w != WAIT_NONE)
         writer_wake(q);
 }
 
@@ -285,6 +299,10 @@ static void writer_nap(rs_pushq_t *q, int what)
         ts.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&q->lock);
+    if (what == WAIT_BUFFER) {
+        uint64_t rel = atomic_load(&q->released), held = atomic_load(&q->submitted) - rel;
+        atomic_store(&q->wake_at, rel + (held > 2 ? held / 2 : 1));
+    }
     atomic_store(&q->writer_waiting, what);
     if (what == WAIT_SLOT ? !queue_half_free(q) : atomic_load(&q->returned) == NULL)
         pthread_cond_timedwait(&q->cond, &q->lock, &ts);
@@ -635,8 +653,8 @@ void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf)
     while (!atomic_compare_exchange_weak_explicit(&q->returned, &b->next, b, memory_order_release,
                                                   memory_order_relaxed))
         ;
-    atomic_fetch_add_explicit(&q->released, 1, memory_order_release);
-    writer_signal(q);
+    uint64_t released = atomic_fetch_add_explicit(&q->released, 1, memory_order_release) + 1;
+    writer_signal_buffer(q, released);
 }
 
 rs_status_t rs__pushq_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
