@@ -8,13 +8,14 @@
  *                    [--partitions 16] [--codec none|lz4|snappy]
  *                    [--transport ucx|verbs] [--tls shm|tcp] [--host H]
  *                    [--buf BYTES] [--worker-mem BYTES] [--speculative]
- *                    [--sink] [--json]
+ *                    [--sink [--sink-bufs N]] [--json]
  *
  * The transport defaults to RSHUFFLE_TRANSPORT (else ucx), the host to
  * RSHUFFLE_TEST_HOST (else 127.0.0.1); --tls picks UCX_TLS unless it is set.
  * --speculative runs every map twice (attempts 0 and 1; 1 wins). --sink
  * measures the push protocol alone: one mapper swaps pre-filled registered
- * buffers (codec none) into one worker that frees each batch once committed.
+ * buffers (codec none; N of them, default 8) into one worker that frees each
+ * batch once committed. start_s: the workers' start-up, not in "seconds".
  * Throughputs are in gigabits per second (10^9 bit/s) of record bytes.
  */
 #include "perf_util.h"
@@ -235,7 +236,7 @@ static rs_status_t map_append(rs_pusher_t *p, uint32_t m, pcount_t *counts)
 
 /*
  * Sink mode: pre-filled buffers, swapped again and again (the records
- * repeat). The pool holds exactly these (SINK_BUFS), so every buffer the
+ * repeat). The pool holds exactly these (--sink-bufs), so every buffer the
  * writer gets back is a pre-filled one and they all stay in cache.
  */
 #define SINK_BUFS_MAX 64
@@ -652,7 +653,8 @@ int main(int argc, char **argv)
     } else {
         for (uint64_t i = 0; i < total / 8 + 1; i++)
             distinct += (uint64_t)__builtin_popcount(seen_all[i]);
-        lost = total - (distinct < total ? distinct : total) + bad;
+        /* lost: ids never read intact (once each); bad: records read damaged */
+        lost = total - (distinct < total ? distinct : total);
         for (uint32_t p = 0; p < o.partitions; p++)
             if (!failed && (got[p].records != want[p].records || got[p].sum != want[p].sum)) {
                 fprintf(stderr, "rs-shuffle-bench: partition %u: wrote %llu records, read %llu\n",
@@ -660,7 +662,7 @@ int main(int argc, char **argv)
                 failed = 1;
             }
     }
-    if (lost || dups)
+    if (lost || dups || bad)
         failed = 1;
     double push_s = t1 - t0, read_s = t2 - t1, secs = t2 - t0;
     uint64_t bytes = o.sink ? pushed_bytes : total * REC_LEN;
@@ -674,10 +676,10 @@ int main(int argc, char **argv)
            (double)bytes / (1 << 30), (unsigned long long)(o.sink ? 0 : total), o.mappers,
            o.speculative ? " (x2 attempts)" : "", o.workers, o.reducers, o.partitions);
     printf("push %.3f s (%.2f Gbit/s), read %.3f s (%.2f Gbit/s), total %.3f s (%.2f Gbit/s); "
-           "lost %llu, duplicates %llu, spilled %.1f MiB, backpressure %llu\n",
+           "lost %llu, duplicates %llu, bad %llu, spilled %.1f MiB, backpressure %llu\n",
            push_s, push_gbps, read_s, read_gbps, secs, gbps, (unsigned long long)lost,
-           (unsigned long long)dups, (double)wst_sum.spilled_bytes / (1 << 20),
-           (unsigned long long)wst_sum.backpressure);
+           (unsigned long long)dups, (unsigned long long)bad,
+           (double)wst_sum.spilled_bytes / (1 << 20), (unsigned long long)wst_sum.backpressure);
     printf("pushers: %.3f s in the slowest mapper (%.2f Gbit/s), %llu batches, %llu grant "
            "requests; worker arena peak %.1f MiB; workers started in %.3f s (%.0f MiB arenas)\n",
            map_s, map_gbps, (unsigned long long)map_batches, (unsigned long long)grant_requests,
@@ -686,10 +688,10 @@ int main(int argc, char **argv)
         printf("{\"transport\": \"%s\", \"tls\": \"%s\", \"codec\": \"%s\", \"bytes\": %llu, "
                "\"records\": %llu, \"seconds\": %.4f, \"push_gbps\": %.3f, \"read_gbps\": %.3f, "
                "\"gbps\": %.3f, \"map_push_gbps\": %.3f, \"lost\": %llu, \"duplicates\": %llu, "
-               "\"spilled_bytes\": %llu, \"start_s\": %.4f, \"ok\": %s%s}\n",
+               "\"bad\": %llu, \"spilled_bytes\": %llu, \"start_s\": %.4f, \"ok\": %s%s}\n",
                o.transport, o.tls, rs_codec_name(o.codec), (unsigned long long)bytes,
                (unsigned long long)(o.sink ? 0 : total), secs, push_gbps, read_gbps, gbps, map_gbps,
-               (unsigned long long)lost, (unsigned long long)dups,
+               (unsigned long long)lost, (unsigned long long)dups, (unsigned long long)bad,
                (unsigned long long)wst_sum.spilled_bytes, start_s, failed ? "false" : "true",
                /* Soft-RoCE numbers are functional only (perf_util.h) */
                strcmp(o.transport, "verbs") == 0 && perf_soft_rdma_device()
