@@ -134,36 +134,6 @@ static inline uint32_t partition_of(uint64_t seed)
     return (uint32_t)(((seed >> 32) * o.partitions) >> 32);
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len)
-{
-    uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static rs_shuffle_desc_t desc(void)
 {
     rs_shuffle_desc_t d = {.shuffle_id = 7,
@@ -194,14 +164,14 @@ static void worker_main(int fd)
         port = rs_worker_port(w);
     if (s != RS_OK)
         fprintf(stderr, "rs-shuffle-bench: worker: %s\n", rs_strerror(s));
-    write_all(fd, &port, sizeof(port));
+    perf_write_all(fd, &port, sizeof(port));
     if (s != RS_OK)
         _exit(1);
     int sig;
     sigwait(&set, &sig);
     rs_worker_stats_t st;
     rs_worker_stats(w, &st);
-    write_all(fd, &st, sizeof(st));
+    perf_write_all(fd, &st, sizeof(st));
     rs_worker_destroy(w);
     _exit(0);
 }
@@ -301,8 +271,8 @@ static void mapper_main(int fd, uint32_t m, uint32_t attempt)
     r.bytes = o.sink ? pushed : ps.raw_bytes;
     r.batches = ps.batches;
     r.grant_requests = ps.grant_requests;
-    write_all(fd, &r, sizeof(r));
-    write_all(fd, counts, o.partitions * sizeof(*counts));
+    perf_write_all(fd, &r, sizeof(r));
+    perf_write_all(fd, counts, o.partitions * sizeof(*counts));
     free(counts);
     _exit(s == RS_OK ? 0 : 1);
 }
@@ -362,9 +332,9 @@ static void reducer_main(int fd, uint32_t r)
     if (s != RS_OK)
         fprintf(stderr, "rs-shuffle-bench: reducer %u: %s\n", r, rs_strerror(s));
     res.status = s;
-    write_all(fd, &res, sizeof(res));
-    write_all(fd, counts, o.partitions * sizeof(*counts));
-    write_all(fd, seen, total / 8 + 1);
+    perf_write_all(fd, &res, sizeof(res));
+    perf_write_all(fd, counts, o.partitions * sizeof(*counts));
+    perf_write_all(fd, seen, total / 8 + 1);
     _exit(s == RS_OK ? 0 : 1);
 }
 
@@ -426,25 +396,6 @@ static void progress(const char *what, volatile uint64_t *v, uint32_t n, uint64_
     printf("\n");
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = 0;
-    if (end == s)
-        return -1;
-    if (*end == 'k' || *end == 'K')
-        shift = 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        shift = 20, end++;
-    else if (*end == 'g' || *end == 'G')
-        shift = 30, end++;
-    if (*end != '\0')
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
 static int parse_args(int argc, char **argv)
 {
     o = (opts_t){.size = 1ull << 30,
@@ -468,11 +419,11 @@ static int parse_args(int argc, char **argv)
         else if (strcmp(a, "--sink") == 0)
             o.sink = 1, val = 0;
         else if (strcmp(a, "--size") == 0)
-            val = parse_size(v, &o.size) == 0 ? 1 : -1;
+            val = perf_parse_size(v, &o.size) == 0 ? 1 : -1;
         else if (strcmp(a, "--buf") == 0)
-            val = parse_size(v, &o.buf) == 0 ? 1 : -1;
+            val = perf_parse_size(v, &o.buf) == 0 ? 1 : -1;
         else if (strcmp(a, "--worker-mem") == 0)
-            val = parse_size(v, &o.worker_mem) == 0 ? 1 : -1;
+            val = perf_parse_size(v, &o.worker_mem) == 0 ? 1 : -1;
         else if (strcmp(a, "--mappers") == 0)
             o.mappers = (uint32_t)atoi(v);
         else if (strcmp(a, "--workers") == 0)
@@ -555,7 +506,7 @@ int main(int argc, char **argv)
         wpid[i] = spawn(&wfd[i], worker_fn, i, 0);
     for (uint32_t i = 0; i < o.workers; i++) {
         uint16_t port = 0;
-        if (wpid[i] < 0 || read_all(wfd[i], &port, sizeof(port)) != 0 || port == 0) {
+        if (wpid[i] < 0 || perf_read_all(wfd[i], &port, sizeof(port), -1) != 0 || port == 0) {
             fprintf(stderr, "rs-shuffle-bench: worker %u did not start\n", i);
             for (uint32_t j = 0; j < o.workers; j++)
                 if (wpid[j] > 0)
@@ -577,8 +528,8 @@ int main(int argc, char **argv)
     double map_s = 0; /* the slowest mapper's own push time (no process start or connect) */
     for (uint32_t i = 0; i < n_maps_run; i++) {
         map_result_t r = {.status = RS_ERR_IO};
-        if (read_all(mfd[i], &r, sizeof(r)) != 0 ||
-            read_all(mfd[i], tmp, o.partitions * sizeof(*tmp)) != 0 || r.status != RS_OK)
+        if (perf_read_all(mfd[i], &r, sizeof(r), -1) != 0 ||
+            perf_read_all(mfd[i], tmp, o.partitions * sizeof(*tmp), -1) != 0 || r.status != RS_OK)
             failed = 1;
         close(mfd[i]);
         waitpid(mpid[i], NULL, 0);
@@ -605,9 +556,9 @@ int main(int argc, char **argv)
         progress("read", sh->read, o.reducers, o.size / REC_LEN * REC_LEN, rpid, o.reducers);
         for (uint32_t r = 0; r < o.reducers; r++) {
             red_result_t res = {.status = RS_ERR_IO};
-            if (read_all(rfd[r], &res, sizeof(res)) != 0 ||
-                read_all(rfd[r], tmp, o.partitions * sizeof(*tmp)) != 0 ||
-                read_all(rfd[r], seen, total / 8 + 1) != 0 || res.status != RS_OK)
+            if (perf_read_all(rfd[r], &res, sizeof(res), -1) != 0 ||
+                perf_read_all(rfd[r], tmp, o.partitions * sizeof(*tmp), -1) != 0 ||
+                perf_read_all(rfd[r], seen, total / 8 + 1, -1) != 0 || res.status != RS_OK)
                 failed = 1;
             close(rfd[r]);
             waitpid(rpid[r], NULL, 0);
@@ -631,7 +582,7 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < o.workers; i++) {
         rs_worker_stats_t st = {0};
         kill(wpid[i], SIGTERM);
-        if (read_all(wfd[i], &st, sizeof(st)) != 0)
+        if (perf_read_all(wfd[i], &st, sizeof(st), -1) != 0)
             failed = 1;
         close(wfd[i]);
         waitpid(wpid[i], NULL, 0);
