@@ -12,6 +12,8 @@
 #include <string.h>
 #include <rshuffle/status.h>
 
+#include "common/byteorder.h"
+
 typedef struct rs_wbuf {
     uint8_t *p;
     size_t cap;
@@ -58,20 +60,6 @@ static inline void rs_w_zero(rs_wbuf_t *w, size_t n)
     uint8_t *q = rs_w_reserve(w, n);
     if (q != NULL && n > 0)
         memset(q, 0, n);
-}
-
-static inline void rs_put_le(uint8_t *q, uint64_t v, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        q[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline uint64_t rs_get_le(const uint8_t *q, unsigned n)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++)
-        v |= (uint64_t)q[i] << (8 * i);
-    return v;
 }
 
 static inline void rs_w_uint(rs_wbuf_t *w, uint64_t v, unsigned n)

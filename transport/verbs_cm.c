@@ -11,6 +11,7 @@
  */
 #include "transport/verbs_impl.h"
 
+#include "common/byteorder.h"
 #include "common/log.h"
 
 #include <arpa/inet.h>
@@ -383,20 +384,6 @@ void rs__v_listener_close(rs_listener_t *l)
 
 /* ---------------------------------------------------- address blobs */
 
-static void put_le(unsigned char *p, uint32_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_le(const unsigned char *p, int n)
-{
-    uint32_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 rs_status_t rs__v_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p)
 {
     rs_vctx_t *vc = rs__vctx(ctx);
@@ -437,17 +424,17 @@ rs_status_t rs__v_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p
 
     unsigned char *p = buf;
     memset(p, 0, RS_V_ADDR_LEN);
-    put_le(p, RS_V_ADDR_MAGIC, 4);
-    put_le(p + 4, RS_V_ADDR_VERSION, 2);
+    rs_put_le(p, RS_V_ADDR_MAGIC, 4);
+    rs_put_le(p + 4, RS_V_ADDR_VERSION, 2);
     if (ss.ss_family == AF_INET) {
         const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
-        put_le(p + 6, 4, 2);
-        put_le(p + 8, ntohs(in->sin_port), 2);
+        rs_put_le(p + 6, 4, 2);
+        rs_put_le(p + 8, ntohs(in->sin_port), 2);
         memcpy(p + 10, &in->sin_addr, 4);
     } else {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
-        put_le(p + 6, 6, 2);
-        put_le(p + 8, ntohs(in6->sin6_port), 2);
+        rs_put_le(p + 6, 6, 2);
+        rs_put_le(p + 8, ntohs(in6->sin6_port), 2);
         memcpy(p + 10, &in6->sin6_addr, 16);
     }
     *len_p = RS_V_ADDR_LEN;
@@ -457,15 +444,15 @@ rs_status_t rs__v_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p
 rs_status_t rs__v_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len)
 {
     const unsigned char *p = blob;
-    if (len != RS_V_ADDR_LEN || get_le(p, 4) != RS_V_ADDR_MAGIC ||
-        get_le(p + 4, 2) != RS_V_ADDR_VERSION) {
+    if (len != RS_V_ADDR_LEN || rs_get_le(p, 4) != RS_V_ADDR_MAGIC ||
+        rs_get_le(p + 4, 2) != RS_V_ADDR_VERSION) {
         rs_error("verbs: not a verbs context address (%zu bytes)", len);
         return RS_ERR_INVALID;
     }
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
-    uint32_t family = get_le(p + 6, 2);
-    uint16_t port = (uint16_t)get_le(p + 8, 2);
+    uint32_t family = rs_get_le(p + 6, 2);
+    uint16_t port = (uint16_t)rs_get_le(p + 8, 2);
     if (family == 4) {
         struct sockaddr_in *in = (struct sockaddr_in *)&ss;
         in->sin_family = AF_INET;

@@ -6,6 +6,7 @@
  */
 #include "transport/verbs_impl.h"
 
+#include "common/byteorder.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -163,35 +164,15 @@ void rs__v_mem_dereg(rs_mr_t *mr)
 
 /* ---------------------------------------------------------- remote keys */
 
-static void put_le16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-}
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_le(const unsigned char *p, int n)
-{
-    uint32_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 rs_status_t rs__v_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p)
 {
     const struct ibv_mr *imr = mr->be;
     if (buflen < RS_V_RKEY_LEN)
         return RS_ERR_NO_SPACE;
     unsigned char *p = buf;
-    put_le16(p, RS_V_RKEY_MAGIC);
-    put_le16(p + 2, RS_V_RKEY_VERSION);
-    put_le32(p + 4, imr->rkey);
+    rs_put_le(p, RS_V_RKEY_MAGIC, 2);
+    rs_put_le(p + 2, RS_V_RKEY_VERSION, 2);
+    rs_put_le(p + 4, imr->rkey, 4);
     *len_p = RS_V_RKEY_LEN;
     return RS_OK;
 }
@@ -200,12 +181,12 @@ rs_status_t rs__v_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, siz
 {
     (void)ep;
     const unsigned char *p = buf;
-    if (len != RS_V_RKEY_LEN || get_le(p, 2) != RS_V_RKEY_MAGIC ||
-        get_le(p + 2, 2) != RS_V_RKEY_VERSION) {
+    if (len != RS_V_RKEY_LEN || rs_get_le(p, 2) != RS_V_RKEY_MAGIC ||
+        rs_get_le(p + 2, 2) != RS_V_RKEY_VERSION) {
         rs_error("verbs: not a verbs remote key (%zu bytes)", len);
         return RS_ERR_BAD_RKEY;
     }
-    rkey->be = (void *)(uintptr_t)get_le(p + 4, 4);
+    rkey->be = (void *)(uintptr_t)rs_get_le(p + 4, 4);
     return RS_OK;
 }
 
