@@ -328,6 +328,22 @@ err_free:
     return st;
 }
 
+/* A request about entry e; as a holder, it names us and the key to our copy. */
+static void req_init(rs_bentry_t *e, rs_breq_t *q, uint8_t kind, uint16_t flags)
+{
+    memset(q, 0, sizeof(*q));
+    q->kind = kind;
+    q->flags = flags;
+    q->nblocks = e->nblocks;
+    q->node_id = e->node_id;
+    q->seq = e->seq;
+    if (flags & RS_BREQ_F_HOLDER) {
+        q->holder_addr = e->node->self.a;
+        q->holder_rkey.p = e->rkey;
+        q->holder_rkey.len = (uint32_t)e->rkey_len;
+    }
+}
+
 /* The first request: the manifest (or the whole inline object). */
 static rs_status_t send_get(rs_bentry_t *e)
 {
@@ -346,17 +362,7 @@ static rs_status_t send_get(rs_bentry_t *e)
         e->data = rs_mr_addr(e->mr);
         holder = node->cfg.mode == RS_BCAST_TORRENT;
     }
-    memset(&q, 0, sizeof(q));
-    q.kind = RS_BREQ_GET;
-    q.nblocks = e->nblocks;
-    q.node_id = e->node_id;
-    q.seq = e->seq;
-    if (holder) {
-        q.flags = RS_BREQ_F_HOLDER;
-        q.holder_addr = node->self.a;
-        q.holder_rkey.p = e->rkey;
-        q.holder_rkey.len = (uint32_t)e->rkey_len;
-    }
+    req_init(e, &q, RS_BREQ_GET, holder ? RS_BREQ_F_HOLDER : 0);
     need = e->is_inline ? rs_breply_data_off(rs_breply_meta_len(e->nblocks)) + e->size
                         : rs_breply_meta_len(e->nblocks) + RS_BHOLDER_BUDGET;
     pthread_mutex_lock(&e->lock);
@@ -379,17 +385,8 @@ static rs_status_t send_get(rs_bentry_t *e)
 /* A long poll: the holders the source knows, once they changed since our last reply. */
 static void send_update(rs_bentry_t *e)
 {
-    rs_bcast_node_t *node = e->node;
     rs_breq_t q;
-    memset(&q, 0, sizeof(q));
-    q.kind = RS_BREQ_UPDATE;
-    q.flags = RS_BREQ_F_HOLDER | RS_BREQ_F_WAIT;
-    q.nblocks = e->nblocks;
-    q.node_id = e->node_id;
-    q.seq = e->seq;
-    q.holder_addr = node->self.a;
-    q.holder_rkey.p = e->rkey;
-    q.holder_rkey.len = (uint32_t)e->rkey_len;
+    req_init(e, &q, RS_BREQ_UPDATE, RS_BREQ_F_HOLDER | RS_BREQ_F_WAIT);
     pthread_mutex_lock(&e->lock);
     q.known = e->version;
     e->ops++;
@@ -416,16 +413,9 @@ static void send_announce(rs_bentry_t *e, const uint8_t *bitmap)
     rs_breq_t q;
     uint8_t *msg;
     size_t len;
-    memset(&q, 0, sizeof(q));
-    q.kind = RS_BREQ_ANNOUNCE;
-    q.flags = RS_BREQ_F_HOLDER |
-              (bitmap != NULL ? RS_BREQ_F_BITMAP | RS_BREQ_F_CLAIMS : RS_BREQ_F_COMPLETE);
-    q.nblocks = e->nblocks;
-    q.node_id = e->node_id;
-    q.seq = e->seq;
-    q.holder_addr = node->self.a;
-    q.holder_rkey.p = e->rkey;
-    q.holder_rkey.len = (uint32_t)e->rkey_len;
+    req_init(e, &q, RS_BREQ_ANNOUNCE,
+             RS_BREQ_F_HOLDER |
+                 (bitmap != NULL ? RS_BREQ_F_BITMAP | RS_BREQ_F_CLAIMS : RS_BREQ_F_COMPLETE));
     q.bitmap.p = bitmap;
     q.bitmap.len = (uint32_t)rs_bmap_bytes(e->nblocks);
     q.claims.p = bitmap != NULL ? bitmap + q.bitmap.len : NULL;

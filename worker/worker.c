@@ -31,7 +31,6 @@ void rs_worker_config_defaults(rs_worker_config_t *cfg)
 rs_status_t rs_worker_config_from_env(rs_worker_config_t *cfg)
 {
     rs_worker_config_t c = *cfg;
-    uint64_t v;
     rs_status_t s;
     if ((s = rs_env_u64("RSHUFFLE_WORKER_MEM", 1 << 20, 1ull << 40, &c.mem_limit)) != RS_OK ||
         (s = rs_env_u32("RSHUFFLE_WORKER_HIGH_WATER", 1, 100, &c.high_water_pct)) != RS_OK ||
@@ -42,7 +41,6 @@ rs_status_t rs_worker_config_from_env(rs_worker_config_t *cfg)
         (s = rs_env_bool("RSHUFFLE_WORKER_VERIFY", &c.verify)) != RS_OK ||
         (s = rs_env_bool("RSHUFFLE_WORKER_SINK", &c.sink)) != RS_OK)
         return s;
-    (void)v;
     *cfg = c;
     return RS_OK;
 }
