@@ -5,7 +5,10 @@
  * thread, a no-op push engine, the median over warm rounds of the mean cost
  * per hand-off (seed 000's table).
  *
- *   rs-perf-swap [--sizes 65536,262144] [--rounds 15] [--iters 200] [--json]
+ *   rs-perf-swap [--sizes 65536,262144] [--rounds 21] [--iters 2000] [--json]
+ *
+ * Rounds are long enough (about 0.4 ms of swaps each) that one scheduling
+ * hiccup on a shared machine moves a round, not the median.
  */
 #include <rshuffle/pusher.h>
 
@@ -93,7 +96,7 @@ out:
 
 int main(int argc, char **argv)
 {
-    int json = 0, rounds = 15, iters = 200;
+    int json = 0, rounds = 21, iters = 2000;
     char sizes_arg[256] = "65536,262144";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
