@@ -100,41 +100,57 @@ err_free:
     return NULL;
 }
 
+/*
+ * Joins the entry for d if the table has one (node->lock held): RS_OK with
+ * *e_p set, RS_ERR_DESTROYED for a destroyed object, RS_ERR_NOT_FOUND when
+ * there is none yet.
+ */
+static rs_status_t table_join(rs_bcast_node_t *node, const rs_bdesc_t *d, rs_bentry_t **e_p)
+{
+    rs_list_t *pos, *tmp;
+    if (rs_bnode_tomb_has(node, d->node_id, d->seq))
+        return RS_ERR_DESTROYED;
+    rs_list_for_each_safe(pos, tmp, &node->entries)
+    {
+        rs_bentry_t *e = RS_CONTAINER_OF(pos, rs_bentry_t, link);
+        if (e->node_id == d->node_id && e->seq == d->seq) {
+            e->refs++;
+            *e_p = e;
+            return RS_OK;
+        }
+    }
+    return RS_ERR_NOT_FOUND;
+}
+
 rs_status_t rs_bentry_acquire(rs_bcast_node_t *node, const rs_bdesc_t *d, rs_bentry_t **e_p,
                               int *joined)
 {
-    rs_list_t *pos, *tmp;
-    /* Allocated before the lookup so the table lock is never held around malloc-heavy work. */
+    *joined = 1;
+    pthread_mutex_lock(&node->lock);
+    rs_status_t st = table_join(node, d, e_p);
+    pthread_mutex_unlock(&node->lock);
+    if (st != RS_ERR_NOT_FOUND)
+        return st;
+    /* Allocated outside the table lock (malloc-heavy), then looked up again. */
     rs_bentry_t *fresh = entry_new(node, d);
     if (fresh == NULL) {
         rs_error("out of memory allocating a broadcast fetch");
         return RS_ERR_NOMEM;
     }
     pthread_mutex_lock(&node->lock);
-    if (rs_bnode_tomb_has(node, d->node_id, d->seq)) {
-        pthread_mutex_unlock(&node->lock);
-        entry_free(fresh, 0);
-        return RS_ERR_DESTROYED;
+    st = table_join(node, d, e_p);
+    if (st == RS_ERR_NOT_FOUND) {
+        fresh->refs = 1;
+        fresh->in_table = 1;
+        rs_list_add_tail(&node->entries, &fresh->link);
+        *e_p = fresh;
+        *joined = 0;
+        st = RS_OK;
     }
-    rs_list_for_each_safe(pos, tmp, &node->entries)
-    {
-        rs_bentry_t *e = RS_CONTAINER_OF(pos, rs_bentry_t, link);
-        if (e->node_id == d->node_id && e->seq == d->seq) {
-            e->refs++;
-            pthread_mutex_unlock(&node->lock);
-            entry_free(fresh, 0);
-            *e_p = e;
-            *joined = 1;
-            return RS_OK;
-        }
-    }
-    fresh->refs = 1;
-    fresh->in_table = 1;
-    rs_list_add_tail(&node->entries, &fresh->link);
     pthread_mutex_unlock(&node->lock);
-    *e_p = fresh;
-    *joined = 0;
-    return RS_OK;
+    if (*e_p != fresh)
+        entry_free(fresh, 0);
+    return st;
 }
 
 void rs_bentry_fail(rs_bentry_t *e, rs_status_t st)
@@ -567,7 +583,7 @@ void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t sta
     if (status != RS_OK) {
         /* No usable answer: a manifest is fatal, an update just loses the source. */
         if (pend->kind == RS_BREQ_GET)
-            rs_bentry_fail(e, status == RS_ERR_TIMEOUT ? RS_ERR_TIMEOUT : status);
+            rs_bentry_fail(e, status);
         else if (e->n_holders > 0)
             e->holders[0]->bad = 1;
     } else if (r.status != 0) {

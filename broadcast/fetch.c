@@ -61,6 +61,7 @@ static void read_done(void *arg, rs_status_t status)
     rs_bentry_t *e = b->entry;
     pthread_mutex_lock(&e->lock);
     rs_bholder_t *h = e->holders[b->holder];
+    rs_bpeer_t *peer = h->peer; /* outlives e, which may be freed once ops reaches 0 */
     e->ops--;
     e->reads_inflight--;
     if (h->is_source)
@@ -81,7 +82,7 @@ static void read_done(void *arg, rs_status_t status)
     }
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
-    rs_bpeer_put_read(h->peer);
+    rs_bpeer_put_read(peer);
 }
 
 /* -------------------------------------------------------------- planning */
@@ -354,7 +355,7 @@ static rs_status_t send_get(rs_bentry_t *e)
 
     rs_status_t st = rs_bpeer_connect(node, e->src_peer, &connected);
     if (st != RS_OK)
-        return st == RS_ERR_TIMEOUT ? RS_ERR_TIMEOUT : st;
+        return st;
     if (!e->is_inline) {
         st = rs_bregion_get(node, e->size, &e->mr, e->rkey, &e->rkey_len);
         if (st != RS_OK)
@@ -370,7 +371,6 @@ static rs_status_t send_get(rs_bentry_t *e)
         ESTAT(e, connects, 1);
     e->ops++;
     e->req_inflight = 1;
-    e->announced = holder;
     pthread_mutex_unlock(&e->lock);
     st = request_send(e, &q, need);
     if (st != RS_OK) {

@@ -330,8 +330,7 @@ struct rs_bentry {
     uint32_t start;     /* where in the shared permutation we read from */
     uint32_t own_count; /* the first own_count blocks of order are ours to read from the source */
     uint32_t reads_inflight;
-    int announced; /* registered as a holder with the source (readers may read us) */
-    uint32_t ops;  /* reads in flight + requests awaiting replies */
+    uint32_t ops; /* reads in flight + requests awaiting replies */
     uint32_t source_inflight;
     rs_status_t last_err; /* why the last read or verification failed */
     uint32_t *landed;     /* stack of LANDED blocks awaiting verification */
@@ -368,7 +367,7 @@ typedef struct rs_bpending {
     uint64_t deadline_ns;
 } rs_bpending_t;
 
-/* The reply to a request arrived (imm) or failed (slot NULL). Service thread. */
+/* The reply to a request arrived (progress thread) or failed (service thread). */
 void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t status);
 
 /* News of the readers fetching an object. Service thread. */
@@ -392,13 +391,12 @@ typedef struct rs_bwork {
     rs_list_t link;
     int kind; /* RS_BWORK_* */
     rs_ep_t *ep;
-    uint32_t imm;
     rs_status_t status;
     size_t len;
     uint8_t data[];
 } rs_bwork_t;
 
-enum { RS_BWORK_REQ, RS_BWORK_DESTROY, RS_BWORK_NOTIFY, RS_BWORK_EP, RS_BWORK_NEWS };
+enum { RS_BWORK_REQ, RS_BWORK_DESTROY, RS_BWORK_EP, RS_BWORK_NEWS };
 
 #define RS_BTOMBS 256
 
@@ -433,7 +431,6 @@ struct rs_bcast_node {
     uint32_t next_req_id;
     uint64_t tombs[RS_BTOMBS][2]; /* (node_id, seq) of objects destroyed lately */
     uint32_t n_tombs;
-    uint64_t rng;
     rs_bcast_stats_t stats; /* reader totals and source totals (atomic adds) */
     uint32_t sends;         /* destroy notices in flight (atomic) */
 

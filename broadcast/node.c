@@ -38,8 +38,8 @@ uint64_t rs_brandom64(void)
 /* ---------------------------------------------------------------- callbacks */
 
 /* Copies an event into the work queue and wakes the service thread. */
-static void work_push(rs_bcast_node_t *node, int kind, rs_ep_t *ep, uint32_t imm,
-                      rs_status_t status, const void *data, size_t len)
+static void work_push(rs_bcast_node_t *node, int kind, rs_ep_t *ep, rs_status_t status,
+                      const void *data, size_t len)
 {
     rs_bwork_t *w = malloc(sizeof(*w) + len);
     if (w == NULL) {
@@ -48,7 +48,6 @@ static void work_push(rs_bcast_node_t *node, int kind, rs_ep_t *ep, uint32_t imm
     }
     w->kind = kind;
     w->ep = ep;
-    w->imm = imm;
     w->status = status;
     w->len = len;
     if (len > 0)
@@ -71,17 +70,17 @@ static void on_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
     if (rs_breq_decode(data, len, &q) == RS_OK && q.kind == RS_BREQ_GET &&
         (info = epinfo_of(node, ep)) != NULL && rs_bsrc_serve_fast(node, info, &q))
         return;
-    work_push(arg, RS_BWORK_REQ, ep, 0, RS_OK, data, len);
+    work_push(arg, RS_BWORK_REQ, ep, RS_OK, data, len);
 }
 
 static void on_destroy(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
-    work_push(arg, RS_BWORK_DESTROY, ep, 0, RS_OK, data, len);
+    work_push(arg, RS_BWORK_DESTROY, ep, RS_OK, data, len);
 }
 
 static void on_news(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
-    work_push(arg, RS_BWORK_NEWS, ep, 0, RS_OK, data, len);
+    work_push(arg, RS_BWORK_NEWS, ep, RS_OK, data, len);
 }
 
 /* A reply landed: applied here, in the callback (no allocation of registered memory). */
@@ -93,7 +92,7 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
 
 static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
 {
-    work_push(arg, RS_BWORK_EP, ep, 0, status, NULL, 0);
+    work_push(arg, RS_BWORK_EP, ep, status, NULL, 0);
 }
 
 /* ------------------------------------------------------------- work queue */
@@ -273,9 +272,6 @@ static unsigned work_drain(rs_bcast_node_t *node)
             case RS_BWORK_DESTROY:
                 handle_destroy(node, w);
                 break;
-            case RS_BWORK_NOTIFY:
-                handle_notify(node, w->imm);
-                break;
             case RS_BWORK_EP:
                 handle_ep(node, w);
                 break;
@@ -404,7 +400,6 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
     node->msg_max = tc.msg_max;
     node->peer_timeout_ms = tc.peer_timeout_ms;
     node->node_id = random_u64();
-    node->rng = random_u64();
     node->next_seq = 1;
     node->next_req_id = 1;
     pthread_mutex_init(&node->lock, NULL);

@@ -100,15 +100,10 @@ static rs_status_t r_rkey(rs_rbuf_t *r, rs_bview_t *v)
     return RS_OK;
 }
 
-static size_t bitmap_len(uint32_t nblocks)
-{
-    return ((size_t)nblocks + 7) / 8;
-}
-
 /* A bitmap of nblocks bits: the unused high bits of the last byte must be 0. */
 static rs_status_t r_bitmap(rs_rbuf_t *r, uint32_t nblocks, rs_bview_t *v)
 {
-    size_t n = bitmap_len(nblocks);
+    size_t n = rs_bmap_bytes(nblocks);
     const uint8_t *p = rs_r_take(r, n);
     if (p == NULL)
         return RS_ERR_TRUNCATED;
@@ -223,9 +218,9 @@ size_t rs_breq_len(const rs_breq_t *q)
     if (q->flags & RS_BREQ_F_HOLDER)
         n += addr_wire_len(&q->holder_addr) + 2 + q->holder_rkey.len;
     if (q->flags & RS_BREQ_F_BITMAP)
-        n += bitmap_len(q->nblocks);
+        n += rs_bmap_bytes(q->nblocks);
     if (q->flags & RS_BREQ_F_CLAIMS)
-        n += bitmap_len(q->nblocks);
+        n += rs_bmap_bytes(q->nblocks);
     return n;
 }
 
@@ -256,9 +251,9 @@ rs_status_t rs_breq_encode(const rs_breq_t *q, void *buf, size_t buflen, size_t 
         rs_w_bytes(&w, q->holder_rkey.p, q->holder_rkey.len);
     }
     if (q->flags & RS_BREQ_F_BITMAP)
-        rs_w_bytes(&w, q->bitmap.p, bitmap_len(q->nblocks));
+        rs_w_bytes(&w, q->bitmap.p, rs_bmap_bytes(q->nblocks));
     if (q->flags & RS_BREQ_F_CLAIMS)
-        rs_w_bytes(&w, q->claims.p, bitmap_len(q->nblocks));
+        rs_w_bytes(&w, q->claims.p, rs_bmap_bytes(q->nblocks));
     if (w.overflow)
         return RS_ERR_MSG_SIZE;
     *len_p = w.off;
@@ -338,8 +333,8 @@ size_t rs_breply_meta_len(uint32_t n_sums)
 size_t rs_bholder_wire_len(const rs_bholder_wire_t *h, uint32_t nblocks)
 {
     return 4 + 1 + addr_wire_len(&h->addr) + 2 + h->rkey.len +
-           ((h->flags & RS_BHOLDER_F_COMPLETE) ? 0 : bitmap_len(nblocks)) +
-           ((h->flags & RS_BHOLDER_F_CLAIMS) ? bitmap_len(nblocks) : 0);
+           ((h->flags & RS_BHOLDER_F_COMPLETE) ? 0 : rs_bmap_bytes(nblocks)) +
+           ((h->flags & RS_BHOLDER_F_CLAIMS) ? rs_bmap_bytes(nblocks) : 0);
 }
 
 void rs_breply_begin(rs_breply_enc_t *e, void *buf, size_t cap, const rs_breply_t *hdr)
@@ -445,9 +440,9 @@ rs_status_t rs_breply_add_holder(rs_breply_enc_t *e, const rs_bholder_wire_t *h)
     rs_w_u16(&w, h->rkey.len);
     rs_w_bytes(&w, h->rkey.p, h->rkey.len);
     if (!(h->flags & RS_BHOLDER_F_COMPLETE))
-        rs_w_bytes(&w, h->bitmap.p, bitmap_len(e->nblocks));
+        rs_w_bytes(&w, h->bitmap.p, rs_bmap_bytes(e->nblocks));
     if (h->flags & RS_BHOLDER_F_CLAIMS)
-        rs_w_bytes(&w, h->claims.p, bitmap_len(e->nblocks));
+        rs_w_bytes(&w, h->claims.p, rs_bmap_bytes(e->nblocks));
     e->off += w.off;
     e->n_holders++;
     return RS_OK;
