@@ -37,6 +37,8 @@ enum {
 #define RS_SPROTO_VERSION 2
 #define RS_SPROTO_ALIGN   64u                 /* grants, batches and arena offsets are multiples */
 #define RS_STAGE_MAX      ((uint64_t)8 << 20) /* spilled bytes staged per SPILL_LOAD at most */
+/* A map numbers its batches from 0; a worker refuses seq >= this (its seen-bitmap bound). */
+#define RS_SEQ_MAX ((uint64_t)1 << 32)
 
 /*
  * A notified put's 32 bits: the grant slot (per endpoint, assigned by the

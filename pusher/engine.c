@@ -324,6 +324,10 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
                           .attempt = p->attempt,
                           .partition = b->partition,
                           .seq = b->seq};
+#ifdef RS_FAULT_INJECTION
+    if (p->fault == RS_FAULT_HUGE_SEQ) /* a batch number no pusher of ours sends */
+        ids.seq = UINT64_MAX;
+#endif
     rs_pbuf_int_t *out = b;
     size_t flen;
     rs_status_t s;

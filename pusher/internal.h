@@ -57,7 +57,7 @@ typedef struct pworker {
 } pworker_t;
 
 /* Test-only faults (compiled with RS_FAULT_INJECTION). */
-enum { RS_FAULT_NONE = 0, RS_FAULT_CORRUPT = 1, RS_FAULT_DUPLICATE = 2 };
+enum { RS_FAULT_NONE = 0, RS_FAULT_CORRUPT = 1, RS_FAULT_DUPLICATE = 2, RS_FAULT_HUGE_SEQ = 3 };
 
 struct rs_pusher {
     rs_pusher_config_t cfg;

@@ -279,8 +279,9 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
         w->st.cfg.verify ? rs_frame_verify(frame, room, &f) : rs_frame_parse(frame, room, &f);
     if (s == RS_OK && f.frame_len > room)
         s = RS_ERR_BAD_LENGTH;
-    if (s == RS_OK && (f.ids.shuffle_id != c->sh->id || f.ids.partition != g->partition ||
-                       f.ids.map_id != c->map_id || f.ids.attempt != c->attempt))
+    if (s == RS_OK &&
+        (f.ids.shuffle_id != c->sh->id || f.ids.partition != g->partition ||
+         f.ids.map_id != c->map_id || f.ids.attempt != c->attempt || f.ids.seq >= RS_SEQ_MAX))
         s = RS_ERR_PROTOCOL;
     if (s != RS_OK) {
         rs_warn("worker: batch of shuffle %u partition %u refused: %s", c->sh->id, g->partition,

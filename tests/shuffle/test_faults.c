@@ -217,6 +217,8 @@ static void test_corrupted_batch(void **state)
     start_worker(64 << 20);
     /* Damaged after its checksum: the worker refuses it and the commit fails clearly. */
     assert_int_equal(push(1, 4, 0, 0, RS_FAULT_CORRUPT, 5, 5000), RS_ERR_CHECKSUM);
+    /* A checksummed batch numbered past RS_SEQ_MAX is refused, the worker unharmed. */
+    assert_int_equal(push(1, 4, 0, 2, RS_FAULT_HUGE_SEQ, 1, 100), RS_ERR_PROTOCOL);
     /* Nothing else disturbed: a clean attempt of the same map commits and reads back. */
     assert_int_equal(push(1, 4, 0, 1, 0, 0, 5000), RS_OK);
     uint64_t records, dups;
