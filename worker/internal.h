@@ -71,7 +71,8 @@ struct wshuffle {
     uint32_t n_partitions;
     wpart_t *parts;
     rs_list_t commits;
-    uint32_t open_snaps; /* a dropped shuffle is freed when the last one closes */
+    uint32_t open_snaps; /* a dropped shuffle is freed once no snapshot */
+    uint32_t pushers;    /* ... and no attached pusher connection uses it */
     int dropped;
     int spill_fd; /* -1 until the first spill; one file per shuffle, unlinked at once */
     uint64_t spill_len;
@@ -209,7 +210,9 @@ rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n
                          uint32_t *staged_p);
 /* Releases the snapshot's pins and staging room and frees it. */
 void wstore_snap_close(wstore_t *st, wsnap_t *snap);
-/* Frees a shuffle now, or when its last snapshot closes. */
+/* A pusher connection attached to sh (wstore_attach counts it) went away. */
+void wstore_pusher_detach(wstore_t *st, wshuffle_t *sh);
+/* Frees a shuffle now, or once its last snapshot and attached pusher are gone. */
 void wstore_drop(wstore_t *st, wshuffle_t *sh);
 
 #endif

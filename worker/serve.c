@@ -56,6 +56,7 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
             return;
         }
         c->sh = sh;
+        sh->pushers++;
         c->map_id = m.map_id;
         c->attempt = m.attempt;
     }
@@ -161,6 +162,8 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
     size_t max_n = (rs_ctx_config(w->ctx)->msg_max - sizeof(rs_smsg_grant_t)) / sizeof(rs_grant_t);
     if (s == RS_OK && (c == NULL || c->role != RS_ROLE_PUSHER))
         s = RS_ERR_STATE;
+    if (s == RS_OK && c->sh->dropped)
+        s = RS_ERR_NOT_FOUND;
     if (s == RS_OK && m.n > max_n)
         s = RS_ERR_MSG_SIZE;
     if (s != RS_OK) {
@@ -387,6 +390,8 @@ static void on_commit(void *arg, rs_ep_t *ep, const void *data, size_t len)
     }
     if (s == RS_OK && (c == NULL || c->role != RS_ROLE_PUSHER || c->commit_pending))
         s = RS_ERR_STATE;
+    if (s == RS_OK && c->sh->dropped)
+        s = RS_ERR_NOT_FOUND;
     const rs_commit_entry_t *in = (const rs_commit_entry_t *)((const uint8_t *)data + sizeof(m));
     for (uint32_t i = 0; s == RS_OK && i < m.n; i++) {
         rs_commit_entry_t e;
@@ -567,6 +572,8 @@ void rs__worker_conn_free(rs_worker_t *w, wconn_t *c)
             wstore_grant_free(&w->st, c->slots[i]);
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &c->snaps) snap_close(w, RS_CONTAINER_OF(pos, wsnap_t, link));
+    if (c->sh != NULL)
+        wstore_pusher_detach(&w->st, c->sh);
     free(c->slots);
     free(c->stats);
     free(c->commit);

@@ -738,19 +738,30 @@ static void shuffle_free(wstore_t *st, wshuffle_t *sh)
     st->stats.shuffles--;
 }
 
+static void shuffle_maybe_free(wstore_t *st, wshuffle_t *sh)
+{
+    if (sh->dropped && sh->open_snaps == 0 && sh->pushers == 0)
+        shuffle_free(st, sh);
+}
+
 void wstore_snap_close(wstore_t *st, wsnap_t *snap)
 {
     wshuffle_t *sh = snap->sh;
     snap_free(st, snap);
-    if (--sh->open_snaps == 0 && sh->dropped)
-        shuffle_free(st, sh);
+    sh->open_snaps--;
+    shuffle_maybe_free(st, sh);
+}
+
+void wstore_pusher_detach(wstore_t *st, wshuffle_t *sh)
+{
+    sh->pushers--;
+    shuffle_maybe_free(st, sh);
 }
 
 void wstore_drop(wstore_t *st, wshuffle_t *sh)
 {
     sh->dropped = 1;
-    if (sh->open_snaps == 0)
-        shuffle_free(st, sh);
+    shuffle_maybe_free(st, sh);
 }
 
 void wstore_cleanup(wstore_t *st)

@@ -753,6 +753,36 @@ static void test_backpressure_when_full(void **state)
     stop_worker();
 }
 
+/* A shuffle dropped while a pusher is still attached stays alive until that pusher is gone. */
+static void test_drop_while_pushing(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_worker(64 << 20);
+    rs_shuffle_desc_t d = desc(16, 4);
+    rs_pusher_config_t c = small_cfg();
+    rs_pusher_t *p;
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &c, &p), RS_OK);
+    uint8_t rec[100] = {0};
+    rs_status_t s = RS_OK;
+    for (uint32_t i = 0; i < 2000 && s == RS_OK; i++)
+        s = rs_pusher_append(p, i % 4, rec, sizeof(rec));
+    assert_int_equal(s, RS_OK);
+    assert_int_equal(rs_shuffle_drop(&d, NULL), RS_OK);
+    for (uint32_t i = 0; i < 2000 && s == RS_OK; i++)
+        s = rs_pusher_append(p, i % 4, rec, sizeof(rec));
+    if (s == RS_OK)
+        s = rs_pusher_close(p, NULL);
+    rs_pusher_destroy(p); /* the worker releases the dropped shuffle's grants now */
+    assert_int_equal(s, RS_ERR_NOT_FOUND);
+    /* Nothing else disturbed, and the worker exits cleanly (no use of freed memory). */
+    assert_int_equal(push(17, 4, 0, 0, 0, 0, 5000), RS_OK);
+    uint64_t records, dups;
+    assert_int_equal(read_all(17, 4, 0, &records, &dups), RS_OK);
+    assert_int_equal(records, 5000);
+    stop_worker();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -765,6 +795,7 @@ int main(void)
         cmocka_unit_test_teardown(test_reclaim_protocol, teardown),
         cmocka_unit_test_teardown(test_bad_batches, teardown),
         cmocka_unit_test_teardown(test_backpressure_when_full, teardown),
+        cmocka_unit_test_teardown(test_drop_while_pushing, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
