@@ -17,3 +17,13 @@ rs_status_t rs_smsg_check(const void *data, size_t len, unsigned type, size_t fi
         return RS_ERR_PROTOCOL;
     return RS_OK;
 }
+
+rs_status_t rs_smsg_status(const void *data, size_t len, unsigned type)
+{
+    rs_smsg_hdr_t h;
+    rs_status_t s = rs_smsg_check(data, len, type, sizeof(h), 0, 0);
+    if (s != RS_OK)
+        return s;
+    memcpy(&h, data, sizeof(h));
+    return (rs_status_t)h.status;
+}

@@ -247,4 +247,10 @@ static inline void rs_smsg_init(rs_smsg_hdr_t *h, unsigned type, rs_status_t sta
 rs_status_t rs_smsg_check(const void *data, size_t len, unsigned type, size_t fixed, size_t item,
                           uint64_t n_items);
 
+/*
+ * A reply's outcome: rs_smsg_check of its header, then the status it
+ * carries (refusals are header-only, whatever the reply's full size).
+ */
+rs_status_t rs_smsg_status(const void *data, size_t len, unsigned type);
+
 #endif

@@ -16,13 +16,7 @@ static void on_drop_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     (void)ep;
     drop_state_t *d = arg;
-    rs_smsg_hdr_t h;
-    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_DROP_REPLY, sizeof(h), 0, 0);
-    if (s == RS_OK) {
-        memcpy(&h, data, sizeof(h));
-        s = (rs_status_t)h.status;
-    }
-    d->status = s;
+    d->status = rs_smsg_status(data, len, RS_SMSG_DROP_REPLY);
     d->answered = 1;
 }
 

@@ -509,14 +509,9 @@ static void on_attach_reply(void *arg, rs_ep_t *ep, const void *data, size_t len
     rs_pusher_t *p = arg;
     pworker_t *w = worker_of(p, ep);
     rs_smsg_attach_reply_t r;
-    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_ATTACH_REPLY, sizeof(rs_smsg_hdr_t), 0, 0);
     if (w == NULL)
         return;
-    if (s == RS_OK) {
-        rs_smsg_hdr_t h;
-        memcpy(&h, data, sizeof(h));
-        s = (rs_status_t)h.status;
-    }
+    rs_status_t s = rs_smsg_status(data, len, RS_SMSG_ATTACH_REPLY);
     if (s == RS_OK) {
         s = rs_smsg_check(data, len, RS_SMSG_ATTACH_REPLY, sizeof(r), 0, 0);
         if (s == RS_OK) {
@@ -641,14 +636,9 @@ static void on_commit_reply(void *arg, rs_ep_t *ep, const void *data, size_t len
 {
     rs_pusher_t *p = arg;
     pworker_t *w = worker_of(p, ep);
-    rs_smsg_hdr_t h;
     if (w == NULL)
         return;
-    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_COMMIT_REPLY, sizeof(h), 0, 0);
-    if (s == RS_OK) {
-        memcpy(&h, data, sizeof(h));
-        s = (rs_status_t)h.status;
-    }
+    rs_status_t s = rs_smsg_status(data, len, RS_SMSG_COMMIT_REPLY);
     if (s != RS_OK)
         rs_error("pusher: worker %s refused the commit of map %u attempt %u: %s",
                  p->desc.workers[w->index], p->map_id, p->attempt, rs_strerror(s));

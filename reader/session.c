@@ -120,13 +120,10 @@ rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type,
     s->want_ep = NULL;
     if (st == RS_OK)
         st = s->got_status;
+    if (st == RS_OK) /* the worker's refusal first: refusals are header-only */
+        st = rs_smsg_status(s->reply, s->reply_len, reply_type);
     if (st == RS_OK)
         st = rs_smsg_check(s->reply, s->reply_len, reply_type, reply_min, 0, 0);
-    if (st == RS_OK) {
-        rs_smsg_hdr_t h;
-        memcpy(&h, s->reply, sizeof(h));
-        st = (rs_status_t)h.status;
-    }
     return st;
 }
 
