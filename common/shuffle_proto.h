@@ -253,4 +253,7 @@ rs_status_t rs_smsg_check(const void *data, size_t len, unsigned type, size_t fi
  */
 rs_status_t rs_smsg_status(const void *data, size_t len, unsigned type);
 
+/* Splits a worker's "host:port" (port 1..65535; host shorter than cap): RS_ERR_INVALID if not. */
+rs_status_t rs_sproto_addr_split(const char *addr, char *host, size_t cap, uint16_t *port);
+
 #endif

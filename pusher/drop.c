@@ -30,15 +30,13 @@ rs_status_t rs_shuffle_drop(const rs_shuffle_desc_t *desc, const rs_config_t *tc
     rs_set_msg_handler(ctx, RS_SMSG_DROP_REPLY, on_drop_reply, &d);
     for (uint32_t i = 0; i < desc->n_workers; i++) {
         char host[RS_SHUFFLE_ADDR_MAX];
-        const char *colon = strrchr(desc->workers[i], ':');
-        if (colon == NULL || (size_t)(colon - desc->workers[i]) >= sizeof(host)) {
+        uint16_t port;
+        if (rs_sproto_addr_split(desc->workers[i], host, sizeof(host), &port) != RS_OK) {
             first = first ? first : RS_ERR_INVALID;
             continue;
         }
-        memcpy(host, desc->workers[i], (size_t)(colon - desc->workers[i]));
-        host[colon - desc->workers[i]] = '\0';
         rs_ep_t *ep;
-        s = rs_connect(ctx, host, (uint16_t)atoi(colon + 1), &ep);
+        s = rs_connect(ctx, host, port, &ep);
         if (s == RS_OK) {
             d.answered = 0;
             d.status = RS_ERR_TIMEOUT;

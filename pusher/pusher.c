@@ -43,28 +43,12 @@ rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
     return RS_OK;
 }
 
-/* Splits "host:port". */
-static rs_status_t parse_addr(const char *addr, char *host, size_t cap, uint16_t *port)
-{
-    const char *colon = strrchr(addr, ':');
-    if (colon == NULL || (size_t)(colon - addr) >= cap)
-        return RS_ERR_INVALID;
-    char *end;
-    unsigned long v = strtoul(colon + 1, &end, 10);
-    if (*end != '\0' || v == 0 || v > 65535)
-        return RS_ERR_INVALID;
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = '\0';
-    *port = (uint16_t)v;
-    return RS_OK;
-}
-
 static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
 {
     char host[RS_SHUFFLE_ADDR_MAX];
     uint16_t port;
     const char *addr = p->desc.workers[w->index];
-    rs_status_t s = parse_addr(addr, host, sizeof(host), &port);
+    rs_status_t s = rs_sproto_addr_split(addr, host, sizeof(host), &port);
     if (s != RS_OK) {
         rs_error("pusher: bad worker address '%s' (want host:port)", addr);
         return s;

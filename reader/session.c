@@ -154,17 +154,12 @@ void rs__rsess_pause(rs_reader_session_t *s, uint32_t ms)
 static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
 {
     char host[RS_SHUFFLE_ADDR_MAX];
-    const char *colon = strrchr(c->addr, ':');
-    char *end;
-    unsigned long port = colon != NULL ? strtoul(colon + 1, &end, 10) : 0;
-    if (colon == NULL || (size_t)(colon - c->addr) >= sizeof(host) || *end != '\0' || port == 0 ||
-        port > 65535) {
+    uint16_t port;
+    if (rs_sproto_addr_split(c->addr, host, sizeof(host), &port) != RS_OK) {
         rs_error("reader: bad worker address '%s' (want host:port)", c->addr);
         return RS_ERR_INVALID;
     }
-    memcpy(host, c->addr, (size_t)(colon - c->addr));
-    host[colon - c->addr] = '\0';
-    rs_status_t st = rs_connect(s->ctx, host, (uint16_t)port, &c->ep);
+    rs_status_t st = rs_connect(s->ctx, host, port, &c->ep);
     if (st != RS_OK) {
         rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
         return st;
