@@ -1,4 +1,5 @@
 #include "common/env.h"
+#include <rshuffle/config.h>
 #include "common/log.h"
 
 #include <errno.h>
@@ -9,7 +10,7 @@
 
 rs_status_t rs_parse_size(const char *s, uint64_t *out)
 {
-    if (s == NULL || *s == '\0' || *s == '-' || *s == '+')
+    if (s == NULL || *s < '0' || *s > '9') /* strtoull would take " -1" */
         return RS_ERR_INVALID;
     errno = 0;
     char *end;

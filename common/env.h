@@ -50,7 +50,4 @@ rs_status_t rs_env_fields(const rs_env_field_t *fields, size_t n, void *cfg);
 rs_status_t rs_env_fields_check(const rs_env_field_t *fields, size_t n, const void *cfg,
                                 const char *what);
 
-/* Parses s as rs_env_u64 does, without the environment (used by CLI flags too). */
-rs_status_t rs_parse_size(const char *s, uint64_t *out);
-
 #endif

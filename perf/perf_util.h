@@ -158,39 +158,4 @@ err_close_down:
     return -1;
 }
 
-/* "64", "4K", "1M", "2GiB" (K, M, G are powers of 2): 0 with *out set, or -1. */
-static inline int perf_parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return -1;
-    switch (*end) {
-        case 'k':
-        case 'K':
-            v <<= 10;
-            end++;
-            break;
-        case 'm':
-        case 'M':
-            v <<= 20;
-            end++;
-            break;
-        case 'g':
-        case 'G':
-            v <<= 30;
-            end++;
-            break;
-    }
-    if (*end == 'i')
-        end++;
-    if (*end == 'B')
-        end++;
-    if (*end != '\0')
-        return -1;
-    *out = v;
-    return 0;
-}
-
 #endif

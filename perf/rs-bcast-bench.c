@@ -286,7 +286,7 @@ static int parse_list(const char *arg, uint64_t *out, int max)
     snprintf(buf, sizeof(buf), "%s", arg);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
          t = strtok_r(NULL, ",", &save)) {
-        if (n == max || perf_parse_size(t, &out[n]) != 0)
+        if (n == max || rs_parse_size(t, &out[n]) != RS_OK)
             return -1;
         n++;
     }
@@ -354,7 +354,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         } else if (strcmp(a, "--iters") == 0) {
             o->iters = atoi(val);
         } else if (strcmp(a, "--block-size") == 0) {
-            if (perf_parse_size(val, &o->block_size) != 0)
+            if (rs_parse_size(val, &o->block_size) != RS_OK)
                 return -1;
         } else if (strcmp(a, "--transport") == 0) {
             if (strcmp(val, "ucx") == 0)

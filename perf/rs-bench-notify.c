@@ -330,7 +330,7 @@ int main(int argc, char **argv)
         snprintf(sizes_copy, sizeof(sizes_copy), "%s", sizes);
         for (s = strtok_r(sizes_copy, ",", &ssave); s != NULL; s = strtok_r(NULL, ",", &ssave)) {
             uint64_t size;
-            if (perf_parse_size(s, &size) != 0 || size < 8 || size > SLOT)
+            if (rs_parse_size(s, &size) != RS_OK || size < 8 || size > SLOT)
                 die("size %s must be 8..%u", s, SLOT);
             uint64_t n = count ? count : (strcmp(fabric, "shm") == 0 ? 20000 : 4000);
             if (!count && size >= (64u << 10))

@@ -502,7 +502,7 @@ static void usage(FILE *f)
 static size_t parse_size(const char *s)
 {
     uint64_t v;
-    if (perf_parse_size(s, &v) != 0)
+    if (rs_parse_size(s, &v) != RS_OK)
         die("bad size '%s'", s);
     if (v == 0 || v > (64ull << 20))
         die("size '%s' out of range (1 B .. 64 MiB)", s);

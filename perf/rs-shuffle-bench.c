@@ -419,11 +419,11 @@ static int parse_args(int argc, char **argv)
         else if (strcmp(a, "--sink") == 0)
             o.sink = 1, val = 0;
         else if (strcmp(a, "--size") == 0)
-            val = perf_parse_size(v, &o.size) == 0 ? 1 : -1;
+            val = rs_parse_size(v, &o.size) == RS_OK ? 1 : -1;
         else if (strcmp(a, "--buf") == 0)
-            val = perf_parse_size(v, &o.buf) == 0 ? 1 : -1;
+            val = rs_parse_size(v, &o.buf) == RS_OK ? 1 : -1;
         else if (strcmp(a, "--worker-mem") == 0)
-            val = perf_parse_size(v, &o.worker_mem) == 0 ? 1 : -1;
+            val = rs_parse_size(v, &o.worker_mem) == RS_OK ? 1 : -1;
         else if (strcmp(a, "--mappers") == 0)
             o.mappers = (uint32_t)atoi(v);
         else if (strcmp(a, "--workers") == 0)

@@ -14,27 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = 0;
-    if (end == s)
-        return -1;
-    if (*end == 'k' || *end == 'K')
-        shift = 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        shift = 20, end++;
-    else if (*end == 'g' || *end == 'G')
-        shift = 30, end++;
-    if (*end == 'i' && end[1] == 'B')
-        end += 2;
-    if (*end != '\0')
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
 static void usage(void)
 {
     fprintf(stderr, "usage: rshuffled --listen HOST:PORT [--mem BYTES] [--spill-dir DIR] "
@@ -64,7 +43,7 @@ int main(int argc, char **argv)
         if (strcmp(a, "--listen") == 0 && v != NULL) {
             listen = v;
         } else if (strcmp(a, "--mem") == 0 && v != NULL) {
-            if (parse_size(v, &wcfg.mem_limit) != 0) {
+            if (rs_parse_size(v, &wcfg.mem_limit) != RS_OK) {
                 fprintf(stderr, "rshuffled: bad --mem '%s'\n", v);
                 return 2;
             }

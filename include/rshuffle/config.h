@@ -61,6 +61,13 @@ RS_API rs_status_t rs_config_init(rs_config_t *cfg);
 /* Checks the fields' ranges (for configs built in code); RS_ERR_CONFIG names the field. */
 RS_API rs_status_t rs_config_validate(const rs_config_t *cfg);
 
+/*
+ * Parses a byte count as the RSHUFFLE_* size variables take it, for command
+ * lines too: digits with an optional K, M or G (powers of 2), optionally
+ * followed by iB or B. RS_ERR_INVALID for anything else or on overflow.
+ */
+RS_API rs_status_t rs_parse_size(const char *s, uint64_t *out);
+
 #ifdef __cplusplus
 }
 #endif

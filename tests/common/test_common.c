@@ -53,6 +53,7 @@ static void test_parse_size(void **state)
     v = 7;
     assert_int_equal(rs_parse_size("", &v), RS_ERR_INVALID);
     assert_int_equal(rs_parse_size("-1", &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_size(" -1", &v), RS_ERR_INVALID); /* strtoull would skip the space */
     assert_int_equal(rs_parse_size("12x", &v), RS_ERR_INVALID);
     assert_int_equal(rs_parse_size("1KiBx", &v), RS_ERR_INVALID);
     assert_int_equal(rs_parse_size("99999999999999999999", &v), RS_ERR_INVALID);
