@@ -42,13 +42,12 @@ static const rs_env_field_t u32_fields[] = {
 
 rs_status_t rs_config_from_env(rs_config_t *cfg)
 {
-    static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
     static const char *const transports[] = {"auto", "ucx", "verbs", NULL};
     rs_config_t c = *cfg;
     int level = (int)c.log_level, transport = (int)c.transport;
     rs_status_t st;
 
-    if ((st = rs_env_choice("RSHUFFLE_LOG", levels, &level)) != RS_OK ||
+    if ((st = rs_env_choice("RSHUFFLE_LOG", rs_log_level_names, &level)) != RS_OK ||
         (st = rs_env_choice("RSHUFFLE_TRANSPORT", transports, &transport)) != RS_OK ||
         (st = rs_env_str("RSHUFFLE_JOB_TOKEN", c.job_token, sizeof(c.job_token))) != RS_OK ||
         (st = rs_env_bool("RSHUFFLE_PROGRESS_THREAD", &c.progress_thread)) != RS_OK ||
@@ -93,6 +92,11 @@ rs_status_t rs_config_validate(const rs_config_t *cfg)
     if (memchr(cfg->job_token, '\0', sizeof(cfg->job_token)) == NULL || cfg->job_token[0] == '\0') {
         rs_error("config field job_token must be a non-empty string of at most %d bytes",
                  RS_JOB_TOKEN_MAX);
+        return RS_ERR_CONFIG;
+    }
+    if (memchr(cfg->verbs_device, '\0', sizeof(cfg->verbs_device)) == NULL) {
+        rs_error("config field verbs_device must be a string of at most %d bytes",
+                 RS_DEVICE_NAME_MAX);
         return RS_ERR_CONFIG;
     }
     return RS_OK;

@@ -9,12 +9,12 @@
 /* -1: not decided yet; read RSHUFFLE_LOG on first use. */
 static volatile int log_level = -1;
 
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
+const char *const rs_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 
 rs_status_t rs_log_level_parse(const char *name, rs_log_level_t *level_p)
 {
-    for (int i = 0; i < 4; i++) {
-        if (name != NULL && strcmp(name, level_names[i]) == 0) {
+    for (int i = 0; rs_log_level_names[i] != NULL; i++) {
+        if (name != NULL && strcmp(name, rs_log_level_names[i]) == 0) {
             *level_p = (rs_log_level_t)i;
             return RS_OK;
         }
@@ -48,19 +48,19 @@ void rs_log_set_level(rs_log_level_t level)
 
 void rs_log_write(rs_log_level_t level, const char *file, int line, const char *fmt, ...)
 {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-
     const char *base = strrchr(file, '/');
     /* One write() per line so lines of concurrent processes do not interleave. */
     char out[1200];
-    int n = snprintf(out, sizeof(out), "rshuffle[%d] %s %s:%d: %s\n", (int)getpid(),
-                     level_names[level], base ? base + 1 : file, line, msg);
-    if (n > (int)sizeof(out))
-        n = (int)sizeof(out);
-    ssize_t unused = write(STDERR_FILENO, out, (size_t)n);
+    size_t room = sizeof(out) - 1; /* the last byte is for the newline */
+    int n = snprintf(out, room, "rshuffle[%d] %s %s:%d: ", (int)getpid(), rs_log_level_names[level],
+                     base ? base + 1 : file, line);
+    size_t len = n < 0 ? 0 : (size_t)n < room ? (size_t)n : room - 1;
+    va_list ap;
+    va_start(ap, fmt);
+    n = vsnprintf(out + len, room - len, fmt, ap);
+    va_end(ap);
+    len += n < 0 ? 0 : (size_t)n < room - len ? (size_t)n : room - len - 1;
+    out[len++] = '\n';
+    ssize_t unused = write(STDERR_FILENO, out, len);
     (void)unused;
 }

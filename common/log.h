@@ -4,6 +4,9 @@
 
 #include <rshuffle/log.h>
 
+/* "error", "warn", "info", "debug" by rs_log_level_t, then NULL. */
+extern const char *const rs_log_level_names[];
+
 void rs_log_write(rs_log_level_t level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -49,6 +49,7 @@ rs_status_t rs_ctx_create(const rs_config_t *cfg, rs_ctx_t **ctx_p)
             return st;
         c = *cfg;
     }
+    rs_log_set_level(c.log_level); /* logging is process-wide: the newest context's level */
 
     rs_ctx_t *ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {

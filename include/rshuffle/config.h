@@ -26,7 +26,8 @@ typedef enum rs_transport_kind {
 #define RS_DEVICE_NAME_MAX 64
 
 typedef struct rs_config {
-    rs_log_level_t log_level;             /* RSHUFFLE_LOG: error|warn|info|debug (warn) */
+    rs_log_level_t log_level;             /* RSHUFFLE_LOG: error|warn|info|debug (warn); set
+                                             process-wide by rs_ctx_create */
     rs_transport_kind_t transport;        /* RSHUFFLE_TRANSPORT: ucx|verbs|auto (auto) */
     char job_token[RS_JOB_TOKEN_MAX + 1]; /* RSHUFFLE_JOB_TOKEN ("rshuffle") */
     uint32_t peer_timeout_ms;    /* RSHUFFLE_PEER_TIMEOUT_MS: op or silent peer -> dead (10000) */
@@ -45,7 +46,7 @@ typedef struct rs_config {
         verbs_max_rd_atom; /* RSHUFFLE_VERBS_MAX_RD_ATOM: reads in flight per QP, 0 = device max */
 } rs_config_t;
 
-/* Fills *cfg with the built-in defaults only. */
+/* Fills *cfg with the built-in defaults only (log_level: the process's current level). */
 RS_API void rs_config_defaults(rs_config_t *cfg);
 
 /*

@@ -129,6 +129,9 @@ static void test_config_validate(void **state)
     rs_config_defaults(&cfg);
     cfg.job_token[0] = '\0';
     assert_int_equal(rs_config_validate(&cfg), RS_ERR_CONFIG);
+    rs_config_defaults(&cfg);
+    memset(cfg.verbs_device, 'x', sizeof(cfg.verbs_device)); /* no NUL */
+    assert_int_equal(rs_config_validate(&cfg), RS_ERR_CONFIG);
     assert_int_equal(rs_config_validate(NULL), RS_ERR_INVALID);
 }
 
