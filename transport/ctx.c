@@ -62,7 +62,6 @@ rs_status_t rs_ctx_create(const rs_config_t *cfg, rs_ctx_t **ctx_p)
     rs_list_init(&ctx->mrs);
     rs_list_init(&ctx->listeners);
     rs_list_init(&ctx->done);
-    rs_list_init(&ctx->orphans);
     rs_list_init(&ctx->op_free);
     rs_list_init(&ctx->op_chunks);
     rs_list_init(&ctx->early_eps);

@@ -268,8 +268,10 @@ rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
         rs_ep_priv_t *p = RS_EP_PRIV(ep);
         p->told = 1;
         /* Messages that came with the WELCOME go out from the next progress. */
-        if (!rs_list_empty(&p->early))
+        if (!rs_list_empty(&p->early)) {
             rs_list_add_tail(&ctx->early_eps, &p->early_link);
+            rs__thread_kick(ctx);
+        }
         *ep_p = ep;
     } else {
         if (st == RS_OK)

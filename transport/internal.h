@@ -16,8 +16,7 @@ typedef struct rs_op_priv {
     rs_ctx_t *ctx;
     rs_status_t status;   /* the status the user's callback receives */
     unsigned be_done : 1; /* the backend reported completion */
-    unsigned queued : 1;  /* on ctx->done, the user's callback pending */
-    unsigned orphan : 1;  /* callback ran before the backend finished: on ctx->orphans */
+    unsigned orphan : 1;  /* callback ran before the backend finished */
 } rs_op_priv_t;
 
 /* Who a process is, sent in the handshake (peer_alive.c). */
@@ -71,7 +70,6 @@ struct rs_ctx {
     rs_list_t listeners; /* listeners */
 
     rs_list_t done;      /* completed ops whose callback has not run yet */
-    rs_list_t orphans;   /* callback ran, backend still holds the op */
     rs_list_t op_free;   /* op pool */
     rs_list_t op_chunks; /* allocations backing the pool */
     size_t n_ops_live;
@@ -176,8 +174,14 @@ void rs__hs_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len);
 
 /* Progress (progress.c): one round with the lock held. */
 unsigned rs__progress_locked(rs_ctx_t *ctx);
-/* Wakes the sleeping progress thread (a completion is queued). */
+/* Wakes the progress thread (a completion is queued). */
 void rs__thread_wake(rs_ctx_t *ctx);
+/* Work for progress was queued (lock held): wakes the progress thread if it sleeps. */
+static inline void rs__thread_kick(rs_ctx_t *ctx)
+{
+    if (ctx->thread_sleeping)
+        rs__thread_wake(ctx);
+}
 
 /* Message posting used by the handshake: like rs_msg_send, any type. */
 rs_status_t rs__msg_post(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,

@@ -48,7 +48,6 @@ rs_op_t *rs__op_alloc(rs_ctx_t *ctx, rs_ep_t *ep, rs_op_kind_t kind, rs_op_cb_t 
     p->op.user_done = 0;
     p->status = RS_OK;
     p->be_done = 0;
-    p->queued = 0;
     p->orphan = 0;
     /* Oldest first: the list head always has the earliest deadline. */
     rs_list_add_tail(&ep->ops, &p->op.link);
@@ -63,19 +62,18 @@ static void op_release(rs_ctx_t *ctx, rs_op_t *op)
     rs_list_add_head(&ctx->op_free, &op->link);
 }
 
-void rs__op_unpost(rs_op_t *op)
-{
-    rs_ctx_t *ctx = op->ep->ctx;
-    rs_list_del(&op->link);
-    op->ep->n_ops--;
-    op_release(ctx, op);
-}
-
 static void op_detach(rs_op_t *op)
 {
     rs_list_del(&op->link);
     op->ep->n_ops--;
     op->ep = NULL;
+}
+
+void rs__op_unpost(rs_op_t *op)
+{
+    rs_ctx_t *ctx = op->ep->ctx;
+    op_detach(op);
+    op_release(ctx, op);
 }
 
 void rs__op_complete(rs_op_t *op, rs_status_t status)
@@ -88,10 +86,8 @@ void rs__op_complete(rs_op_t *op, rs_status_t status)
     p->be_done = 1;
     if (op->user_done) {
         /* Forced earlier: the user has (or will have) had the callback. */
-        if (p->orphan) {
-            rs_list_del(&op->link);
+        if (p->orphan)
             op_release(p->ctx, op);
-        }
         return;
     }
     rs_ep_t *ep = op->ep;
@@ -105,10 +101,8 @@ void rs__op_complete(rs_op_t *op, rs_status_t status)
     }
     op_detach(op);
     p->status = status;
-    p->queued = 1;
     rs_list_add_tail(&ctx->done, &op->link);
-    if (ctx->thread_sleeping)
-        rs__thread_wake(ctx);
+    rs__thread_kick(ctx);
 }
 
 void rs__op_force(rs_op_t *op, rs_status_t status)
@@ -118,7 +112,6 @@ void rs__op_force(rs_op_t *op, rs_status_t status)
     op_detach(op);
     op->user_done = 1;
     p->status = status;
-    p->queued = 1;
     rs_list_add_tail(&ctx->done, &op->link);
 }
 
@@ -129,7 +122,6 @@ unsigned rs__ops_drain(rs_ctx_t *ctx)
         rs_op_priv_t *p = rs_list_first(&ctx->done, rs_op_priv_t, op.link);
         rs_op_t *op = &p->op;
         rs_list_del(&op->link);
-        p->queued = 0;
         if (op->kind == RS_OP_FETCH_ADD && p->status == RS_OK && op->old_p != NULL)
             *op->old_p = op->result;
         rs_op_cb_t cb = op->cb;
@@ -138,9 +130,8 @@ unsigned rs__ops_drain(rs_ctx_t *ctx)
         if (p->be_done) {
             op_release(ctx, op);
         } else {
-            /* Forced: keep it until the backend lets go of it. */
+            /* Forced: kept (linked to nothing) until the backend lets go of it. */
             p->orphan = 1;
-            rs_list_add_tail(&ctx->orphans, &op->link);
         }
         if (cb != NULL) {
             ctx->in_cb++;
@@ -162,5 +153,4 @@ void rs__ops_pool_free(rs_ctx_t *ctx)
         free(chunk);
     }
     rs_list_init(&ctx->op_free);
-    rs_list_init(&ctx->orphans);
 }

@@ -194,9 +194,7 @@ void rs_progress_thread_stop(rs_ctx_t *ctx)
     }
     __atomic_store_n(&ctx->thread_stop, 1, __ATOMIC_RELEASE);
     ctx->thread_running = 0;
-    uint64_t one = 1;
-    ssize_t unused = write(ctx->thread_wake_fd, &one, sizeof(one));
-    (void)unused;
+    rs__thread_wake(ctx);
     pthread_t thread = ctx->thread;
     rs__unlock(ctx);
     pthread_join(thread, NULL);

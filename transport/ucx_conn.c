@@ -235,7 +235,6 @@ static void ucx_conn_handler(ucp_conn_request_h conn_request, void *arg)
         rs_list_add_tail(&uc->closes, &uep->close_link);
         return;
     }
-    uep->awaiting_conn = 1;
     rs_list_add_tail(&uc->awaiting, &uep->wait_link);
 }
 
@@ -387,7 +386,6 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
             rs_debug("CONN for no known endpoint (dropped)");
             return;
         }
-        uep->awaiting_conn = 0;
         rs_list_del(&uep->wait_link);
     }
     uep->peer_id = req->src_id;

@@ -104,7 +104,9 @@ static int ucx_has_rdma_transport(ucp_context_h context)
     ucp_context_print_info(context, f);
     fclose(f);
     int native = 0;
-    for (char *line = strtok(text, "\n"); line != NULL && !native; line = strtok(NULL, "\n")) {
+    char *save = NULL; /* strtok_r: contexts may be created on several threads at once */
+    for (char *line = strtok_r(text, "\n", &save); line != NULL && !native;
+         line = strtok_r(NULL, "\n", &save)) {
         const char *tl = strstr(line, "resource") ? strstr(line, "-- ") : NULL;
         if (tl != NULL && (strncmp(tl + 3, "rc", 2) == 0 || strncmp(tl + 3, "dc", 2) == 0))
             native = 1;
@@ -144,7 +146,8 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
         return RS_ERR_TRANSPORT;
     }
     uc->req_size = attr.request_size;
-    uc->native_remote = ucx_has_rdma_transport(uc->context);
+    /* Only the automatic RMA choice needs to know (RSHUFFLE_UCX_RMA unset or auto). */
+    uc->native_remote = uc->force_am == 0 && ucx_has_rdma_transport(uc->context);
     return RS_OK;
 }
 
