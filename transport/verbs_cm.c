@@ -173,17 +173,10 @@ static void vep_free(rs_vep_t *v)
     free(v);
 }
 
-/* The endpoint's QP on the context's PD, CQ and SRQ. */
+/* The endpoint's QP on the context's PD, CQ and SRQ (its id is on the context's device). */
 static rs_status_t vep_create_qp(rs_vep_t *v)
 {
     rs_vctx_t *vc = v->vc;
-    if (v->id->verbs != vc->dev) {
-        rs_error("verbs: the peer is reachable only through device %s, this context uses %s "
-                 "(RSHUFFLE_VERBS_DEVICE)",
-                 v->id->verbs != NULL ? ibv_get_device_name(v->id->verbs->device) : "?",
-                 ibv_get_device_name(vc->dev->device));
-        return RS_ERR_UNREACHABLE;
-    }
     if (vc->cq_free < 2) {
         rs_error("verbs: the CQ has no room for another endpoint (RSHUFFLE_VERBS_CQ_DEPTH)");
         return RS_ERR_BUSY;
@@ -575,6 +568,8 @@ static void on_established(rs_vep_t *v, const struct rdma_conn_param *p)
 
 static void on_ep_event(rs_vep_t *v, const struct rdma_cm_event *ev)
 {
+    if (v->failed)
+        return; /* late events (a route after a timeout) must not build a QP for a dead endpoint */
     switch (ev->event) {
         case RDMA_CM_EVENT_ADDR_RESOLVED:
             on_resolved_addr(v);
