@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
+#include <rshuffle/status.h>
 
 /*
  * True when the machine's RDMA devices include a software one (Soft-RoCE
@@ -40,6 +42,45 @@ static inline uint64_t perf_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Prints "<prog>: <message>" on stderr and exits 1 (atexit handlers run: a
+ * driver reaps its child processes there).
+ */
+static inline void perf_die(const char *prog, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+static inline void perf_die(const char *prog, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+/* Dies naming the call, its place and the status when an rs_* call does not return RS_OK. */
+#define PERF_CHECK_RS(prog, call)                                                           \
+    do {                                                                                    \
+        rs_status_t st_ = (call);                                                           \
+        if (st_ != RS_OK)                                                                   \
+            perf_die((prog), "%s:%d: %s: %s", __FILE__, __LINE__, #call, rs_strerror(st_)); \
+    } while (0)
+
+/* A clock (CLOCK_MONOTONIC, CLOCK_PROCESS_CPUTIME_ID, ...) in seconds. */
+static inline double perf_clock_s(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The monotonic clock in seconds. */
+static inline double perf_now_s(void)
+{
+    return perf_clock_s(CLOCK_MONOTONIC);
 }
 
 /* Writes all len bytes to fd (a pipe to another process): 0, or -1 with errno set. */

@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,36 +36,8 @@
 #define SLOTS    64
 #define MAX_ROWS 64
 
-static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "rs-bench-notify: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
-}
-
-#define CHECK_RS(call)                                                         \
-    do {                                                                       \
-        rs_status_t st_ = (call);                                              \
-        if (st_ != RS_OK)                                                      \
-            die("%s:%d: %s: %s", __FILE__, __LINE__, #call, rs_strerror(st_)); \
-    } while (0)
-
-static double clock_s(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double now_s(void)
-{
-    return clock_s(CLOCK_MONOTONIC);
-}
+#define die(...)       perf_die("rs-bench-notify", __VA_ARGS__)
+#define CHECK_RS(call) PERF_CHECK_RS("rs-bench-notify", call)
 
 static void xwrite(int fd, const void *p, size_t n)
 {
@@ -199,7 +170,7 @@ static double run_once(const uint8_t *addr, size_t alen, const uint8_t *blob, si
     xwrite(wr, cmd, sizeof(cmd));
     xread(rd, &ack, sizeof(ack));
 
-    double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    double t0 = perf_now_s(), c0 = perf_clock_s(CLOCK_PROCESS_CPUTIME_ID);
     uint64_t posted = 0;
     while (posted < count) {
         while (posted < count && posted - p.done < window && posted - p.done < SLOTS) {
@@ -221,8 +192,8 @@ static double run_once(const uint8_t *addr, size_t alen, const uint8_t *blob, si
         rs_progress(ctx);
     }
     xread(rd, res, sizeof(res));
-    double t = now_s() - t0;
-    *cpu_p = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    double t = perf_now_s() - t0;
+    *cpu_p = perf_clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
     while (p.done < posted)
         rs_progress(ctx);
     if (p.failed != 0 || res[1] != 0)

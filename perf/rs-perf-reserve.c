@@ -29,6 +29,8 @@
 #include <unistd.h>
 #include <rshuffle/transport.h>
 
+#include "perf_util.h"
+
 #define MSG_HELLO 48 /* client -> target: send me the rkey */
 #define MSG_RKEY  49 /* target -> client: the packed rkey */
 #define MSG_GRANT 50 /* client -> target: space for K batches */
@@ -40,13 +42,6 @@ static void die(const char *what, rs_status_t s)
 {
     fprintf(stderr, "rs-perf-reserve: %s: %s\n", what, rs_strerror(s));
     exit(1);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static const char *host(void)
@@ -161,20 +156,20 @@ static void spin(client_t *c)
 static double run_fadd(client_t *c, uint64_t count)
 {
     uint64_t old;
-    double t0 = now_s();
+    double t0 = perf_now_s();
     for (uint64_t i = 0; i < count; i++) {
         rs_status_t s = rs_fetch_add(c->ep, c->rkey, 0, 262144, &old, op_done, c);
         if (s != RS_OK)
             die("fetch-and-add", s);
         spin(c);
     }
-    return now_s() - t0;
+    return perf_now_s() - t0;
 }
 
 /* Seconds for count reservations by bulk grants of per batches each. */
 static double run_credit(client_t *c, uint64_t count, uint32_t per)
 {
-    double t0 = now_s();
+    double t0 = perf_now_s();
     for (uint64_t i = 0; i < count; i += per) {
         uint64_t want = (uint64_t)per * 262144;
         rs_status_t s = rs_msg_send(c->ep, MSG_GRANT, &want, sizeof(want), NULL, NULL);
@@ -182,7 +177,7 @@ static double run_credit(client_t *c, uint64_t count, uint32_t per)
             die("grant request", s);
         spin(c);
     }
-    return now_s() - t0;
+    return perf_now_s() - t0;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -211,22 +206,21 @@ static void report(int *first, const char *tls, const char *mode, uint32_t per, 
 static void run_tls(const char *tls, uint64_t count, uint32_t per, int reps, int *first)
 {
     setenv("UCX_TLS", strcmp(tls, "shm") == 0 ? "posix,sysv,self,tcp" : "tcp,self", 1);
-    int p[2];
-    if (pipe(p) != 0)
+    int rd, wr;
+    pid_t pid = perf_fork_piped(&rd, &wr); /* the target dies with us, whatever happens */
+    if (pid < 0)
         exit(1);
-    fflush(NULL);
-    pid_t pid = fork();
     if (pid == 0) {
-        close(p[0]);
-        target_main(p[1]);
+        close(rd);
+        target_main(wr);
     }
-    close(p[1]);
+    close(wr);
     uint16_t port = 0;
-    if (read(p[0], &port, sizeof(port)) != sizeof(port) || port == 0) {
+    if (read(rd, &port, sizeof(port)) != sizeof(port) || port == 0) {
         fprintf(stderr, "rs-perf-reserve: target did not start\n");
         exit(1);
     }
-    close(p[0]);
+    close(rd);
     client_t c = {0};
     rs_status_t s = rs_ctx_create(NULL, &c.ctx);
     if (s != RS_OK)

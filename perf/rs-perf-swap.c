@@ -17,12 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "perf_util.h"
 
 static void noop_push(void *arg, rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, size_t used)
 {
@@ -70,10 +65,10 @@ static int measure(size_t size, int rounds, int iters, int swap, double *result)
         for (int i = 0; i < iters; i++) {
             unsigned char *dst = swap ? buf->data : plain;
             memset(dst, (int)(i & 0xff), size); /* the writer fills the buffer (not timed) */
-            uint64_t t0 = now_ns();
+            uint64_t t0 = perf_now_ns();
             st = swap ? rs_pushq_swap(q, (uint32_t)i, buf, size, &buf)
                       : rs_pushq_copy(q, (uint32_t)i, plain, size);
-            total += now_ns() - t0;
+            total += perf_now_ns() - t0;
             if (st != RS_OK) {
                 fprintf(stderr, "rs-perf-swap: hand-off: %s\n", rs_strerror(st));
                 goto out;

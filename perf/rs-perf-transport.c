@@ -29,7 +29,6 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,34 +72,17 @@ static result_t results[MAX_RESULTS];
 static int n_results;
 static pid_t server_pid;
 
-static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void die(const char *fmt, ...)
+#define die(...)       perf_die("rs-perf-transport", __VA_ARGS__)
+#define CHECK_RS(call) PERF_CHECK_RS("rs-perf-transport", call)
+
+/* At any exit (die included): the target process goes too. */
+static void kill_server(void)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "rs-perf-transport: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
     if (server_pid > 0) {
         kill(server_pid, SIGKILL);
         waitpid(server_pid, NULL, 0);
+        server_pid = 0;
     }
-    exit(1);
-}
-
-#define CHECK_RS(call)                                                         \
-    do {                                                                       \
-        rs_status_t st_ = (call);                                              \
-        if (st_ != RS_OK)                                                      \
-            die("%s:%d: %s: %s", __FILE__, __LINE__, #call, rs_strerror(st_)); \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---------------------------------------------------- the control pipe */
@@ -229,7 +211,7 @@ static double run_ops(client_t *c, int test, size_t size, uint64_t iters, unsign
 {
     uint64_t posted = 0;
     c->done = c->failed = 0;
-    double t0 = now_s();
+    double t0 = perf_now_s();
     while (c->done < iters) {
         while (posted < iters && posted - c->done < window) {
             rs_status_t st = post(c, test, size, posted);
@@ -245,7 +227,7 @@ static double run_ops(client_t *c, int test, size_t size, uint64_t iters, unsign
     CHECK_RS(rs_ep_flush(c->ep, op_done, c));
     while (c->done == before)
         rs_progress(c->ctx);
-    double t = now_s() - t0;
+    double t = perf_now_s() - t0;
     if (c->failed != 0)
         die("%llu operations failed", (unsigned long long)c->failed);
     return t;
@@ -256,7 +238,7 @@ static double run_msgs(client_t *c, size_t size, uint64_t iters)
 {
     void *buf = rs_mr_addr(c->mr);
     c->replies = 0;
-    double t0 = now_s();
+    double t0 = perf_now_s();
     for (uint64_t i = 0; i < iters; i++) {
         rs_status_t st;
         while ((st = rs_msg_send(c->ep, MSG_ECHO, buf, size, NULL, NULL)) == RS_ERR_BUSY)
@@ -266,7 +248,7 @@ static double run_msgs(client_t *c, size_t size, uint64_t iters)
         while (c->replies <= i)
             rs_progress(c->ctx);
     }
-    return now_s() - t0;
+    return perf_now_s() - t0;
 }
 
 /* ------------------------------------------------------------ the run */
@@ -620,6 +602,7 @@ int main(int argc, char **argv)
         return server_main(strtoull(argv[2], NULL, 10), argv[3], argc == 5);
     opts_t o;
     parse_opts(&o, argc, argv);
+    atexit(kill_server);
     signal(SIGPIPE, SIG_IGN);
     for (int i = 0; i < o.n_transports; i++)
         run_transport(&o, o.transports[i]);

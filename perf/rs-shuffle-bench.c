@@ -60,13 +60,6 @@ static shared_t *sh;
 static char addrs[MAX_PROCS][RS_SHUFFLE_ADDR_MAX];
 static const char *addr_ptrs[MAX_PROCS];
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static uint64_t mix(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ull;
@@ -229,7 +222,7 @@ static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed, double
         rs_pusher_buf_put(p, bufs[b]);
     rs_pbuf_t *buf = bufs[0];
     uint64_t n = o.size / o.buf;
-    *t0 = now_s();
+    *t0 = perf_now_s();
     for (uint64_t i = 0; i < n; i++) {
         rs_status_t s = rs_pusher_swap(p, 0, buf, used, &buf);
         if (s != RS_OK)
@@ -257,13 +250,13 @@ static void mapper_main(int fd, uint32_t m, uint32_t attempt)
     if (s == RS_OK)
         s = rs_pusher_open(&d, m, attempt, &pc, &p);
     uint64_t pushed = 0;
-    double t0 = now_s();
+    double t0 = perf_now_s();
     if (s == RS_OK)
         s = o.sink ? map_swap(p, m, &pushed, &t0) : map_append(p, m, counts);
     rs_pusher_stats_t ps = {0};
     if (s == RS_OK)
         s = rs_pusher_close(p, &ps);
-    r.seconds = now_s() - t0;
+    r.seconds = perf_now_s() - t0;
     rs_pusher_destroy(p);
     if (s != RS_OK)
         fprintf(stderr, "rs-shuffle-bench: mapper %u attempt %u: %s\n", m, attempt, rs_strerror(s));
@@ -342,18 +335,17 @@ static void reducer_main(int fd, uint32_t r)
 
 static pid_t spawn(int *fd_p, void (*fn)(int, uint32_t, uint32_t), uint32_t a, uint32_t b)
 {
-    int p[2];
-    if (pipe(p) != 0)
-        return -1;
-    fflush(NULL);
-    pid_t pid = fork();
+    int rd, wr;
+    pid_t pid = perf_fork_piped(&rd, &wr); /* children die with the bench */
     if (pid == 0) {
-        close(p[0]);
-        fn(p[1], a, b);
+        close(rd);
+        fn(wr, a, b);
         _exit(0);
     }
-    close(p[1]);
-    *fd_p = p[0];
+    if (pid > 0) {
+        close(wr);
+        *fd_p = rd;
+    }
     return pid;
 }
 
@@ -501,7 +493,7 @@ int main(int argc, char **argv)
 
     /* Workers start in parallel; their start-up (arena allocation, made resident) is timed apart.
      */
-    double tw = now_s();
+    double tw = perf_now_s();
     for (uint32_t i = 0; i < o.workers; i++)
         wpid[i] = spawn(&wfd[i], worker_fn, i, 0);
     for (uint32_t i = 0; i < o.workers; i++) {
@@ -517,7 +509,7 @@ int main(int argc, char **argv)
         addr_ptrs[i] = addrs[i];
     }
 
-    double t0 = now_s(), start_s = t0 - tw;
+    double t0 = perf_now_s(), start_s = t0 - tw;
     for (uint32_t i = 0; i < n_maps_run; i++)
         mpid[i] = spawn(&mfd[i], mapper_fn, i % o.mappers, i / o.mappers);
     progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mpid,
@@ -545,7 +537,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    double t1 = now_s();
+    double t1 = perf_now_s();
 
     uint64_t total = o.size / REC_LEN, got_records = 0, dups = 0, bad = 0, read_bytes = 0;
     uint8_t *seen_all = calloc(total / 8 + 1, 1), *seen = calloc(total / 8 + 1, 1);
@@ -576,7 +568,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    double t2 = now_s();
+    double t2 = perf_now_s();
 
     rs_worker_stats_t wst_sum = {0};
     for (uint32_t i = 0; i < o.workers; i++) {
