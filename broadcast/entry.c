@@ -57,11 +57,7 @@ static rs_bentry_t *entry_new(rs_bcast_node_t *node, const rs_bdesc_t *d)
     rs_bentry_t *e = calloc(1, sizeof(*e));
     if (e == NULL)
         return NULL;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&e->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    rs_cond_init_monotonic(&e->cond);
     pthread_mutex_init(&e->lock, NULL);
     e->node = node;
     e->node_id = d->node_id;
@@ -211,7 +207,7 @@ static void entry_maybe_retire(rs_bentry_t *e)
     if (retire) {
         e->in_table = 0;
         rs_list_del(&e->link);
-        e->retire_ns = rs_bnow(); /* freed once its own operations are done */
+        e->retire_ns = rs_now_ns(); /* freed once its own operations are done */
         rs_list_add_tail(&node->retired, &e->link);
     }
     pthread_mutex_unlock(&node->lock);
@@ -519,7 +515,7 @@ static int reply_apply(rs_bentry_t *e, const rs_breply_t *r, rs_bslot_t *slot, r
     rs_status_t st;
     if (r->kind == RS_BREQ_GET || r->version != e->version) {
         /* News: what others fetch is worth waiting for again. */
-        e->progress_ns = rs_bnow();
+        e->progress_ns = rs_now_ns();
         e->src_open = 0;
     }
     e->version = r->version;

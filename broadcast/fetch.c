@@ -67,7 +67,7 @@ static void read_done(void *arg, rs_status_t status)
     if (h->is_source)
         e->source_inflight--;
     if (status == RS_OK) {
-        uint64_t now = rs_bnow(), took = now - b->posted_ns;
+        uint64_t now = rs_now_ns(), took = now - b->posted_ns;
         b->state = RS_BLK_LANDED;
         e->progress_ns = now;
         e->read_ns = e->read_ns == 0 ? took : (3 * e->read_ns + took) / 4;
@@ -127,7 +127,7 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
     rs_bholder_t *src = e->holders[0];
     int torrent = cfg->mode == RS_BCAST_TORRENT;
     uint32_t src_cap = torrent ? cfg->source_reads : cfg->reads_per_ep;
-    uint64_t now = rs_bnow();
+    uint64_t now = rs_now_ns();
 
     e->waiting = 0;
     for (uint32_t k = 0; k < e->nblocks && a->n_reads < RS_BREADS_BATCH; k++) {
@@ -239,7 +239,7 @@ static void plan(rs_bentry_t *e, rs_bact_t *a)
     if (patience < 4 * e->read_ns)
         patience = 4 * e->read_ns; /* a loaded machine: blocks take longer to come */
     if (e->reads_inflight == 0 && e->n_landed == 0 && !a->verify &&
-        rs_bnow() - e->progress_ns >= patience) {
+        rs_now_ns() - e->progress_ns >= patience) {
         e->src_open = 1; /* nobody delivered in time: take one block from the source */
         ESTAT(e, source_fallbacks, 1);
         rs_debug("broadcast: patience ran out on object %llu (%u of %u blocks here)",
@@ -286,7 +286,7 @@ static rs_status_t request_send(rs_bentry_t *e, rs_breq_t *q, size_t need)
     pend->slot = slot;
     pend->peer = e->src_peer;
     /* A long poll may rest at the source for RS_BPOLL_MS before its answer leaves. */
-    pend->deadline_ns = rs_bnow() + RS_MS_TO_NS(node->peer_timeout_ms) +
+    pend->deadline_ns = rs_now_ns() + RS_MS_TO_NS(node->peer_timeout_ms) +
                         ((q->flags & RS_BREQ_F_WAIT) ? RS_MS_TO_NS(RS_BPOLL_MS) : 0);
     pthread_mutex_lock(&e->lock);
     ESTAT(e, round_trips, 1);
@@ -582,7 +582,7 @@ static rs_status_t fetch_run(rs_bentry_t *e, uint64_t deadline)
             st = e->err;
             break;
         }
-        uint64_t now = rs_bnow();
+        uint64_t now = rs_now_ns();
         if (now >= deadline) {
             st = RS_ERR_TIMEOUT;
             break;
@@ -600,8 +600,7 @@ static rs_status_t fetch_run(rs_bentry_t *e, uint64_t deadline)
             until = now + RS_MS_TO_NS(100);
         if (until > deadline)
             until = deadline;
-        struct timespec ts = {.tv_sec = (time_t)(until / 1000000000ull),
-                              .tv_nsec = (long)(until % 1000000000ull)};
+        struct timespec ts = rs_ns_to_timespec(until);
         pthread_cond_timedwait(&e->cond, &e->lock, &ts);
     }
     pthread_mutex_unlock(&e->lock);
@@ -619,7 +618,7 @@ rs_status_t rs_bcast_get(rs_bcast_node_t *node, const void *desc, size_t desc_le
 
     if (node == NULL || ref_p == NULL)
         return RS_ERR_INVALID;
-    uint64_t deadline = rs_bnow() + RS_MS_TO_NS(node->cfg.timeout_ms);
+    uint64_t deadline = rs_now_ns() + RS_MS_TO_NS(node->cfg.timeout_ms);
     rs_status_t st = rs_bdesc_decode(desc, desc_len, &d);
     if (st != RS_OK) {
         rs_error("broadcast: invalid descriptor of %zu bytes: %s", desc_len, rs_strerror(st));

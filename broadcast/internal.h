@@ -469,9 +469,6 @@ uint32_t rs_bnode_req_id(rs_bcast_node_t *node);
 void rs_bnode_tomb_add(rs_bcast_node_t *node, uint64_t node_id, uint64_t seq);
 int rs_bnode_tomb_has(const rs_bcast_node_t *node, uint64_t node_id, uint64_t seq);
 
-/* Monotonic time in ns. */
-uint64_t rs_bnow(void);
-
 /* 64 random bits (a per-thread generator seeded from getrandom). */
 uint64_t rs_brandom64(void);
 

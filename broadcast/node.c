@@ -17,11 +17,6 @@
 #define RS_BSTAGE_SLOT      (16u << 10)
 #define RS_BSTAGE_SLOTS     16
 
-uint64_t rs_bnow(void)
-{
-    return rs_now_ns();
-}
-
 static uint64_t random_u64(void);
 
 uint64_t rs_brandom64(void)
@@ -297,14 +292,13 @@ static void *service_main(void *arg)
     while (!__atomic_load_n(&node->stop, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&node->work_lock);
         if (rs_list_empty(&node->work)) {
-            uint64_t until = rs_bnow() + RS_MS_TO_NS(RS_BSERVICE_WAIT_MS);
-            struct timespec ts = {.tv_sec = (time_t)(until / 1000000000ull),
-                                  .tv_nsec = (long)(until % 1000000000ull)};
+            uint64_t until = rs_now_ns() + RS_MS_TO_NS(RS_BSERVICE_WAIT_MS);
+            struct timespec ts = rs_ns_to_timespec(until);
             pthread_cond_timedwait(&node->work_cond, &node->work_lock, &ts);
         }
         pthread_mutex_unlock(&node->work_lock);
         work_drain(node);
-        uint64_t now = rs_bnow();
+        uint64_t now = rs_now_ns();
         if (now >= next_timer) {
             pending_fail(node, NULL, now, RS_ERR_TIMEOUT);
             rs_bsrc_tick(node, now);
@@ -404,14 +398,8 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
     node->next_req_id = 1;
     pthread_mutex_init(&node->lock, NULL);
     pthread_mutex_init(&node->work_lock, NULL);
-    {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&node->cond, &ca);
-        pthread_cond_init(&node->work_cond, &ca);
-        pthread_condattr_destroy(&ca);
-    }
+    rs_cond_init_monotonic(&node->cond);
+    rs_cond_init_monotonic(&node->work_cond);
     rs_list_init(&node->entries);
     rs_list_init(&node->retired);
     rs_list_init(&node->sources);
@@ -488,8 +476,8 @@ void rs_bcast_node_destroy(rs_bcast_node_t *node)
     pthread_join(node->thread, NULL);
 
     /* Give the destroy notices a moment to leave (bounded). */
-    uint64_t end = rs_bnow() + RS_MS_TO_NS(100);
-    while (rs_bnow() < end && __atomic_load_n(&node->sends, __ATOMIC_ACQUIRE) > 0)
+    uint64_t end = rs_now_ns() + RS_MS_TO_NS(100);
+    while (rs_now_ns() < end && __atomic_load_n(&node->sends, __ATOMIC_ACQUIRE) > 0)
         usleep(1000);
     /*
      * The context cancels what is still in flight (its callbacks find our

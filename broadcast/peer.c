@@ -103,8 +103,7 @@ rs_status_t rs_bpeer_connect(rs_bcast_node_t *node, rs_bpeer_t *p, int *connecte
             break;
         }
         /* Another thread is connecting: wait for its outcome. */
-        struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ull),
-                              .tv_nsec = (long)(deadline % 1000000000ull)};
+        struct timespec ts = rs_ns_to_timespec(deadline);
         if (pthread_cond_timedwait(&node->cond, &node->lock, &ts) == ETIMEDOUT &&
             p->state == RS_BPEER_CONNECTING) {
             st = RS_ERR_TIMEOUT;

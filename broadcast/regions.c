@@ -79,7 +79,7 @@ void rs_bregion_put(rs_bcast_node_t *node, rs_mr_t *mr, const uint8_t *rkey, siz
         rs_list_add_tail(&node->regions, &r->link);
         node->region_bytes += len;
     } else {
-        r->free_ns = rs_bnow() + RS_MS_TO_NS(node->cfg.grace_ms);
+        r->free_ns = rs_now_ns() + RS_MS_TO_NS(node->cfg.grace_ms);
         rs_list_add_tail(&node->doomed, &r->link);
     }
     pthread_mutex_unlock(&node->lock);

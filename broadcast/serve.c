@@ -447,7 +447,7 @@ void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q
             self_id = self->id;
         }
         if ((q->flags & RS_BREQ_F_WAIT) && q->known == src->version) {
-            rs_bparked_t *p = park_new(info, q, self_id, rs_bnow() + RS_MS_TO_NS(RS_BPOLL_MS));
+            rs_bparked_t *p = park_new(info, q, self_id, rs_now_ns() + RS_MS_TO_NS(RS_BPOLL_MS));
             if (p != NULL) {
                 rs_list_add_tail(&src->parked, &p->link);
                 parked = 1;

@@ -192,7 +192,7 @@ void rs_bcast_destroy(rs_bcast_t *src)
     pthread_mutex_lock(&node->lock);
     rs_list_del(&src->link);
     /* Inline objects are never read remotely; larger ones retire through the region cache. */
-    src->free_after_ns = rs_bnow();
+    src->free_after_ns = rs_now_ns();
     rs_list_add_tail(&node->retired_srcs, &src->link);
     pthread_mutex_unlock(&node->lock);
 

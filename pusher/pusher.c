@@ -124,7 +124,7 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
     if (p == NULL)
         return RS_ERR_NOMEM;
     pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->cond, NULL);
+    rs_cond_init_monotonic(&p->cond);
     rs_status_t s;
     if (cfg != NULL) {
         p->cfg = *cfg;
@@ -364,13 +364,7 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
             pthread_mutex_lock(&p->lock);
             break;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = rs_ns_to_timespec(rs_now_ns() + RS_MS_TO_NS(10));
         pthread_cond_timedwait(&p->cond, &p->lock, &ts);
     }
     int finished = p->commit_finished;

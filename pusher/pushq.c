@@ -291,13 +291,7 @@ static void writer_nap(rs_pushq_t *q, int what)
 {
     if (atomic_load(&q->engine_starved))
         evict_idle(q, 0); /* idle buffers the writer does not need block the engine */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += PUSHQ_NAP_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = rs_ns_to_timespec(rs_now_ns() + RS_MS_TO_NS(PUSHQ_NAP_MS));
     pthread_mutex_lock(&q->lock);
     if (what == WAIT_BUFFER) {
         uint64_t rel = atomic_load(&q->released), held = atomic_load(&q->submitted) - rel;
@@ -515,7 +509,7 @@ rs_status_t rs__pushq_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_
         goto err_free_ra;
     }
     pthread_mutex_init(&q->lock, NULL);
-    pthread_cond_init(&q->cond, NULL);
+    rs_cond_init_monotonic(&q->cond);
     if (pthread_create(&q->thread, NULL, engine_main, q) != 0) {
         rs_error("push queue: cannot start the engine thread");
         st = RS_ERR_NOMEM;
