@@ -97,12 +97,7 @@ static void request_grants(pworker_t *w)
     size_t max_req = (p->msg_max - sizeof(rs_smsg_grant_req_t)) / sizeof(rs_grant_want_t);
     if (max_req < max_n)
         max_n = max_req;
-    size_t len = sizeof(rs_smsg_grant_req_t) + max_n * sizeof(rs_grant_want_t);
-    uint8_t *buf = malloc(len);
-    if (buf == NULL) {
-        rs__pusher_fail(p, RS_ERR_NOMEM, "grant request");
-        return;
-    }
+    uint8_t *buf = p->msg_buf;
     rs_grant_want_t *wants = (rs_grant_want_t *)(buf + sizeof(rs_smsg_grant_req_t));
     uint32_t n = 0, n_ret = 0;
     for (; n_ret < w->n_retires && n < max_n; n_ret++, n++)
@@ -158,16 +153,13 @@ static void request_grants(pworker_t *w)
                                        .retire_slot = RS_SLOT_NONE};
     }
     w->n_ahead = kept;
-    if (n == 0) {
-        free(buf);
+    if (n == 0)
         return;
-    }
     rs_smsg_grant_req_t m = {.req_id = ++w->req_id, .n = n};
     rs_smsg_init(&m.h, RS_SMSG_GRANT_REQ, RS_OK);
     memcpy(buf, &m, sizeof(m));
     rs_status_t s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, buf,
                                 sizeof(m) + n * sizeof(rs_grant_want_t), NULL, NULL);
-    free(buf);
     if (s != RS_OK) {
         rs__pusher_fail(p, s, "grant request");
         return;
@@ -191,7 +183,6 @@ static void drop_pending(pworker_t *w)
     {
         rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
         rs_list_del(&b->link);
-        rs_list_init(&b->link);
         w->parts[b->partition].n_pending--;
         if (b->refs == 0)
             batch_release(w->p, b);
@@ -201,12 +192,12 @@ static void drop_pending(pworker_t *w)
 static void on_put_done(void *arg, rs_status_t status)
 {
     rs_pbuf_int_t *b = arg;
-    pworker_t *w = b->user[0];
+    pworker_t *w = b->user;
     rs_pusher_t *p = w->p;
     w->inflight -= b->frame_len;
     if (status != RS_OK)
         rs__pusher_fail(p, status, "write to a worker");
-    if (--b->refs == 0 && b->link.next == &b->link)
+    if (--b->refs == 0 && rs_list_empty(&b->link))
         batch_release(p, b);
     if (perr(p) != RS_OK)
         drop_pending(w);
@@ -266,7 +257,6 @@ static void try_post(pworker_t *w)
             uint32_t imm = rs_imm_make(g->slot, g->used);
             g->used += need;
             rs_list_del(&b->link);
-            rs_list_init(&b->link);
             pp->n_pending--;
             if (b->dup > 0) { /* fault injection: the same batch again, to the next range */
                 b->dup--;
@@ -274,7 +264,7 @@ static void try_post(pworker_t *w)
                 pp->n_pending++;
                 again = 1;
             }
-            b->user[0] = w;
+            b->user = w;
             b->refs++;
             w->inflight += b->frame_len;
             w->batches++;
@@ -286,9 +276,8 @@ static void try_post(pworker_t *w)
                 b->refs--;
                 rs__pusher_fail(p, s, "posting a write");
                 if (b->refs == 0) {
-                    if (b->link.next != &b->link) {
+                    if (!rs_list_empty(&b->link)) {
                         rs_list_del(&b->link);
-                        rs_list_init(&b->link);
                         pp->n_pending--;
                     }
                     batch_release(p, b);
@@ -362,7 +351,6 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
     rs_frame_t f;
     rs_frame_parse(out->frame, flen, &f);
     out->frame_len = (uint32_t)flen;
-    out->checksum = f.checksum;
     /* A streaming partition: it fills buffers of the largest size it gets. */
     out->full = b->used + RS_RECORD_HDR > b->pub.len / 2 && b->pub.len >= p->part_cap / 2;
     out->refs = 0;
@@ -400,12 +388,7 @@ static void send_commit(pworker_t *w)
 {
     rs_pusher_t *p = w->p;
     size_t per = (p->msg_max - sizeof(rs_smsg_commit_t)) / sizeof(rs_commit_entry_t);
-    uint8_t *buf = malloc(p->msg_max);
-    if (buf == NULL) {
-        w->commit_done = 1;
-        w->commit_status = RS_ERR_NOMEM;
-        return;
-    }
+    uint8_t *buf = p->msg_buf;
     uint32_t part = 0;
     for (;;) {
         rs_commit_entry_t *e = (rs_commit_entry_t *)(buf + sizeof(rs_smsg_commit_t));
@@ -431,7 +414,6 @@ static void send_commit(pworker_t *w)
         if (last)
             break;
     }
-    free(buf);
     w->commit_sent = 1;
 }
 

@@ -78,6 +78,7 @@ struct rs_pusher {
 
     /* engine side */
     uint32_t msg_max;
+    uint8_t *msg_buf; /* a grant request or commit being built: msg_max bytes */
     rs_pusher_stats_t stats;
     _Atomic int error;
     atomic_int closing; /* close asked the engine to commit */

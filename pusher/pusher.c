@@ -106,6 +106,7 @@ static void pusher_free(rs_pusher_t *p)
         free(p->workers[i].ahead);
     }
     free(p->workers);
+    free(p->msg_buf);
     free(p->place);
     free(p->cur);
     free(p->fill);
@@ -180,6 +181,10 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
     if ((s = rs_ctx_create(p->cfg.transport, &p->ctx)) != RS_OK)
         goto err_free;
     p->msg_max = rs_ctx_config(p->ctx)->msg_max;
+    if ((p->msg_buf = malloc(p->msg_max)) == NULL) {
+        s = RS_ERR_NOMEM;
+        goto err_free;
+    }
     if ((s = rs__pusher_install_handlers(p)) != RS_OK)
         goto err_free;
     for (uint32_t i = 0; i < nw; i++)

@@ -721,11 +721,6 @@ void rs__pushq_fail(rs_pushq_t *q, rs_status_t status)
     pthread_mutex_unlock(&q->lock);
 }
 
-rs_status_t rs__pushq_error(rs_pushq_t *q)
-{
-    return (rs_status_t)atomic_load(&q->error);
-}
-
 void rs__pushq_stop(rs_pushq_t *q)
 {
     atomic_store(&q->stop, 1);

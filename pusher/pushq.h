@@ -17,14 +17,13 @@ typedef struct rs_pbuf_int {
     uint32_t partition;
     size_t used;
     struct rs_pbuf_int *next; /* idle list */
-    void *user[2];            /* engine scratch while it owns the buffer */
+    void *user;               /* engine scratch while it owns the buffer */
     rs_list_t link;           /* engine: waiting for space */
     const uint8_t *frame;     /* engine: the sealed frame to write */
     uint32_t frame_len;
-    uint32_t refs; /* engine: puts in flight from this buffer */
-    uint32_t dup;  /* fault injection: sends left beyond the first */
-    uint32_t full; /* the writer filled it to its length (a streaming partition) */
-    uint64_t checksum;
+    uint32_t refs;           /* engine: puts in flight from this buffer */
+    uint32_t dup;            /* fault injection: sends left beyond the first */
+    uint32_t full;           /* the writer filled it to its length (a streaming partition) */
     uint64_t seq;            /* batch number, given by the writer at hand-off */
     int sealed;              /* the writer sealed the frame already (swap, codec none) */
     int transient;           /* engine-made: its block is freed on release */
@@ -71,7 +70,6 @@ rs_mr_t *rs__pushq_mr(rs_pushq_t *q);
 
 /* Makes every later writer call fail with status (the first error sticks). */
 void rs__pushq_fail(rs_pushq_t *q, rs_status_t status);
-rs_status_t rs__pushq_error(rs_pushq_t *q);
 
 /* Stops and joins the engine thread (idempotent); the pool stays usable. */
 void rs__pushq_stop(rs_pushq_t *q);

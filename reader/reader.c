@@ -3,6 +3,7 @@
 
 #include <rshuffle/codec.h>
 
+#include "common/byteorder.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/shuffle_proto.h"
@@ -429,8 +430,7 @@ rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
     }
     if (r->rec_end - r->rec < RS_RECORD_HDR)
         return r->error = RS_ERR_TRUNCATED;
-    uint32_t len = (uint32_t)r->rec[0] | (uint32_t)r->rec[1] << 8 | (uint32_t)r->rec[2] << 16 |
-                   (uint32_t)r->rec[3] << 24;
+    uint32_t len = rs_get_le32(r->rec);
     if ((size_t)(r->rec_end - r->rec - RS_RECORD_HDR) < len) {
         rs_error("reader: a record of %u bytes overruns its batch", len);
         return r->error = RS_ERR_TRUNCATED;

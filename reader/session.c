@@ -211,25 +211,20 @@ rs_status_t rs__rsess_buf_get(rs_reader_session_t *s, rs_mr_t **mr_p)
         *mr_p = s->bufs[--s->n_bufs];
         return RS_OK;
     }
-    if (s->cap_bufs == 0) {
-        s->bufs = malloc(4 * sizeof(*s->bufs));
-        if (s->bufs == NULL)
-            return RS_ERR_NOMEM;
-        s->cap_bufs = 4;
-    }
     return rs_mem_alloc(s->ctx, s->cfg.read_max, RS_MEM_LOCAL, mr_p);
 }
 
 void rs__rsess_buf_put(rs_reader_session_t *s, rs_mr_t *mr)
 {
     if (s->n_bufs == s->cap_bufs) {
-        rs_mr_t **n = realloc(s->bufs, 2 * s->cap_bufs * sizeof(*n));
+        uint32_t cap = s->cap_bufs ? 2 * s->cap_bufs : 4;
+        rs_mr_t **n = realloc(s->bufs, cap * sizeof(*n));
         if (n == NULL) {
             rs_mem_free(mr);
             return;
         }
         s->bufs = n;
-        s->cap_bufs *= 2;
+        s->cap_bufs = cap;
     }
     s->bufs[s->n_bufs++] = mr;
 }

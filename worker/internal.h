@@ -49,13 +49,11 @@ typedef struct wentry {
 
 struct wpart {
     wshuffle_t *sh;
-    uint32_t id;
     wentry_t *entries;
     size_t n_entries, cap_entries;
     rs_list_t extents;
     extent_t *cur;
     uint64_t next_extent; /* size of the next extent (doubles) */
-    uint64_t mem_bytes;   /* committed frame bytes in memory */
 };
 
 typedef struct wcommit {
@@ -88,7 +86,6 @@ typedef struct wsnap {
     rs_list_t link; /* in conn->snaps */
     uint32_t id;
     wshuffle_t *sh;
-    uint32_t partition;
     wspace_t index;           /* the snapshot in the arena (len 0: sent inline) */
     uint64_t index_bytes;     /* its exact length */
     wspace_t stage;           /* spilled batches staged for the reader */
@@ -155,7 +152,8 @@ struct rs_worker {
     rs_worker_stats_t stats_copy;
     uint8_t rkey[RS_RKEY_BLOB_MAX];
     size_t rkey_len;
-    rs_ep_t **dead; /* endpoints to close outside callbacks */
+    uint8_t *msg_buf; /* a reply being built: msg_max bytes (handlers run one at a time) */
+    rs_ep_t **dead;   /* endpoints to close outside callbacks */
     size_t n_dead, cap_dead;
     uint64_t next_housekeeping;
 };

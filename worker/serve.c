@@ -173,14 +173,8 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
         rs_msg_send(ep, RS_SMSG_GRANT, &r, sizeof(r), NULL, NULL);
         return;
     }
-    size_t rlen = sizeof(rs_smsg_grant_t) + m.n * sizeof(rs_grant_t);
-    uint8_t *buf = malloc(rlen);
-    if (buf == NULL) {
-        rs_smsg_grant_t r = {.req_id = m.req_id};
-        rs_smsg_init(&r.h, RS_SMSG_GRANT, RS_ERR_NOMEM);
-        rs_msg_send(ep, RS_SMSG_GRANT, &r, sizeof(r), NULL, NULL);
-        return;
-    }
+    size_t rlen = sizeof(rs_smsg_grant_t) + m.n * sizeof(rs_grant_t); /* <= msg_max */
+    uint8_t *buf = w->msg_buf;
     rs_smsg_grant_t r = {.req_id = m.req_id, .n = m.n, .retry_ms = 0};
     rs_smsg_init(&r.h, RS_SMSG_GRANT, RS_OK);
     const rs_grant_want_t *want = (const rs_grant_want_t *)((const uint8_t *)data + sizeof(m));
@@ -223,7 +217,6 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
         r.retry_ms = w->st.cfg.retry_ms;
     memcpy(buf, &r, sizeof(r));
     rs_msg_send(ep, RS_SMSG_GRANT, buf, rlen, NULL, NULL);
-    free(buf);
     if (backpressure)
         reclaim_broadcast(w);
 }
@@ -439,13 +432,12 @@ static wsnap_t *snap_find(wconn_t *c, uint32_t id)
     return NULL;
 }
 
-static void read_reply(rs_ep_t *ep, rs_status_t s, uint32_t tag, const wsnap_t *snap,
-                       const void *inline_buf, size_t inline_len)
+/* inline_len is at most msg_max - sizeof(rs_smsg_read_reply_t). */
+static void read_reply(rs_worker_t *w, rs_ep_t *ep, rs_status_t s, uint32_t tag,
+                       const wsnap_t *snap, const void *inline_buf, size_t inline_len)
 {
     size_t len = sizeof(rs_smsg_read_reply_t) + inline_len;
-    uint8_t *buf = malloc(len);
-    if (buf == NULL)
-        return;
+    uint8_t *buf = w->msg_buf;
     rs_smsg_read_reply_t r = {.tag = tag};
     rs_smsg_init(&r.h, RS_SMSG_READ_REPLY, s);
     if (snap != NULL) {
@@ -457,7 +449,6 @@ static void read_reply(rs_ep_t *ep, rs_status_t s, uint32_t tag, const wsnap_t *
     if (inline_len > 0)
         memcpy(buf + sizeof(r), inline_buf, inline_len);
     rs_msg_send(ep, RS_SMSG_READ_REPLY, buf, len, NULL, NULL);
-    free(buf);
 }
 
 static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -485,14 +476,14 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
     if (s == RS_OK)
         s = wstore_snap_open(&w->st, sh, m.partition, inline_max, &snap, &index, &index_len);
     if (s != RS_OK) {
-        read_reply(ep, s, m.tag, NULL, NULL, 0);
+        read_reply(w, ep, s, m.tag, NULL, NULL, 0);
         return;
     }
     rs_list_add_tail(&c->snaps, &snap->link);
     if (snap->index.len == 0)
-        read_reply(ep, RS_OK, m.tag, snap, index, index_len);
+        read_reply(w, ep, RS_OK, m.tag, snap, index, index_len);
     else
-        read_reply(ep, RS_OK, m.tag, snap, NULL, 0);
+        read_reply(w, ep, RS_OK, m.tag, snap, NULL, 0);
     free(index);
 }
 

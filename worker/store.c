@@ -96,7 +96,6 @@ rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitio
     rs_list_init(&sh->commits);
     for (uint32_t p = 0; p < n_partitions; p++) {
         sh->parts[p].sh = sh;
-        sh->parts[p].id = p;
         sh->parts[p].next_extent = st->cfg.extent_min;
         rs_list_init(&sh->parts[p].extents);
     }
@@ -376,7 +375,6 @@ rs_status_t wstore_add_entry(wstore_t *st, wgrant_t *g, const rs_snap_entry_t *e
     part->entries[part->n_entries].e = *e;
     part->entries[part->n_entries].ext = g->ext;
     part->n_entries++;
-    part->mem_bytes += e->len;
     g->ext->n_batches++;
     return RS_OK;
 }
@@ -482,7 +480,6 @@ static rs_status_t spill_extent(wstore_t *st, extent_t *e)
             we->e.flags |= RS_SNAP_SPILLED;
             we->ext = NULL;
             sh->spill_len += we->e.len;
-            part->mem_bytes -= we->e.len;
             st->stats.spilled_bytes += we->e.len;
             e->n_batches--;
         }
@@ -624,7 +621,6 @@ rs_status_t wstore_snap_open(wstore_t *st, wshuffle_t *sh, uint32_t p, size_t in
         snap->entries[i] = part->entries[i].e;
     snap->n_entries = (uint32_t)part->n_entries;
     snap->sh = sh;
-    snap->partition = p;
     /* Pinned before anything below may spill: the entries keep their arena offsets. */
     rs_list_for_each_safe(pos, tmp, &part->extents)
     {

@@ -139,6 +139,11 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
     rs_status_t s = rs_ctx_create(tcfg, &w->ctx);
     if (s != RS_OK)
         goto err_free_w;
+    w->msg_buf = malloc(rs_ctx_config(w->ctx)->msg_max);
+    if (w->msg_buf == NULL) {
+        s = RS_ERR_NOMEM;
+        goto err_destroy_ctx;
+    }
     s = rs_mem_alloc(w->ctx, cfg.mem_limit, RS_MEM_REMOTE_READ | RS_MEM_REMOTE_WRITE, &w->arena_mr);
     if (s != RS_OK)
         goto err_destroy_ctx;
@@ -165,6 +170,7 @@ err_cleanup_store:
 err_free_arena:
     rs_mem_free(w->arena_mr);
 err_destroy_ctx:
+    free(w->msg_buf);
     rs_ctx_destroy(w->ctx);
 err_free_w:
     pthread_mutex_destroy(&w->stats_lock);
@@ -216,6 +222,7 @@ void rs_worker_destroy(rs_worker_t *w)
     wstore_cleanup(&w->st);
     rs_mem_free(w->arena_mr);
     rs_ctx_destroy(w->ctx);
+    free(w->msg_buf);
     pthread_mutex_destroy(&w->stats_lock);
     free(w);
 }
