@@ -166,13 +166,8 @@ static void active_take(rs_bentry_t *e, uint32_t rversion, const uint8_t *p, uin
     rs_bactive_t *a = realloc(e->active, (n + 1u) * sizeof(*a));
     if (a == NULL)
         return;
-    for (uint32_t i = 0; i < n; i++) {
-        const uint8_t *q = p + 8 * (size_t)i;
-        a[i].ticket =
-            (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
-        a[i].start =
-            (uint32_t)q[4] | (uint32_t)q[5] << 8 | (uint32_t)q[6] << 16 | (uint32_t)q[7] << 24;
-    }
+    for (uint32_t i = 0; i < n; i++)
+        a[i] = rs_bactive_at(p, i);
     e->active = a;
     e->n_active = n;
     e->rversion = rversion;

@@ -618,11 +618,15 @@ uint64_t rs_breply_sum(const rs_breply_t *r, uint32_t i)
     return rs_get_le(r->sums.p + 8 * (size_t)i, 8);
 }
 
+rs_bactive_t rs_bactive_at(const uint8_t *pairs, uint32_t i)
+{
+    const uint8_t *q = pairs + 8 * (size_t)i;
+    return (rs_bactive_t){rs_get_le32(q), rs_get_le32(q + 4)};
+}
+
 rs_bactive_t rs_breply_active(const rs_breply_t *r, uint32_t i)
 {
-    rs_bactive_t a = {(uint32_t)rs_get_le(r->tickets.p + 8 * (size_t)i, 4),
-                      (uint32_t)rs_get_le(r->tickets.p + 8 * (size_t)i + 4, 4)};
-    return a;
+    return rs_bactive_at(r->tickets.p, i);
 }
 
 /* ---------------------------------------------------------------- news */
@@ -687,9 +691,7 @@ rs_status_t rs_bnews_decode(const void *buf, size_t len, rs_bnews_t *out)
 
 rs_bactive_t rs_bnews_active(const rs_bnews_t *n, uint32_t i)
 {
-    rs_bactive_t a = {(uint32_t)rs_get_le(n->tickets.p + 8 * (size_t)i, 4),
-                      (uint32_t)rs_get_le(n->tickets.p + 8 * (size_t)i + 4, 4)};
-    return a;
+    return rs_bactive_at(n->tickets.p, i);
 }
 
 /* ------------------------------------------------------------- destroy */

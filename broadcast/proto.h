@@ -211,6 +211,9 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *r);
 /* Iterates the validated holders: *off starts at 0; returns 0 at the end. */
 int rs_breply_next_holder(const rs_breply_t *r, size_t *off, rs_bholder_wire_t *h);
 
+/* The i-th of back-to-back (ticket u32, start u32) pairs, as replies and news carry them. */
+rs_bactive_t rs_bactive_at(const uint8_t *pairs, uint32_t i);
+
 /* The i-th checksum / active reader of a decoded reply. */
 uint64_t rs_breply_sum(const rs_breply_t *r, uint32_t i);
 rs_bactive_t rs_breply_active(const rs_breply_t *r, uint32_t i);

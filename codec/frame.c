@@ -35,8 +35,7 @@ static void seal_header(uint8_t *h, rs_codec_t codec, uint16_t flags, size_t raw
     rs_put_le32(h + RS_FRAME_OFF_MAGIC, RS_FRAME_MAGIC);
     h[RS_FRAME_OFF_VERSION] = RS_FRAME_VERSION;
     h[RS_FRAME_OFF_CODEC] = (uint8_t)codec;
-    h[RS_FRAME_OFF_FLAGS] = (uint8_t)flags;
-    h[RS_FRAME_OFF_FLAGS + 1] = (uint8_t)(flags >> 8);
+    rs_put_le(h + RS_FRAME_OFF_FLAGS, flags, 2);
     rs_put_le32(h + RS_FRAME_OFF_RAW_LEN, (uint32_t)raw_len);
     rs_put_le32(h + RS_FRAME_OFF_STORED_LEN, (uint32_t)stored_len);
     rs_put_le32(h + RS_FRAME_OFF_SHUFFLE, ids->shuffle_id);
@@ -137,7 +136,7 @@ rs_status_t rs_frame_parse(const void *buf, size_t len, rs_frame_t *frame_p)
         return st;
 
     frame_p->codec = (rs_codec_t)codec;
-    frame_p->flags = (uint16_t)(h[RS_FRAME_OFF_FLAGS] | h[RS_FRAME_OFF_FLAGS + 1] << 8);
+    frame_p->flags = (uint16_t)rs_get_le(h + RS_FRAME_OFF_FLAGS, 2);
     frame_p->raw_len = raw_len;
     frame_p->stored_len = stored_len;
     frame_p->ids.shuffle_id = rs_get_le32(h + RS_FRAME_OFF_SHUFFLE);
