@@ -18,8 +18,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-#define RS_BREADS_BATCH   32          /* reads planned per round */
-#define RS_BHOLDER_BUDGET (16u << 10) /* reply bytes left for holder lists */
+#define RS_BREADS_BATCH 32 /* reads planned per round */
 
 typedef struct rs_bact {
     int send_get;
@@ -250,6 +249,25 @@ static void plan(rs_bentry_t *e, rs_bact_t *a)
 
 /* ------------------------------------------------------------- requests */
 
+/* Encodes q into a new message for the source (*msg_p: free it). */
+static rs_status_t req_encode(const rs_bcast_node_t *node, const rs_breq_t *q, uint8_t **msg_p,
+                              size_t *len_p)
+{
+    size_t len = rs_breq_len(q);
+    if (len > node->msg_max)
+        return RS_ERR_MSG_SIZE;
+    uint8_t *msg = malloc(len);
+    if (msg == NULL)
+        return RS_ERR_NOMEM;
+    rs_status_t st = rs_breq_encode(q, msg, len, len_p);
+    if (st != RS_OK) {
+        free(msg);
+        return st;
+    }
+    *msg_p = msg;
+    return RS_OK;
+}
+
 /* Sends a request whose reply lands in a fresh slot of need bytes (getter thread). */
 static rs_status_t request_send(rs_bentry_t *e, rs_breq_t *q, size_t need)
 {
@@ -270,15 +288,9 @@ static rs_status_t request_send(rs_bentry_t *e, rs_breq_t *q, size_t need)
     q->reply_cap = (uint32_t)(slot->cap < UINT32_MAX ? slot->cap : UINT32_MAX);
     q->reply_rkey.p = slot->slab->rkey;
     q->reply_rkey.len = (uint32_t)slot->slab->rkey_len;
-    len = rs_breq_len(q);
-    msg = malloc(len);
-    st = msg == NULL ? RS_ERR_NOMEM : rs_breq_encode(q, msg, len, &len);
+    st = req_encode(node, q, &msg, &len);
     if (st != RS_OK)
         goto err_put_slot;
-    if (len > node->msg_max) {
-        st = RS_ERR_MSG_SIZE;
-        goto err_put_slot;
-    }
 
     pend->req_id = q->req_id;
     pend->kind = q->kind;
@@ -365,7 +377,7 @@ static rs_status_t send_get(rs_bentry_t *e)
     }
     req_init(e, &q, RS_BREQ_GET, holder ? RS_BREQ_F_HOLDER : 0);
     need = e->is_inline ? rs_breply_data_off(rs_breply_meta_len(e->nblocks)) + e->size
-                        : rs_breply_meta_len(e->nblocks) + RS_BHOLDER_BUDGET;
+                        : rs_breply_meta_len(e->nblocks) + RS_BREPLY_HOLDER_BUDGET;
     pthread_mutex_lock(&e->lock);
     if (connected)
         ESTAT(e, connects, 1);
@@ -391,7 +403,8 @@ static void send_update(rs_bentry_t *e)
     q.known = e->version;
     e->ops++;
     pthread_mutex_unlock(&e->lock);
-    rs_status_t st = request_send(e, &q, rs_breply_meta_len(0) + 4 * 4096 + RS_BHOLDER_BUDGET);
+    rs_status_t st = request_send(
+        e, &q, rs_breply_meta_len(0) + RS_BREPLY_ACTIVE_BUDGET + RS_BREPLY_HOLDER_BUDGET);
     if (st != RS_OK) {
         /* No news can come: stop waiting for it and take what is missing from the source. */
         pthread_mutex_lock(&e->lock);
@@ -411,7 +424,7 @@ static void send_announce(rs_bentry_t *e, const uint8_t *bitmap)
 {
     rs_bcast_node_t *node = e->node;
     rs_breq_t q;
-    uint8_t *msg;
+    uint8_t *msg = NULL;
     size_t len;
     req_init(e, &q, RS_BREQ_ANNOUNCE,
              RS_BREQ_F_HOLDER |
@@ -424,14 +437,12 @@ static void send_announce(rs_bentry_t *e, const uint8_t *bitmap)
     q.source_reads = (uint32_t)e->stats.source_reads;
     q.holder_reads = (uint32_t)e->stats.holder_reads;
     pthread_mutex_unlock(&e->lock);
-    len = rs_breq_len(&q);
-    msg = malloc(len);
-    if (msg == NULL || rs_breq_encode(&q, msg, len, &len) != RS_OK || len > node->msg_max ||
-        rs_msg_send(e->src_peer->ep, RS_BMSG_REQ, msg, len, NULL, NULL) != RS_OK) {
-        free(msg);
+    if (req_encode(node, &q, &msg, &len) != RS_OK)
         return;
-    }
+    rs_status_t st = rs_msg_send(e->src_peer->ep, RS_BMSG_REQ, msg, len, NULL, NULL);
     free(msg);
+    if (st != RS_OK)
+        return;
     pthread_mutex_lock(&e->lock);
     ESTAT(e, messages, 1);
     pthread_mutex_unlock(&e->lock);

@@ -202,6 +202,10 @@ static inline size_t rs_breply_data_off(size_t meta_len)
 /* Bytes of metadata a reply with these parts takes (no holders). */
 size_t rs_breply_meta_len(uint32_t n_sums);
 
+/* Reply room, beyond the metadata, for the active readers' pairs and for the holder lists. */
+#define RS_BREPLY_ACTIVE_BUDGET (16u << 10)
+#define RS_BREPLY_HOLDER_BUDGET (16u << 10)
+
 /* Bytes one holder takes in a reply. */
 size_t rs_bholder_wire_len(const rs_bholder_wire_t *h, uint32_t nblocks);
 

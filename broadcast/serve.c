@@ -153,8 +153,8 @@ static void reply_manifest(rs_bcast_node_t *node, rs_bcast_t *src, rs_bepinfo_t 
     rs_breply_enc_t enc;
     size_t len = 0;
     uint64_t rng = rs_brandom64();
-    size_t want =
-        rs_breply_meta_len(q->kind == RS_BREQ_GET ? src->nblocks : 0) + 4 * 4096 + (16u << 10);
+    size_t want = rs_breply_meta_len(q->kind == RS_BREQ_GET ? src->nblocks : 0) +
+                  RS_BREPLY_ACTIVE_BUDGET + RS_BREPLY_HOLDER_BUDGET;
     size_t cap = want < q->reply_cap ? want : q->reply_cap;
     rs_bput_t *put = calloc(1, sizeof(*put));
 
