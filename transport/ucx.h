@@ -142,6 +142,31 @@ static inline rs_ucx_ctx_t *rs_ucx_ctx(const rs_ctx_t *ctx)
 
 rs_status_t rs_ucx_status(ucs_status_t status);
 
+/* Request parameters of an eager active message whose completion runs cb(user_data). */
+static inline ucp_request_param_t rs_ucx_am_param(ucp_send_nbx_callback_t cb, void *user_data,
+                                                  unsigned flags)
+{
+    return (ucp_request_param_t){
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
+        .flags = UCP_AM_SEND_FLAG_EAGER | flags,
+        .cb.send = cb,
+        .user_data = user_data,
+    };
+}
+
+/* Completion callbacks: of an rs_op_t (user_data), and of a control request of a uep. */
+void rs_ucx_op_done_cb(void *request, ucs_status_t status, void *user_data);
+void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data);
+
+/*
+ * The outcome of posting op's single request: done at once (op completes
+ * now), in flight (its callback completes it), or failed (logged as what).
+ */
+rs_status_t rs_ucx_post_result(rs_op_t *op, ucs_status_ptr_t req, const char *what);
+/* Logs a failed post (what) and maps its status: RS_ERR_NOMEM or RS_ERR_UNREACHABLE. */
+rs_status_t rs_ucx_post_error(ucs_status_ptr_t req, const char *what);
+
 /* ucx_conn.c */
 rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);
 void rs_ucx_listener_close(rs_listener_t *l);

@@ -67,7 +67,7 @@ ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length,
     return UCS_OK;
 }
 
-static void ctl_sent_cb(void *request, ucs_status_t status, void *user_data)
+void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data)
 {
     (void)status;
     ucp_request_free(request);
@@ -79,13 +79,7 @@ rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *dat
 {
     if (uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
-    ucp_request_param_t p = {
-        .op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
-        .flags = UCP_AM_SEND_FLAG_EAGER | flags,
-        .cb.send = ctl_sent_cb,
-        .user_data = uep,
-    };
+    ucp_request_param_t p = rs_ucx_am_param(rs_ucx_ctl_done_cb, uep, flags);
     ucs_status_ptr_t req =
         ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), data, len, &p);
     if (UCS_PTR_IS_ERR(req)) {
@@ -122,27 +116,12 @@ rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void 
     if (len > 0)
         memcpy(hdr + 1, data, len);
     op->be[0] = hdr;
-    ucp_request_param_t p = {
-        .op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
-        .flags = UCP_AM_SEND_FLAG_EAGER,
-        .cb.send = msg_sent_cb,
-        .user_data = op,
-    };
+    ucp_request_param_t p = rs_ucx_am_param(msg_sent_cb, op, 0);
     ucs_status_ptr_t req =
         ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), hdr + 1, len, &p);
-    if (req == NULL) {
+    if (!UCS_PTR_IS_PTR(req)) { /* done or failed at once: the copy is ours to free */
         free(hdr);
         op->be[0] = NULL;
-        rs__op_complete(op, RS_OK);
-        return RS_OK;
     }
-    if (UCS_PTR_IS_ERR(req)) {
-        free(hdr);
-        op->be[0] = NULL;
-        rs_error("ucp_am_send_nbx failed: %s", ucs_status_string(UCS_PTR_STATUS(req)));
-        return rs_ucx_status(UCS_PTR_STATUS(req)) == RS_ERR_NOMEM ? RS_ERR_NOMEM
-                                                                  : RS_ERR_UNREACHABLE;
-    }
-    return RS_OK;
+    return rs_ucx_post_result(op, req, "ucp_am_send_nbx");
 }

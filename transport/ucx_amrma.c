@@ -151,12 +151,6 @@ void rs_ucx_amrma_free(rs_ucx_ctx_t *uc)
 
 /* ---------------------------------------------------------------- requester */
 
-static void put_sent_cb(void *request, ucs_status_t status, void *user_data)
-{
-    ucp_request_free(request);
-    rs__op_complete(user_data, rs_ucx_status(status));
-}
-
 static void req_sent_cb(void *request, ucs_status_t status, void *user_data)
 {
     ucp_request_free(request);
@@ -167,23 +161,6 @@ static void flush_done_cb(void *request, ucs_status_t status, void *user_data)
 {
     ucp_request_free(request);
     pend_part_done(user_data, PART_FLUSH, status);
-}
-
-static ucp_request_param_t am_param(ucp_send_nbx_callback_t cb, void *user_data)
-{
-    return (ucp_request_param_t){
-        .op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
-        .flags = UCP_AM_SEND_FLAG_EAGER,
-        .cb.send = cb,
-        .user_data = user_data,
-    };
-}
-
-static rs_status_t send_error(ucs_status_ptr_t req, const char *what)
-{
-    rs_error("%s failed: %s", what, ucs_status_string(UCS_PTR_STATUS(req)));
-    return UCS_PTR_STATUS(req) == UCS_ERR_NO_MEMORY ? RS_ERR_NOMEM : RS_ERR_UNREACHABLE;
 }
 
 rs_status_t rs_ucx_amrma_put(rs_ucx_ep_t *uep, rs_op_t *op, const void *src, size_t len,
@@ -197,24 +174,20 @@ rs_status_t rs_ucx_amrma_put(rs_ucx_ep_t *uep, rs_op_t *op, const void *src, siz
                               .raddr = raddr,
                               .value = imm};
     uep->used_amrma = 1;
-    ucp_request_param_t p = am_param(put_sent_cb, op);
-    ucs_status_ptr_t req = ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), src, len, &p);
-    if (req == NULL) {
-        rs__op_complete(op, RS_OK);
-        return RS_OK;
-    }
-    return UCS_PTR_IS_ERR(req) ? send_error(req, "put (AM)") : RS_OK;
+    ucp_request_param_t p = rs_ucx_am_param(rs_ucx_op_done_cb, op, 0);
+    return rs_ucx_post_result(
+        op, ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), src, len, &p), "put (AM)");
 }
 
 /* Posts a request that waits for an answer; s->parts already set. */
 static rs_status_t send_request(rs_ucx_ep_t *uep, rs_ucx_pending_t *s, const char *what)
 {
-    ucp_request_param_t p = am_param(req_sent_cb, s);
+    ucp_request_param_t p = rs_ucx_am_param(req_sent_cb, s, 0);
     ucs_status_ptr_t req =
         ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, &s->hdr, sizeof(s->hdr), NULL, 0, &p);
     if (UCS_PTR_IS_ERR(req)) {
         pend_release(s);
-        return send_error(req, what);
+        return rs_ucx_post_error(req, what);
     }
     uep->used_amrma = 1;
     if (req == NULL)
@@ -318,7 +291,7 @@ static void reply(rs_ucx_ep_t *uep, const rs_ucx_rma_hdr_t *req, uint16_t kind, 
                               .flags = flags,
                               .op_id = req->op_id,
                               .value = value};
-    ucp_request_param_t p = am_param(reply_sent_cb, hdr);
+    ucp_request_param_t p = rs_ucx_am_param(reply_sent_cb, hdr, 0);
     ucs_status_ptr_t r = ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), data, len, &p);
     if (!UCS_PTR_IS_PTR(r))
         free(hdr); /* sent at once, or failed: the requester's deadline covers it */

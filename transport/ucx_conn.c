@@ -450,13 +450,6 @@ unsigned rs_ucx_conn_progress(rs_ctx_t *ctx)
     return n;
 }
 
-static void drain_done_cb(void *request, ucs_status_t status, void *user_data)
-{
-    (void)status;
-    ucp_request_free(request);
-    rs_ucx_ctl_done(user_data);
-}
-
 /*
  * A close by the user of a healthy endpoint: let what is in flight finish
  * (the generic layer waits a bounded time) instead of cutting it. A force
@@ -467,7 +460,7 @@ static void uep_start_drain(rs_ucx_ep_t *uep)
 {
     ucp_request_param_t p = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send = drain_done_cb,
+        .cb.send = rs_ucx_ctl_done_cb,
         .user_data = uep,
     };
     ucs_status_ptr_t req = ucp_ep_flush_nbx(uep->uep, &p);

@@ -44,7 +44,7 @@ static inline void op_error_set(rs_op_t *op, ucs_status_t s)
         op->be[3] = (void *)(intptr_t)s;
 }
 
-static void op_done_cb(void *request, ucs_status_t status, void *user_data)
+void rs_ucx_op_done_cb(void *request, ucs_status_t status, void *user_data)
 {
     ucp_request_free(request);
     rs__op_complete(user_data, rs_ucx_status(status));
@@ -73,21 +73,27 @@ static inline ucp_request_param_t op_param(rs_op_t *op, ucp_send_nbx_callback_t 
     };
 }
 
-/* RS_OK: posted, or finished at once (then completes op unless parts are counted). */
-static inline rs_status_t post_result(rs_op_t *op, ucs_status_ptr_t req, int parts,
-                                      const char *what)
+rs_status_t rs_ucx_post_error(ucs_status_ptr_t req, const char *what)
+{
+    rs_error("%s failed: %s", what, ucs_status_string(UCS_PTR_STATUS(req)));
+    return rs_ucx_status(UCS_PTR_STATUS(req)) == RS_ERR_NOMEM ? RS_ERR_NOMEM : RS_ERR_UNREACHABLE;
+}
+
+rs_status_t rs_ucx_post_result(rs_op_t *op, ucs_status_ptr_t req, const char *what)
 {
     if (req == NULL) {
-        if (!parts)
-            rs__op_complete(op, RS_OK);
+        rs__op_complete(op, RS_OK);
         return RS_OK;
     }
-    if (UCS_PTR_IS_ERR(req)) {
-        rs_error("%s failed: %s", what, ucs_status_string(UCS_PTR_STATUS(req)));
-        return rs_ucx_status(UCS_PTR_STATUS(req)) == RS_ERR_NOMEM ? RS_ERR_NOMEM
-                                                                  : RS_ERR_UNREACHABLE;
-    }
-    if (parts)
+    return UCS_PTR_IS_ERR(req) ? rs_ucx_post_error(req, what) : RS_OK;
+}
+
+/* Like rs_ucx_post_result for one of several requests: a request in flight counts a part. */
+static rs_status_t post_part_result(rs_op_t *op, ucs_status_ptr_t req, const char *what)
+{
+    if (UCS_PTR_IS_ERR(req))
+        return rs_ucx_post_error(req, what);
+    if (req != NULL)
         op_parts_set(op, op_parts(op) + 1);
     return RS_OK;
 }
@@ -131,8 +137,9 @@ rs_status_t rs_ucx_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs
         return rs_ucx_amrma_put(uep, op, src, len, raddr, notify, imm);
 
     if (!notify) {
-        ucp_request_param_t p = op_param(op, op_done_cb);
-        return post_result(op, ucp_put_nbx(uep->uep, src, len, raddr, k->rk, &p), 0, "ucp_put_nbx");
+        ucp_request_param_t p = op_param(op, rs_ucx_op_done_cb);
+        return rs_ucx_post_result(op, ucp_put_nbx(uep->uep, src, len, raddr, k->rk, &p),
+                                  "ucp_put_nbx");
     }
 
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ep->ctx);
@@ -144,7 +151,7 @@ rs_status_t rs_ucx_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs
 
     ucp_request_param_t p = op_param(op, part_done_cb);
     rs_status_t st =
-        post_result(op, ucp_put_nbx(uep->uep, src, len, raddr, k->rk, &p), 1, "ucp_put_nbx");
+        post_part_result(op, ucp_put_nbx(uep->uep, src, len, raddr, k->rk, &p), "ucp_put_nbx");
     if (st != RS_OK)
         return st;
     if (uc->notify_flush) {
@@ -177,8 +184,8 @@ rs_status_t rs_ucx_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t 
         return RS_ERR_UNREACHABLE;
     if (k->am)
         return rs_ucx_amrma_get(uep, op, dst, len, raddr);
-    ucp_request_param_t p = op_param(op, op_done_cb);
-    return post_result(op, ucp_get_nbx(uep->uep, dst, len, raddr, k->rk, &p), 0, "ucp_get_nbx");
+    ucp_request_param_t p = op_param(op, rs_ucx_op_done_cb);
+    return rs_ucx_post_result(op, ucp_get_nbx(uep->uep, dst, len, raddr, k->rk, &p), "ucp_get_nbx");
 }
 
 /*
@@ -275,6 +282,6 @@ rs_status_t rs_ucx_flush(rs_ep_t *ep, rs_op_t *op)
     /* Our own one-sided messages are flushed by a round trip. */
     if (uep->used_amrma)
         return rs_ucx_amrma_flush(uep, op);
-    ucp_request_param_t p = op_param(op, op_done_cb);
-    return post_result(op, ucp_ep_flush_nbx(uep->uep, &p), 0, "ucp_ep_flush_nbx");
+    ucp_request_param_t p = op_param(op, rs_ucx_op_done_cb);
+    return rs_ucx_post_result(op, ucp_ep_flush_nbx(uep->uep, &p), "ucp_ep_flush_nbx");
 }
