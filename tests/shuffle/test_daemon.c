@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,46 +18,15 @@
 #include <rshuffle/pusher.h>
 #include <rshuffle/reader.h>
 
+#include "rshuffled_child.h"
+
 static pid_t daemon_pid;
 
 static int teardown(void **state)
 {
     (void)state;
-    if (daemon_pid > 0) {
-        kill(daemon_pid, SIGKILL);
-        waitpid(daemon_pid, NULL, 0);
-        daemon_pid = 0;
-    }
+    rsd_kill(&daemon_pid);
     return 0;
-}
-
-/* Starts rshuffled; returns its "host:port" from the line it prints once ready. */
-static void start_daemon(char *addr, size_t cap)
-{
-    const char *host = getenv("RSHUFFLE_TEST_HOST") ? getenv("RSHUFFLE_TEST_HOST") : "127.0.0.1";
-    char listen[128];
-    snprintf(listen, sizeof(listen), "%s:0", host);
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    daemon_pid = fork();
-    if (daemon_pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
-        dup2(p[1], STDOUT_FILENO);
-        close(p[0]);
-        close(p[1]);
-        execl(RSHUFFLED_PATH, "rshuffled", "--listen", listen, "--mem", "32M", "--log", "error",
-              (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    FILE *f = fdopen(p[0], "r");
-    char line[256] = {0};
-    assert_non_null(fgets(line, sizeof(line), f));
-    fclose(f);
-    const char *pfx = "rshuffled: listening on ";
-    assert_memory_equal(line, pfx, strlen(pfx));
-    snprintf(addr, cap, "%s", line + strlen(pfx));
-    addr[strcspn(addr, "\n")] = '\0';
 }
 
 static void test_daemon_shuffle_and_sigterm(void **state)
@@ -66,7 +34,8 @@ static void test_daemon_shuffle_and_sigterm(void **state)
     (void)state;
     alarm(60);
     char addr[256];
-    start_daemon(addr, sizeof(addr));
+    static const char *const args[] = {"--mem", "32M", "--log", "error", NULL};
+    daemon_pid = rsd_start(args, NULL, addr, sizeof(addr));
     const char *workers[1] = {addr};
     rs_shuffle_desc_t d = {.shuffle_id = 3, .n_partitions = 4, .n_workers = 1, .workers = workers};
     rs_pusher_t *p;

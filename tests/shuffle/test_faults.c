@@ -11,7 +11,6 @@
 #include <string.h>
 #include <signal.h>
 #include <stdio.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,16 +22,11 @@
 
 #include "common/shuffle_proto.h"
 #include "pusher/internal.h"
+#include "rshuffled_child.h"
 
 static pid_t worker_pid;
 static char worker_addr[160];
 static const char *addrs[1];
-
-static const char *host(void)
-{
-    const char *h = getenv("RSHUFFLE_TEST_HOST");
-    return h ? h : "127.0.0.1";
-}
 
 /*
  * A worker: rshuffled, started as a program (fork + exec, so the worker
@@ -43,40 +37,28 @@ static const char *host(void)
 static void start_worker_in(uint64_t mem, const char *spill_dir, uint64_t extent_min,
                             uint32_t high_water)
 {
-    char listen[96], mem_s[32], ext_s[32], hw_s[16];
-    snprintf(listen, sizeof(listen), "%s:0", host());
+    char mem_s[32], dir_e[300], min_e[64], max_e[64], hw_e[48];
+    const char *env[5] = {NULL};
+    size_t n = 0;
     snprintf(mem_s, sizeof(mem_s), "%llu", (unsigned long long)mem);
-    snprintf(ext_s, sizeof(ext_s), "%llu", (unsigned long long)extent_min);
-    snprintf(hw_s, sizeof(hw_s), "%u", high_water);
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    fflush(NULL);
-    worker_pid = fork();
-    if (worker_pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
-        dup2(p[1], STDOUT_FILENO);
-        close(p[0]);
-        close(p[1]);
-        if (spill_dir != NULL)
-            setenv("RSHUFFLE_WORKER_SPILL_DIR", spill_dir, 1);
-        if (extent_min > 0) {
-            setenv("RSHUFFLE_WORKER_EXTENT_MIN", ext_s, 1);
-            setenv("RSHUFFLE_WORKER_EXTENT_MAX", ext_s, 1);
-        }
-        if (high_water > 0)
-            setenv("RSHUFFLE_WORKER_HIGH_WATER", hw_s, 1);
-        execl(RSHUFFLED_PATH, "rshuffled", "--listen", listen, "--mem", mem_s, (char *)NULL);
-        _exit(127);
+    if (spill_dir != NULL) {
+        snprintf(dir_e, sizeof(dir_e), "RSHUFFLE_WORKER_SPILL_DIR=%s", spill_dir);
+        env[n++] = dir_e;
     }
-    close(p[1]);
-    FILE *f = fdopen(p[0], "r");
-    char line[256] = {0};
-    assert_non_null(fgets(line, sizeof(line), f));
-    fclose(f);
-    const char *pfx = "rshuffled: listening on ";
-    assert_memory_equal(line, pfx, strlen(pfx));
-    snprintf(worker_addr, sizeof(worker_addr), "%.*s", (int)strcspn(line + strlen(pfx), "\n"),
-             line + strlen(pfx));
+    if (extent_min > 0) {
+        snprintf(min_e, sizeof(min_e), "RSHUFFLE_WORKER_EXTENT_MIN=%llu",
+                 (unsigned long long)extent_min);
+        snprintf(max_e, sizeof(max_e), "RSHUFFLE_WORKER_EXTENT_MAX=%llu",
+                 (unsigned long long)extent_min);
+        env[n++] = min_e;
+        env[n++] = max_e;
+    }
+    if (high_water > 0) {
+        snprintf(hw_e, sizeof(hw_e), "RSHUFFLE_WORKER_HIGH_WATER=%u", high_water);
+        env[n++] = hw_e;
+    }
+    const char *const args[] = {"--mem", mem_s, NULL};
+    worker_pid = rsd_start(args, env, worker_addr, sizeof(worker_addr));
     addrs[0] = worker_addr;
 }
 
@@ -102,11 +84,7 @@ static void stop_worker(void)
 static int teardown(void **state)
 {
     (void)state;
-    if (worker_pid > 0) {
-        kill(worker_pid, SIGKILL);
-        waitpid(worker_pid, NULL, 0);
-        worker_pid = 0;
-    }
+    rsd_kill(&worker_pid);
     return 0;
 }
 
