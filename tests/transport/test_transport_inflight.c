@@ -36,10 +36,7 @@ static int setup_with(void **state, uint32_t peer_timeout_ms)
     rs_config_t cli;
     tt_config(&cli);
     cli.peer_timeout_ms = peer_timeout_ms;
-    tt_pair_open(&f->p, NULL, &cli);
-    assert_int_equal(rs_mem_alloc(f->p.srv, REGION, RS_MEM_REMOTE_ALL, &f->smr), RS_OK);
-    assert_int_equal(rs_mem_alloc(f->p.cli, REGION, RS_MEM_LOCAL, &f->cmr), RS_OK);
-    f->rkey = tt_rkey_for(f->p.cep, f->smr);
+    tt_pair_open_regions(&f->p, &cli, REGION, &f->smr, &f->cmr, &f->rkey);
     *state = f;
     return 0;
 }

@@ -28,11 +28,7 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof(*f));
-    tt_pair_open(&f->p, NULL, NULL);
-    assert_int_equal(rs_mem_alloc(f->p.srv, REGION, RS_MEM_REMOTE_ALL, &f->smr), RS_OK);
-    assert_int_equal(rs_mem_alloc(f->p.cli, REGION, RS_MEM_LOCAL, &f->cmr), RS_OK);
-    memset(rs_mr_addr(f->smr), 0, REGION);
-    f->rkey = tt_rkey_for(f->p.cep, f->smr);
+    tt_pair_open_regions(&f->p, NULL, REGION, &f->smr, &f->cmr, &f->rkey);
     *state = f;
     return 0;
 }

@@ -130,6 +130,16 @@ rs_rkey_t *tt_rkey_for(rs_ep_t *ep, rs_mr_t *mr)
     return rkey;
 }
 
+void tt_pair_open_regions(tt_pair_t *p, const rs_config_t *cli_cfg, size_t len, rs_mr_t **smr,
+                          rs_mr_t **cmr, rs_rkey_t **rkey)
+{
+    tt_pair_open(p, NULL, cli_cfg);
+    assert_int_equal(rs_mem_alloc(p->srv, len, RS_MEM_REMOTE_ALL, smr), RS_OK);
+    assert_int_equal(rs_mem_alloc(p->cli, len, RS_MEM_LOCAL, cmr), RS_OK);
+    memset(rs_mr_addr(*smr), 0, len);
+    *rkey = tt_rkey_for(p->cep, *smr);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;

@@ -43,6 +43,14 @@ int tt_wait_calls(rs_ctx_t *a, rs_ctx_t *b, tt_done_t *d, int want, int timeout_
 /* Exchanges the server region's rkey to the client endpoint. */
 rs_rkey_t *tt_rkey_for(rs_ep_t *ep, rs_mr_t *mr);
 
+/*
+ * tt_pair_open (server with the defaults), then a zeroed len-byte server
+ * region open to remote access, a len-byte client buffer, and the region's
+ * rkey at the client.
+ */
+void tt_pair_open_regions(tt_pair_t *p, const rs_config_t *cli_cfg, size_t len, rs_mr_t **smr,
+                          rs_mr_t **cmr, rs_rkey_t **rkey);
+
 /* The monotonic clock in milliseconds (deadlines of the waits above). */
 uint64_t tt_now_ms(void);
 
