@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tt_util.h"
+
 #define SQ      16
 #define SRQ     16
 #define RD      2
@@ -32,18 +34,6 @@ typedef struct pair {
     rs_listener_t *l;
     rs_ep_t *cep, *sep;
 } pair_t;
-
-typedef struct done {
-    int calls;
-    rs_status_t status;
-} done_t;
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static const char *host(void)
 {
@@ -82,12 +72,12 @@ static void pump(pair_t *p)
         usleep(100);
 }
 
-#define UNTIL(p, cond, ms)                 \
-    __extension__({                        \
-        uint64_t end_ = now_ms() + (ms);   \
-        while (!(cond) && now_ms() < end_) \
-            pump(p);                       \
-        (cond);                            \
+#define UNTIL(p, cond, ms)                    \
+    __extension__({                           \
+        uint64_t end_ = tt_now_ms() + (ms);   \
+        while (!(cond) && tt_now_ms() < end_) \
+            pump(p);                          \
+        (cond);                               \
     })
 
 /* Server (listening on host) and a client connected to it. */
@@ -111,8 +101,8 @@ static void pair_open(pair_t *p, const char *listen_host, int by_address)
     } else {
         assert_int_equal(rs_connect(p->cli, host(), rs_listener_port(p->l), &p->cep), RS_OK);
     }
-    uint64_t end = now_ms() + WAIT_MS;
-    while (__atomic_load_n(&p->sep, __ATOMIC_ACQUIRE) == NULL && now_ms() < end)
+    uint64_t end = tt_now_ms() + WAIT_MS;
+    while (__atomic_load_n(&p->sep, __ATOMIC_ACQUIRE) == NULL && tt_now_ms() < end)
         usleep(1000);
     rs_progress_thread_stop(p->srv);
     assert_non_null(p->sep);
@@ -122,23 +112,6 @@ static void pair_close(pair_t *p)
 {
     rs_ctx_destroy(p->cli);
     rs_ctx_destroy(p->srv);
-}
-
-static rs_rkey_t *rkey_of(rs_ep_t *ep, rs_mr_t *mr)
-{
-    unsigned char blob[RS_RKEY_BLOB_MAX];
-    size_t len = 0;
-    rs_rkey_t *rkey = NULL;
-    assert_int_equal(rs_mr_pack_rkey(mr, blob, sizeof(blob), &len), RS_OK);
-    assert_int_equal(rs_rkey_unpack(ep, blob, len, &rkey), RS_OK);
-    return rkey;
-}
-
-static void done_cb(void *arg, rs_status_t st)
-{
-    done_t *d = arg;
-    d->calls++;
-    d->status = st;
 }
 
 static uint8_t pat(uint64_t i)
@@ -177,21 +150,21 @@ static void test_puts_through_backlog(void **state)
     assert_int_equal(rs_mem_alloc(p.cli, N * SLOT, RS_MEM_LOCAL, &src), RS_OK);
     uint8_t *s = rs_mr_addr(src);
     fill(s, N * SLOT, 0);
-    rs_rkey_t *rk = rkey_of(p.cep, dst);
+    rs_rkey_t *rk = tt_rkey_for(p.cep, dst);
 
-    static done_t d[N];
+    static tt_done_t d[N];
     memset(d, 0, sizeof(d));
     for (int i = 0; i < N; i++) {
         size_t len = i % 4 == 0 ? 16 : 1 + (size_t)(i * 37) % SLOT;
         int with_cb = i % 5 == 0;
         assert_int_equal(rs_put(p.cep, s + i * SLOT, len, src, rk, (uint64_t)i * SLOT,
-                                with_cb ? done_cb : NULL, with_cb ? &d[i] : NULL),
+                                with_cb ? tt_done_cb : NULL, with_cb ? &d[i] : NULL),
                          RS_OK);
     }
     assert_false(rs_list_empty(&vep(p.cep)->backlog)); /* the send queue overflowed */
     assert_true(vep(p.cep)->tail - vep(p.cep)->head <= SQ + 1);
-    done_t fl = {0};
-    assert_int_equal(rs_ep_flush(p.cep, done_cb, &fl), RS_OK);
+    tt_done_t fl = {0};
+    assert_int_equal(rs_ep_flush(p.cep, tt_done_cb, &fl), RS_OK);
     assert_true(UNTIL(&p, fl.calls == 1, WAIT_MS));
     assert_int_equal(fl.status, RS_OK);
     for (int i = 0; i < N; i += 5) {
@@ -219,21 +192,21 @@ static void test_gets_respect_read_budget(void **state)
     assert_int_equal(rs_mem_alloc(p.srv, N * CHUNK, RS_MEM_REMOTE_READ, &srcmr), RS_OK);
     assert_int_equal(rs_mem_alloc(p.cli, N * CHUNK, RS_MEM_LOCAL, &dstmr), RS_OK);
     fill(rs_mr_addr(srcmr), N * CHUNK, 77);
-    rs_rkey_t *rk = rkey_of(p.cep, srcmr);
+    rs_rkey_t *rk = tt_rkey_for(p.cep, srcmr);
     uint8_t *dst = rs_mr_addr(dstmr);
 
-    static done_t d[N];
+    static tt_done_t d[N];
     memset(d, 0, sizeof(d));
     for (int i = 0; i < N; i++)
-        assert_int_equal(
-            rs_get(p.cep, dst + i * CHUNK, CHUNK, dstmr, rk, (uint64_t)i * CHUNK, done_cb, &d[i]),
-            RS_OK);
+        assert_int_equal(rs_get(p.cep, dst + i * CHUNK, CHUNK, dstmr, rk, (uint64_t)i * CHUNK,
+                                tt_done_cb, &d[i]),
+                         RS_OK);
     rs_vep_t *v = vep(p.cep);
     assert_true(v->rd_cap >= 1 && v->rd_cap <= RD);
     assert_false(rs_list_empty(&v->backlog));
-    uint64_t end = now_ms() + WAIT_MS;
+    uint64_t end = tt_now_ms() + WAIT_MS;
     int finished = 0;
-    while (finished < N && now_ms() < end) {
+    while (finished < N && tt_now_ms() < end) {
         assert_true(v->rd_out <= v->rd_cap);
         pump(&p);
         finished = 0;
@@ -265,15 +238,15 @@ static void test_fetch_add(void **state)
     rs_mr_t *mr;
     assert_int_equal(rs_mem_alloc(p.srv, 4096, RS_MEM_REMOTE_ATOMIC | RS_MEM_REMOTE_READ, &mr),
                      RS_OK);
-    rs_rkey_t *rk = rkey_of(p.cep, mr);
+    rs_rkey_t *rk = tt_rkey_for(p.cep, mr);
     static uint64_t old[N];
-    static done_t d[N];
+    static tt_done_t d[N];
     memset(d, 0, sizeof(d));
     for (int i = 0; i < N; i++)
-        assert_int_equal(rs_fetch_add(p.cep, rk, 8, 1, &old[i], done_cb, &d[i]), RS_OK);
+        assert_int_equal(rs_fetch_add(p.cep, rk, 8, 1, &old[i], tt_done_cb, &d[i]), RS_OK);
     int finished = 0;
-    uint64_t end = now_ms() + WAIT_MS;
-    while (finished < N && now_ms() < end) {
+    uint64_t end = tt_now_ms() + WAIT_MS;
+    while (finished < N && tt_now_ms() < end) {
         assert_true(vep(p.cep)->rd_out <= vep(p.cep)->rd_cap);
         pump(&p);
         finished = 0;
@@ -292,9 +265,9 @@ static void test_fetch_add(void **state)
 
     const uint64_t big = 0x0102030405060708ull;
     uint64_t o1 = 1, o2 = 0;
-    done_t a = {0}, b = {0};
-    assert_int_equal(rs_fetch_add(p.cep, rk, 16, big, &o1, done_cb, &a), RS_OK);
-    assert_int_equal(rs_fetch_add(p.cep, rk, 16, 0, &o2, done_cb, &b), RS_OK);
+    tt_done_t a = {0}, b = {0};
+    assert_int_equal(rs_fetch_add(p.cep, rk, 16, big, &o1, tt_done_cb, &a), RS_OK);
+    assert_int_equal(rs_fetch_add(p.cep, rk, 16, 0, &o2, tt_done_cb, &b), RS_OK);
     assert_true(UNTIL(&p, a.calls == 1 && b.calls == 1, WAIT_MS));
     assert_int_equal(o1, 0);
     assert_int_equal(o2, big);
@@ -349,7 +322,7 @@ static void test_messages_small_srq(void **state)
     assert_int_equal(rs_set_msg_handler(p.srv, 7, on_msg, &m), RS_OK);
     assert_int_equal(rs_set_msg_handler(p.srv, 8, on_empty, &m), RS_OK);
     static uint8_t buf[MSG_MAX];
-    static done_t d[N];
+    static tt_done_t d[N];
     memset(d, 0, sizeof(d));
     for (int i = 0; i < N; i++) {
         uint32_t seq = (uint32_t)i;
@@ -358,7 +331,7 @@ static void test_messages_small_srq(void **state)
         fill(buf + 4, len - 4, seq);
         int with_cb = i % 10 == 0;
         assert_int_equal(
-            rs_msg_send(p.cep, 7, buf, len, with_cb ? done_cb : NULL, with_cb ? &d[i] : NULL),
+            rs_msg_send(p.cep, 7, buf, len, with_cb ? tt_done_cb : NULL, with_cb ? &d[i] : NULL),
             RS_OK);
         memset(buf, 0xee, len); /* the data was copied before rs_msg_send returned */
         if (i % 50 == 0)
@@ -407,7 +380,7 @@ static void test_notify_visible_in_order(void **state)
     notify_state_t n = {.region = rs_mr_addr(dst)};
     rs_set_notify_handler(p.srv, on_notify, &n);
     uint8_t *s = rs_mr_addr(src);
-    rs_rkey_t *rk = rkey_of(p.cep, dst);
+    rs_rkey_t *rk = tt_rkey_for(p.cep, dst);
     for (uint32_t i = 0; i < N; i++) {
         fill(s + i * 512, notify_len(i), i * 1000u);
         assert_int_equal(rs_put_notify(p.cep, s + i * 512, notify_len(i), src, rk,
@@ -430,12 +403,12 @@ static void test_unsignaled_tail(void **state)
     rs_mr_t *dst, *src;
     assert_int_equal(rs_mem_alloc(p.srv, 4096, RS_MEM_REMOTE_WRITE, &dst), RS_OK);
     assert_int_equal(rs_mem_alloc(p.cli, 4096, RS_MEM_LOCAL, &src), RS_OK);
-    rs_rkey_t *rk = rkey_of(p.cep, dst);
+    rs_rkey_t *rk = tt_rkey_for(p.cep, dst);
     fill(rs_mr_addr(src), 4096, 5);
-    done_t last = {0};
+    tt_done_t last = {0};
     for (int i = 0; i < 5; i++)
         assert_int_equal(rs_put(p.cep, (char *)rs_mr_addr(src) + i * 100, 100, src, rk,
-                                (uint64_t)i * 100, i == 4 ? done_cb : NULL, &last),
+                                (uint64_t)i * 100, i == 4 ? tt_done_cb : NULL, &last),
                          RS_OK);
     rs_vep_t *v = vep(p.cep);
     assert_int_equal(v->unsignaled, 2); /* the 3rd was signaled (signal_every 3), 4 and 5 not */
@@ -462,26 +435,26 @@ static void test_qp_error_flushes_everything(void **state)
     assert_int_equal(rs_mem_alloc(p.srv, 4096, RS_MEM_REMOTE_WRITE, &gone), RS_OK);
     assert_int_equal(rs_mem_alloc(p.srv, N * 1024, RS_MEM_REMOTE_ALL, &ok), RS_OK);
     assert_int_equal(rs_mem_alloc(p.cli, N * 1024, RS_MEM_LOCAL, &src), RS_OK);
-    rs_rkey_t *rk_gone = rkey_of(p.cep, gone);
-    rs_rkey_t *rk_ok = rkey_of(p.cep, ok);
+    rs_rkey_t *rk_gone = tt_rkey_for(p.cep, gone);
+    rs_rkey_t *rk_ok = tt_rkey_for(p.cep, ok);
     rs_mem_free(gone);
 
     char *s = rs_mr_addr(src);
-    done_t bad = {0};
-    static done_t d[N + 2];
+    tt_done_t bad = {0};
+    static tt_done_t d[N + 2];
     memset(d, 0, sizeof(d));
-    assert_int_equal(rs_put(p.cep, s, 64, src, rk_gone, 0, done_cb, &bad), RS_OK);
+    assert_int_equal(rs_put(p.cep, s, 64, src, rk_gone, 0, tt_done_cb, &bad), RS_OK);
     for (int i = 0; i < N; i++)
         assert_int_equal(
-            rs_put(p.cep, s + i * 1024, 1024, src, rk_ok, (uint64_t)i * 1024, done_cb, &d[i]),
+            rs_put(p.cep, s + i * 1024, 1024, src, rk_ok, (uint64_t)i * 1024, tt_done_cb, &d[i]),
             RS_OK);
     static uint64_t old;
-    assert_int_equal(rs_get(p.cep, s, 512, src, rk_ok, 0, done_cb, &d[N]), RS_OK);
-    assert_int_equal(rs_fetch_add(p.cep, rk_ok, 0, 1, &old, done_cb, &d[N + 1]), RS_OK);
+    assert_int_equal(rs_get(p.cep, s, 512, src, rk_ok, 0, tt_done_cb, &d[N]), RS_OK);
+    assert_int_equal(rs_fetch_add(p.cep, rk_ok, 0, 1, &old, tt_done_cb, &d[N + 1]), RS_OK);
 
     int all = 0;
-    uint64_t end = now_ms() + WAIT_MS;
-    while (now_ms() < end) {
+    uint64_t end = tt_now_ms() + WAIT_MS;
+    while (tt_now_ms() < end) {
         pump(&p);
         all = bad.calls;
         for (int i = 0; i < N + 2; i++)
@@ -513,12 +486,12 @@ static void test_close_with_backlog(void **state)
     rs_mr_t *dst, *src;
     assert_int_equal(rs_mem_alloc(p.srv, N * 256, RS_MEM_REMOTE_WRITE, &dst), RS_OK);
     assert_int_equal(rs_mem_alloc(p.cli, N * 256, RS_MEM_LOCAL, &src), RS_OK);
-    rs_rkey_t *rk = rkey_of(p.cep, dst);
-    static done_t d[N];
+    rs_rkey_t *rk = tt_rkey_for(p.cep, dst);
+    static tt_done_t d[N];
     memset(d, 0, sizeof(d));
     for (int i = 0; i < N; i++)
         assert_int_equal(rs_put(p.cep, (char *)rs_mr_addr(src) + i * 256, 256, src, rk,
-                                (uint64_t)i * 256, done_cb, &d[i]),
+                                (uint64_t)i * 256, tt_done_cb, &d[i]),
                          RS_OK);
     assert_false(rs_list_empty(&vep(p.cep)->backlog));
     rs_ep_close(p.cep); /* callbacks of its ops run before this returns */
