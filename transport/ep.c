@@ -92,7 +92,7 @@ void rs__ep_failed(rs_ep_t *ep, rs_status_t status)
     rs__ep_kill(ep, status);
 }
 
-static void ep_tell_user(rs_ep_t *ep, rs_status_t status)
+void rs__ep_tell_user(rs_ep_t *ep, rs_status_t status)
 {
     rs_ctx_t *ctx = ep->ctx;
     if (ctx->ep_cb == NULL)
@@ -142,7 +142,7 @@ void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
             op->deadline_ns = limit;
     }
     if (p->told)
-        ep_tell_user(ep, status);
+        rs__ep_tell_user(ep, status);
     else if (ep->accepted)
         ep_mark_reap(ep);
 }

@@ -65,13 +65,13 @@ static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
     rs_hs_hdr_t hdr;
     rs_proc_id_t peer;
     unsigned char reply[sizeof(rs_hs_hdr_t) + sizeof(rs_proc_id_t)];
-    size_t reply_len = hs_build(reply, NULL);
     size_t mine = strlen(cfg->job_token);
 
     if (ep->state != RS_EP_HANDSHAKE || !ep->accepted) {
         rs_warn("endpoint %p: unexpected HELLO (ignored)", (void *)ep);
         return;
     }
+    size_t reply_len = hs_build(reply, NULL);
     if (!hs_parse(data, len, &hdr, &peer) || hdr.token_len != mine ||
         memcmp((const char *)data + sizeof(hdr), cfg->job_token, mine) != 0) {
         rs_warn("refusing a peer: its HELLO carries another job token");
@@ -92,11 +92,7 @@ static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
     ep->state = RS_EP_READY;
     RS_EP_PRIV(ep)->reap_ns = 0;
     RS_EP_PRIV(ep)->told = 1;
-    if (ctx->ep_cb != NULL) {
-        ctx->in_cb++;
-        ctx->ep_cb(ctx->ep_arg, ep, RS_OK);
-        ctx->in_cb--;
-    }
+    rs__ep_tell_user(ep, RS_OK);
 }
 
 static void hs_client_reply(rs_ep_t *ep, unsigned type, const void *data, size_t len)

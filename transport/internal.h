@@ -176,6 +176,8 @@ void rs__hs_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len);
 unsigned rs__progress_locked(rs_ctx_t *ctx);
 /* Wakes the progress thread (a completion is queued). */
 void rs__thread_wake(rs_ctx_t *ctx);
+/* Reports an endpoint event to the context's endpoint handler, if any. */
+void rs__ep_tell_user(rs_ep_t *ep, rs_status_t status);
 /* Work for progress was queued (lock held): wakes the progress thread if it sleeps. */
 static inline void rs__thread_kick(rs_ctx_t *ctx)
 {

@@ -39,6 +39,23 @@ rs_status_t rs_msg_send(rs_ep_t *ep, unsigned type, const void *data, size_t len
     return st;
 }
 
+/* Hands a message (or a notification) to its handler; 0 when there is none. */
+static int deliver(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,
+                   size_t len)
+{
+    rs_ctx_t *ctx = ep->ctx;
+    rs_msg_handler_t h = notify ? (rs_msg_handler_t){0} : ctx->msg_handlers[type];
+    if ((notify && ctx->notify_cb == NULL) || (!notify && h.cb == NULL))
+        return 0;
+    ctx->in_cb++;
+    if (notify)
+        ctx->notify_cb(ctx->notify_arg, ep, imm);
+    else
+        h.cb(h.arg, ep, data, len);
+    ctx->in_cb--;
+    return 1;
+}
+
 void rs__msg_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len)
 {
     rs_ctx_t *ctx = ep->ctx;
@@ -57,32 +74,20 @@ void rs__msg_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len)
     }
     if (rs__early_queue(ep, 0, type, 0, data, len))
         return;
-    rs_msg_handler_t h = ctx->msg_handlers[type];
-    if (h.cb == NULL) {
+    if (!deliver(ep, 0, type, 0, data, len))
         rs_debug("endpoint %p: no handler for message type %u (dropped)", (void *)ep, type);
-        return;
-    }
-    ctx->in_cb++;
-    h.cb(h.arg, ep, data, len);
-    ctx->in_cb--;
 }
 
 void rs__notify_recv(rs_ep_t *ep, uint32_t imm)
 {
-    rs_ctx_t *ctx = ep->ctx;
     if (ep->state != RS_EP_READY) {
         rs_debug("endpoint %p: notification before the handshake passed (dropped)", (void *)ep);
         return;
     }
     if (rs__early_queue(ep, 1, 0, imm, NULL, 0))
         return;
-    if (ctx->notify_cb == NULL) {
+    if (!deliver(ep, 1, 0, imm, NULL, 0))
         rs_debug("endpoint %p: no notify handler (notification %u dropped)", (void *)ep, imm);
-        return;
-    }
-    ctx->in_cb++;
-    ctx->notify_cb(ctx->notify_arg, ep, imm);
-    ctx->in_cb--;
 }
 
 /*
@@ -114,19 +119,11 @@ int rs__early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const 
 
 static void early_deliver_ep(rs_ep_t *ep)
 {
-    rs_ctx_t *ctx = ep->ctx;
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     while (!rs_list_empty(&p->early) && ep->state == RS_EP_READY) {
         rs_early_t *e = rs_list_first(&p->early, rs_early_t, link);
         rs_list_del(&e->link);
-        ctx->in_cb++;
-        if (e->notify) {
-            if (ctx->notify_cb != NULL)
-                ctx->notify_cb(ctx->notify_arg, ep, e->imm);
-        } else if (ctx->msg_handlers[e->type].cb != NULL) {
-            ctx->msg_handlers[e->type].cb(ctx->msg_handlers[e->type].arg, ep, e->data, e->len);
-        }
-        ctx->in_cb--;
+        deliver(ep, e->notify, e->type, e->imm, e->data, e->len);
         free(e);
     }
 }

@@ -127,6 +127,7 @@ static void *progress_thread_main(void *arg)
 
     while (!__atomic_load_n(&ctx->thread_stop, __ATOMIC_ACQUIRE)) {
         rs__lock(ctx);
+        ctx->thread_sleeping = 0; /* awake (a wake-up in between costs one spare write) */
         unsigned n = rs__progress_locked(ctx);
         rs_status_t st = RS_ERR_BUSY;
         if (n == 0 && ++idle >= RS_THREAD_SPIN)
@@ -143,9 +144,6 @@ static void *progress_thread_main(void *arg)
             uint64_t v;
             ssize_t unused = read(ctx->thread_wake_fd, &v, sizeof(v));
             (void)unused;
-            rs__lock(ctx);
-            ctx->thread_sleeping = 0;
-            rs__unlock(ctx);
             idle = 0;
         } else if (st != RS_ERR_BUSY) {
             usleep(1000);
