@@ -79,6 +79,12 @@ static void reply_status(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_bre
     reply_post(info, q, slot->p, len, slot->slab->mr, put);
 }
 
+/* An active reader: still fetching, and its connection to us alive. */
+static int holder_active(const rs_bsrc_holder_t *h)
+{
+    return !h->complete && rs_bsrc_holder_alive(h);
+}
+
 /* Lists the source, the active tickets and a random choice of holders (src->lock held). */
 static void reply_lists(rs_bcast_node_t *node, rs_bcast_t *src, rs_breply_enc_t *enc,
                         uint32_t self_id, uint64_t *rng)
@@ -93,7 +99,7 @@ static void reply_lists(rs_bcast_node_t *node, rs_bcast_t *src, rs_breply_enc_t 
     }
     for (uint32_t i = 0; i < n; i++) {
         const rs_bsrc_holder_t *h = src->holders[i];
-        if (!h->complete && rs_bsrc_holder_alive(h)) {
+        if (holder_active(h)) {
             active[n_active].ticket = h->id - 1;
             active[n_active++].start = h->start;
         }
@@ -188,7 +194,7 @@ static void reply_manifest(rs_bcast_node_t *node, rs_bcast_t *src, rs_bepinfo_t 
         hdr.start = self->start;
     for (uint32_t i = 0; i < src->n_holders; i++) {
         const rs_bsrc_holder_t *h = src->holders[i];
-        if (h->id != self_id && !h->complete && rs_bsrc_holder_alive(h))
+        if (h->id != self_id && holder_active(h))
             hdr.active++;
     }
     rs_breply_begin(&enc, put->slot->p, cap, &hdr);
@@ -305,7 +311,7 @@ static void news_send(rs_bcast_node_t *node, rs_bcast_t *src, uint32_t skip_id)
     eps = malloc((src->n_holders + 1u) * sizeof(*eps));
     for (uint32_t i = 0; active != NULL && eps != NULL && i < src->n_holders; i++) {
         const rs_bsrc_holder_t *h = src->holders[i];
-        if (h->complete || !rs_bsrc_holder_alive(h))
+        if (!holder_active(h))
             continue;
         active[n].ticket = h->id - 1;
         active[n++].start = h->start;
