@@ -7,7 +7,7 @@
 #include <rshuffle/pusher.h>
 
 #include "common/list.h"
-#include "common/shuffle_proto.h"
+#include "shuffle/proto.h"
 #include "pusher/pushq.h"
 
 /* A grant of one partition at its worker (len 0: none). */

@@ -6,7 +6,7 @@
 #include "common/byteorder.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/shuffle_proto.h"
+#include "shuffle/proto.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 #include "common/clock.h"
 #include "common/env.h"
 #include "common/log.h"
-#include "common/shuffle_proto.h"
+#include "shuffle/proto.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /*
  * The contract between the generic transport layer (the transport/ sources outside
- * the backends) and a backend (transport/ucx.c, transport/verbs.c).
+ * the backends) and a backend (transport/ucx/, transport/verbs/).
  *
  * The generic layer owns: argument checks, the context lock, the op pool,
  * outstanding-op lists and their deadlines, the remote-key blob envelope

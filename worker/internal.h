@@ -12,7 +12,7 @@
 
 #include "common/list.h"
 #include "common/range_alloc.h"
-#include "common/shuffle_proto.h"
+#include "shuffle/proto.h"
 
 typedef struct wshuffle wshuffle_t;
 typedef struct wpart wpart_t;

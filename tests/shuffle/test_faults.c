@@ -20,7 +20,7 @@
 #include <rshuffle/reader.h>
 #include <rshuffle/worker.h>
 
-#include "common/shuffle_proto.h"
+#include "shuffle/proto.h"
 #include "pusher/internal.h"
 #include "rshuffled_child.h"
 

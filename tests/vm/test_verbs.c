@@ -7,7 +7,7 @@
  * small shared receive queue; a QP driven into the error state must
  * complete every outstanding op exactly once.
  */
-#include "transport/verbs_impl.h"
+#include "transport/verbs/verbs.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
  * registered buffers the backend itself needs (message copies, atomic
  * results), registered a slab at a time.
  */
-#include "transport/verbs_impl.h"
+#include "transport/verbs/verbs.h"
 
 #include "common/byteorder.h"
 #include "common/log.h"

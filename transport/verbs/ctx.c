@@ -5,7 +5,7 @@
  * progress. Connections live in verbs_cm.c, work requests in verbs_post.c,
  * memory in verbs_mem.c; docs/verbs.md has the design.
  */
-#include "transport/verbs_impl.h"
+#include "transport/verbs/verbs.h"
 
 #include "common/log.h"
 

@@ -23,7 +23,7 @@
  * target answered, so everything before it was applied. Requests waiting for
  * an answer live in slots (stable addresses, reused) found by id.
  */
-#include "transport/ucx.h"
+#include "transport/ucx/ucx.h"
 
 #include "common/log.h"
 

@@ -13,7 +13,7 @@
  * Requests carry no UCP_OP_ATTR_FIELD_MEMH: UCX 1.13 asserts in the self
  * transport when a force close purges a request that holds a user memh.
  */
-#include "transport/ucx.h"
+#include "transport/ucx/ucx.h"
 
 #include "common/log.h"
 

@@ -4,7 +4,7 @@
  * plain copies, and makes it resident at once (prefault); rs_mem_reg maps
  * the caller's memory.
  */
-#include "transport/ucx.h"
+#include "transport/ucx/ucx.h"
 
 #include "common/log.h"
 

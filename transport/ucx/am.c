@@ -4,7 +4,7 @@
  * and names the receiving connection. Sends are forced eager so a handler
  * always sees whole data and messages on one endpoint stay in order.
  */
-#include "transport/ucx.h"
+#include "transport/ucx/ucx.h"
 
 #include "common/log.h"
 

@@ -9,7 +9,7 @@
  * address, else a wildcard listener (with an address of this device), else
  * one the context creates for the purpose (port chosen by the system).
  */
-#include "transport/verbs_impl.h"
+#include "transport/verbs/verbs.h"
 
 #include "common/byteorder.h"
 #include "common/log.h"

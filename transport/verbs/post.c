@@ -16,7 +16,7 @@
  * a tail from the next progress call (which a post wakes when the context
  * is armed), so nothing waits for a completion that was never requested.
  */
-#include "transport/verbs_impl.h"
+#include "transport/verbs/verbs.h"
 
 #include "common/log.h"
 

@@ -2,7 +2,7 @@
  * UCX backend: UCP context and worker (explicit progress, wakeup fd), the
  * worker address, and the ops table.
  */
-#include "transport/ucx.h"
+#include "transport/ucx/ucx.h"
 
 #include "common/log.h"
 

@@ -4,7 +4,7 @@
  * failures (error callback -> rs__ep_failed) and endpoint teardown.
  * Anything that closes a ucp_ep runs outside ucp_worker_progress.
  */
-#include "transport/ucx.h"
+#include "transport/ucx/ucx.h"
 
 #include "common/log.h"
 

@@ -1,4 +1,4 @@
-#include "common/shuffle_proto.h"
+#include "shuffle/proto.h"
 
 #include <stdlib.h>
 #include <string.h>
