@@ -5,19 +5,27 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 DEMO ?= $(BUILD)/perf/rs-shuffle-bench
 
-.PHONY: demo check deps build format format-check layering-check clean
+PREFIX ?= /usr/local
+
+.PHONY: demo check deps build install format format-check layering-check clean
 
 deps:
 	scripts/install-deps
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_WERROR=ON
 	cmake --build $(BUILD) -j$(JOBS)
+
+# make install PREFIX=/opt/rshuffle: the build's library, headers, programs,
+# docs, rshuffle.pc and CMake package.
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 demo: build
 	$(DEMO)
 
-check: deps
+check:
+	scripts/install-deps check
 	scripts/check
 
 format:

@@ -159,8 +159,28 @@ typedef struct rs_backend_ops {
     rs_status_t (*msg_send)(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len);
 } rs_backend_ops_t;
 
+/* The backends built into this library (RS_WITH_UCX, RS_WITH_VERBS). */
 extern const rs_backend_ops_t rs_ucx_ops;
 extern const rs_backend_ops_t rs_verbs_ops;
+
+/* A backend's ops, or NULL when it was configured out. */
+static inline const rs_backend_ops_t *rs__ucx_backend(void)
+{
+#ifdef RS_HAVE_UCX
+    return &rs_ucx_ops;
+#else
+    return NULL;
+#endif
+}
+
+static inline const rs_backend_ops_t *rs__verbs_backend(void)
+{
+#ifdef RS_HAVE_VERBS
+    return &rs_verbs_ops;
+#else
+    return NULL;
+#endif
+}
 
 /* ------------------------------------------- upcalls (generic layer, lock held) */
 

@@ -24,11 +24,12 @@ static rs_status_t ctx_open_backend(rs_ctx_t *ctx)
     if (st != RS_OK)
         return st;
     st = ctx->be_ops->ctx_open(ctx);
-    if (st == RS_OK || ctx->cfg.transport != RS_TRANSPORT_AUTO || ctx->be_ops == &rs_ucx_ops)
+    if (st == RS_OK || ctx->cfg.transport != RS_TRANSPORT_AUTO || rs__ucx_backend() == NULL ||
+        ctx->be_ops == rs__ucx_backend())
         return st;
     /* auto: a device is present but verbs could not use it; UCX still can. */
     rs_warn("transport auto: verbs backend unavailable (%s), using ucx", rs_strerror(st));
-    ctx->be_ops = &rs_ucx_ops;
+    ctx->be_ops = rs__ucx_backend();
     return ctx->be_ops->ctx_open(ctx);
 }
 

@@ -16,9 +16,9 @@
 
 static uint16_t backend_id(const rs_backend_ops_t *ops)
 {
-    if (ops == &rs_ucx_ops)
+    if (ops == rs__ucx_backend())
         return RS_RKEY_BACKEND_UCX;
-    if (ops == &rs_verbs_ops)
+    if (ops == rs__verbs_backend())
         return RS_RKEY_BACKEND_VERBS;
     return 0xffff;
 }

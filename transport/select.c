@@ -46,18 +46,31 @@ int rs__rdma_device_active(void)
     return active;
 }
 
+/* name: the backend's RSHUFFLE_TRANSPORT value; option: its CMake option. */
+static rs_status_t built(const rs_backend_ops_t *ops, const char *name, const char *option,
+                         const rs_backend_ops_t **ops_p)
+{
+    if (ops == NULL) {
+        rs_error("transport %s: not built into this library (configured with %s=OFF)", name,
+                 option);
+        return RS_ERR_UNSUPPORTED;
+    }
+    *ops_p = ops;
+    return RS_OK;
+}
+
 rs_status_t rs__select_backend(const rs_config_t *cfg, const rs_backend_ops_t **ops_p)
 {
     switch (cfg->transport) {
         case RS_TRANSPORT_UCX:
-            *ops_p = &rs_ucx_ops;
-            return RS_OK;
+            return built(rs__ucx_backend(), "ucx", "RS_WITH_UCX", ops_p);
         case RS_TRANSPORT_VERBS:
-            *ops_p = &rs_verbs_ops;
-            return RS_OK;
+            return built(rs__verbs_backend(), "verbs", "RS_WITH_VERBS", ops_p);
         case RS_TRANSPORT_AUTO:
-            *ops_p = rs__rdma_device_active() ? &rs_verbs_ops : &rs_ucx_ops;
-            return RS_OK;
+            if (rs__verbs_backend() != NULL &&
+                (rs__ucx_backend() == NULL || rs__rdma_device_active()))
+                return built(rs__verbs_backend(), "verbs", "RS_WITH_VERBS", ops_p);
+            return built(rs__ucx_backend(), "ucx", "RS_WITH_UCX", ops_p);
     }
     rs_error("unknown transport kind %d", (int)cfg->transport);
     return RS_ERR_CONFIG;
