@@ -8,6 +8,13 @@
 #include <string.h>
 #include <strings.h>
 
+/* Every read of a variable first warns (once) about misspelt ones. */
+static const char *env_get(const char *name)
+{
+    rs_env_warn_unknown_once();
+    return getenv(name);
+}
+
 rs_status_t rs_parse_size(const char *s, uint64_t *out)
 {
     if (s == NULL || *s < '0' || *s > '9') /* strtoull would take " -1" */
@@ -52,7 +59,7 @@ rs_status_t rs_parse_size(const char *s, uint64_t *out)
 
 rs_status_t rs_env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out)
 {
-    const char *s = getenv(name);
+    const char *s = env_get(name);
     if (s == NULL)
         return RS_OK;
     uint64_t v;
@@ -110,7 +117,7 @@ rs_status_t rs_env_bool(const char *name, int *out)
 {
     static const char *const yes[] = {"1", "true", "yes", "on"};
     static const char *const no[] = {"0", "false", "no", "off"};
-    const char *s = getenv(name);
+    const char *s = env_get(name);
     if (s == NULL)
         return RS_OK;
     for (int i = 0; i < 4; i++) {
@@ -129,7 +136,7 @@ rs_status_t rs_env_bool(const char *name, int *out)
 
 rs_status_t rs_env_choice(const char *name, const char *const *choices, int *out)
 {
-    const char *s = getenv(name);
+    const char *s = env_get(name);
     if (s == NULL)
         return RS_OK;
     char accepted[256] = "";
@@ -148,7 +155,7 @@ rs_status_t rs_env_choice(const char *name, const char *const *choices, int *out
 
 rs_status_t rs_env_str(const char *name, char *out, size_t cap)
 {
-    const char *s = getenv(name);
+    const char *s = env_get(name);
     if (s == NULL)
         return RS_OK;
     size_t len = strlen(s);

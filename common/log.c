@@ -1,9 +1,11 @@
 #include "common/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* -1: not decided yet; read RSHUFFLE_LOG on first use. */
@@ -46,20 +48,47 @@ void rs_log_set_level(rs_log_level_t level)
     log_level = (int)level;
 }
 
+static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static rs_log_handler_t handler_fn;
+static void *handler_arg;
+
+void rs_log_set_handler(rs_log_handler_t fn, void *arg)
+{
+    pthread_mutex_lock(&handler_lock);
+    handler_fn = fn;
+    handler_arg = arg;
+    pthread_mutex_unlock(&handler_lock);
+}
+
 void rs_log_write(rs_log_level_t level, const char *file, int line, const char *fmt, ...)
 {
     const char *base = strrchr(file, '/');
-    /* One write() per line so lines of concurrent processes do not interleave. */
-    char out[1200];
-    size_t room = sizeof(out) - 1; /* the last byte is for the newline */
-    int n = snprintf(out, room, "rshuffle[%d] %s %s:%d: ", (int)getpid(), rs_log_level_names[level],
-                     base ? base + 1 : file, line);
-    size_t len = n < 0 ? 0 : (size_t)n < room ? (size_t)n : room - 1;
+    base = base != NULL ? base + 1 : file;
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    n = vsnprintf(out + len, room - len, fmt, ap);
+    int n = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    len += n < 0 ? 0 : (size_t)n < room - len ? (size_t)n : room - len - 1;
+    if (n < 0)
+        msg[0] = '\0';
+
+    pthread_mutex_lock(&handler_lock);
+    rs_log_handler_t fn = handler_fn;
+    void *arg = handler_arg;
+    pthread_mutex_unlock(&handler_lock);
+    if (fn != NULL) {
+        fn(arg, level, base, line, msg);
+        return;
+    }
+
+    /* One write() per line so lines of concurrent processes do not interleave. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char out[1200];
+    size_t room = sizeof(out) - 1; /* the last byte is for the newline */
+    n = snprintf(out, room, "[%lld.%06ld] rshuffle[%d] %s %s:%d: %s", (long long)ts.tv_sec,
+                 ts.tv_nsec / 1000, (int)getpid(), rs_log_level_names[level], base, line, msg);
+    size_t len = n < 0 ? 0 : (size_t)n < room ? (size_t)n : room - 1;
     out[len++] = '\n';
     ssize_t unused = write(STDERR_FILENO, out, len);
     (void)unused;

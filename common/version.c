@@ -1,4 +1,4 @@
-/* rs_version: the version this library was built as. */
+/* rs_version, rs_build_features: what this library was built as. */
 #include <rshuffle/version.h>
 
 #define RS_STR_(x) #x
@@ -7,4 +7,19 @@
 const char *rs_version(void)
 {
     return RS_STR(RS_VERSION_MAJOR) "." RS_STR(RS_VERSION_MINOR) "." RS_STR(RS_VERSION_PATCH);
+}
+
+unsigned rs_build_features(void)
+{
+    unsigned f = 0;
+#ifdef RS_HAVE_UCX
+    f |= RS_FEATURE_UCX;
+#endif
+#ifdef RS_HAVE_VERBS
+    f |= RS_FEATURE_VERBS;
+#endif
+#ifdef RS_FAULT_INJECTION
+    f |= RS_FEATURE_FAULT_INJECTION;
+#endif
+    return f;
 }

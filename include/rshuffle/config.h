@@ -69,6 +69,22 @@ RS_API rs_status_t rs_config_validate(const rs_config_t *cfg);
  */
 RS_API rs_status_t rs_parse_size(const char *s, uint64_t *out);
 
+/* One RSHUFFLE_* variable the library reads. */
+typedef struct rs_config_var {
+    const char *name;          /* "RSHUFFLE_..." */
+    const char *default_value; /* as the variable would be written ("" when empty) */
+    const char *description;   /* one line */
+} rs_config_var_t;
+
+/*
+ * Every RSHUFFLE_* variable the library reads (RSHUFFLE_TEST_* are left to
+ * test programs). Sets *vars_p (if not NULL) to a static array and returns
+ * its length. Cannot fail. A variable of the environment that starts with
+ * RSHUFFLE_ and is not listed is warned about once per process, at the
+ * first configuration read.
+ */
+RS_API size_t rs_config_vars(const rs_config_var_t **vars_p);
+
 #ifdef __cplusplus
 }
 #endif

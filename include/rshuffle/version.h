@@ -26,6 +26,14 @@ extern "C" {
  */
 RS_API const char *rs_version(void);
 
+/* What this library was built with (rs_build_features). */
+#define RS_FEATURE_UCX             (1u << 0) /* the UCX backend (RS_WITH_UCX) */
+#define RS_FEATURE_VERBS           (1u << 1) /* the verbs backend (RS_WITH_VERBS) */
+#define RS_FEATURE_FAULT_INJECTION (1u << 2) /* test-only fault hooks (RS_FAULT_INJECTION) */
+
+/* The RS_FEATURE_* bits of the running library. Cannot fail. */
+RS_API unsigned rs_build_features(void);
+
 #ifdef __cplusplus
 }
 #endif

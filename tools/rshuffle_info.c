@@ -1,0 +1,232 @@
+/*
+ * rshuffle_info: what this rshuffle is and sees, like ucx_info.
+ *
+ *   rshuffle_info [-v] [-d] [-c] [--help] [--version]
+ *     -v  version and build options
+ *     -d  backends and devices found (UCX transports and devices; verbs
+ *         devices with ports, link layer and GIDs)
+ *     -c  every RSHUFFLE_* variable: effective value, default, source, meaning
+ * With no option: -v.
+ */
+#include <rshuffle/config.h>
+#include <rshuffle/version.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef RS_HAVE_UCX
+#include <ucp/api/ucp.h>
+#endif
+#ifdef RS_HAVE_VERBS
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+#endif
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: rshuffle_info [-v] [-d] [-c] [--help] [--version]\n"
+                 "  -v, --build    version and build options (the default)\n"
+                 "  -d, --devices  backends and devices found\n"
+                 "  -c, --config   every RSHUFFLE_* variable: value, default, source, meaning\n"
+                 "  -h, --help     this text\n"
+                 "  -V, --version  the version\n");
+}
+
+static void print_build(void)
+{
+    unsigned f = rs_build_features();
+    printf("# rshuffle %s (headers %d.%d.%d)\n", rs_version(), RS_VERSION_MAJOR, RS_VERSION_MINOR,
+           RS_VERSION_PATCH);
+    printf("# backends: %s%s\n", (f & RS_FEATURE_UCX) ? "ucx " : "",
+           (f & RS_FEATURE_VERBS) ? "verbs" : "");
+    printf("# fault injection hooks: %s\n", (f & RS_FEATURE_FAULT_INJECTION) ? "yes" : "no");
+#ifdef RS_HAVE_UCX
+    unsigned major, minor, release;
+    ucp_get_version(&major, &minor, &release);
+    printf("# UCX %u.%u.%u\n", major, minor, release);
+#endif
+}
+
+#ifdef RS_HAVE_UCX
+static int print_ucx(void)
+{
+    ucp_config_t *config;
+    if (ucp_config_read(NULL, NULL, &config) != UCS_OK) {
+        printf("# ucx: cannot read UCX's configuration\n");
+        return 1;
+    }
+    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                           .features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_AMO64};
+    ucp_context_h ctx;
+    ucs_status_t st = ucp_init(&params, config, &ctx);
+    ucp_config_release(config);
+    if (st != UCS_OK) {
+        printf("# ucx: ucp_init failed: %s\n", ucs_status_string(st));
+        return 1;
+    }
+    printf("# ucx: transports and devices UCX selected (UCX_TLS, UCX_NET_DEVICES apply)\n");
+    fflush(stdout);
+    ucp_context_print_info(ctx, stdout);
+    ucp_cleanup(ctx);
+    return 0;
+}
+#endif
+
+#ifdef RS_HAVE_VERBS
+static const char *link_layer(uint8_t ll)
+{
+    return ll == IBV_LINK_LAYER_ETHERNET     ? "Ethernet"
+           : ll == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
+                                             : "unspecified";
+}
+
+static void print_gids(struct ibv_context *ctx, uint8_t port, int n)
+{
+    for (int i = 0; i < n; i++) {
+        union ibv_gid gid;
+        if (ibv_query_gid(ctx, port, i, &gid) != 0)
+            break;
+        static const union ibv_gid zero;
+        if (memcmp(&gid, &zero, sizeof(gid)) == 0)
+            continue;
+        char text[INET6_ADDRSTRLEN];
+        inet_ntop(AF_INET6, gid.raw, text, sizeof(text));
+        printf("#       gid[%d] %s\n", i, text);
+    }
+}
+
+static int print_verbs(void)
+{
+    int n = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    if (list == NULL || n == 0) {
+        printf("# verbs: no RDMA device\n");
+        if (list != NULL)
+            ibv_free_device_list(list);
+        return 0;
+    }
+    for (int d = 0; d < n; d++) {
+        struct ibv_context *ctx = ibv_open_device(list[d]);
+        if (ctx == NULL) {
+            printf("# verbs: %s: cannot open\n", ibv_get_device_name(list[d]));
+            continue;
+        }
+        struct ibv_device_attr attr;
+        if (ibv_query_device(ctx, &attr) == 0) {
+            printf("# verbs: %s: %u port(s), max_qp_rd_atom %d, max_mr_size %llu\n",
+                   ibv_get_device_name(list[d]), attr.phys_port_cnt, attr.max_qp_rd_atom,
+                   (unsigned long long)attr.max_mr_size);
+            for (uint8_t p = 1; p <= attr.phys_port_cnt; p++) {
+                struct ibv_port_attr pa;
+                if (ibv_query_port(ctx, p, &pa) != 0)
+                    continue;
+                printf("#   port %u: %s, link layer %s, active mtu %d\n", p,
+                       ibv_port_state_str(pa.state), link_layer(pa.link_layer),
+                       128 << pa.active_mtu);
+                print_gids(ctx, p, pa.gid_tbl_len);
+            }
+        }
+        ibv_close_device(ctx);
+    }
+    ibv_free_device_list(list);
+    return 0;
+}
+#endif
+
+static int print_devices(void)
+{
+    int bad = 0;
+    unsigned f = rs_build_features();
+    if (!(f & RS_FEATURE_UCX))
+        printf("# ucx: not built (RS_WITH_UCX=OFF)\n");
+    if (!(f & RS_FEATURE_VERBS))
+        printf("# verbs: not built (RS_WITH_VERBS=OFF)\n");
+#ifdef RS_HAVE_UCX
+    bad |= print_ucx();
+#endif
+#ifdef RS_HAVE_VERBS
+    bad |= print_verbs();
+#endif
+    return bad;
+}
+
+extern char **environ;
+
+static int listed(const rs_config_var_t *vars, size_t n, const char *name, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(vars[i].name) == len && strncmp(vars[i].name, name, len) == 0)
+            return 1;
+    return 0;
+}
+
+static void print_config(void)
+{
+    const rs_config_var_t *vars;
+    size_t n = rs_config_vars(&vars);
+    printf("# %-30s %-12s %-12s %-11s %s\n", "variable", "value", "default", "source", "meaning");
+    for (size_t i = 0; i < n; i++) {
+        const char *env = getenv(vars[i].name);
+        const char *value = env != NULL ? env : vars[i].default_value;
+        if (env != NULL && strstr(vars[i].name, "TOKEN") != NULL)
+            value = "(hidden)"; /* a secret: say only that it is set */
+        printf("%-32s %-12s %-12s %-11s %s\n", vars[i].name, value, vars[i].default_value,
+               env != NULL ? "environment" : "default", vars[i].description);
+    }
+    for (char **e = environ; *e != NULL; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq != NULL ? (size_t)(eq - *e) : strlen(*e);
+        if (strncmp(*e, "RSHUFFLE_", 9) == 0 && strncmp(*e, "RSHUFFLE_TEST_", 14) != 0 &&
+            !listed(vars, n, *e, len))
+            printf("# %.*s: not a variable rshuffle reads (misspelt?)\n", (int)len, *e);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"build", no_argument, NULL, 'v'},   {"devices", no_argument, NULL, 'd'},
+        {"config", no_argument, NULL, 'c'},  {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
+    };
+    int build = 0, devices = 0, config = 0, c;
+    while ((c = getopt_long(argc, argv, "vdchV", longopts, NULL)) != -1) {
+        switch (c) {
+            case 'v':
+                build = 1;
+                break;
+            case 'd':
+                devices = 1;
+                break;
+            case 'c':
+                config = 1;
+                break;
+            case 'h':
+                usage(stdout);
+                return 0;
+            case 'V':
+                printf("rshuffle_info %s\n", rs_version());
+                return 0;
+            default:
+                usage(stderr);
+                return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rshuffle_info: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (!build && !devices && !config)
+        build = 1;
+    int bad = 0;
+    if (build)
+        print_build();
+    if (devices)
+        bad = print_devices();
+    if (config)
+        print_config();
+    return bad;
+}
