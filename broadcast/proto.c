@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broadcast/wire.h"
+#include "common/cursor.h"
 #include "common/checksum.h"
 #include "common/log.h"
 

@@ -16,7 +16,10 @@ static void on_drop_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     (void)ep;
     drop_state_t *d = arg;
-    d->status = rs_smsg_status(data, len, RS_SMSG_DROP_REPLY);
+    rs_status_t carried;
+    d->status = rs_sproto_status_decode(data, len, RS_SMSG_DROP_REPLY, &carried);
+    if (d->status == RS_OK)
+        d->status = carried;
     d->answered = 1;
 }
 
@@ -40,9 +43,12 @@ rs_status_t rs_shuffle_drop(const rs_shuffle_desc_t *desc, const rs_config_t *tc
         if (s == RS_OK) {
             d.answered = 0;
             d.status = RS_ERR_TIMEOUT;
-            rs_smsg_drop_t m = {.shuffle_id = desc->shuffle_id};
-            rs_smsg_init(&m.h, RS_SMSG_DROP, RS_OK);
-            s = rs_msg_send(ep, RS_SMSG_DROP, &m, sizeof(m), NULL, NULL);
+            rs_smsg_drop_t m = {.status = RS_OK, .shuffle_id = desc->shuffle_id};
+            uint8_t buf[RS_SPROTO_DROP_LEN];
+            size_t len;
+            s = rs_sproto_drop_encode(&m, buf, sizeof(buf), &len);
+            if (s == RS_OK)
+                s = rs_msg_send(ep, RS_SMSG_DROP, buf, len, NULL, NULL);
             uint64_t deadline =
                 rs_now_coarse_ns() + RS_MS_TO_NS(rs_ctx_config(ctx)->connect_timeout_ms);
             while (s == RS_OK && !d.answered && rs_ep_status(ep) == RS_OK &&

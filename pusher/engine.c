@@ -93,17 +93,17 @@ static void request_grants(pworker_t *w)
     if (w->reclaim)
         reclaim(w);
     int backoff = in_backoff(w);
-    size_t max_n = (p->msg_max - sizeof(rs_smsg_grant_t)) / sizeof(rs_grant_t);
-    size_t max_req = (p->msg_max - sizeof(rs_smsg_grant_req_t)) / sizeof(rs_grant_want_t);
+    size_t max_n = rs_sproto_grant_max(p->msg_max);
+    size_t max_req = rs_sproto_grant_req_max(p->msg_max);
     if (max_req < max_n)
         max_n = max_req;
     uint8_t *buf = p->msg_buf;
-    rs_grant_want_t *wants = (rs_grant_want_t *)(buf + sizeof(rs_smsg_grant_req_t));
     uint32_t n = 0, n_ret = 0;
     for (; n_ret < w->n_retires && n < max_n; n_ret++, n++)
-        wants[n] = (rs_grant_want_t){.partition = w->retires[n_ret].partition,
-                                     .retire_slot = w->retires[n_ret].slot,
-                                     .retire_used = w->retires[n_ret].used};
+        rs_sproto_grant_want_put(buf, p->msg_max, n,
+                                 &(rs_grant_want_t){.partition = w->retires[n_ret].partition,
+                                                    .retire_slot = w->retires[n_ret].slot,
+                                                    .retire_used = w->retires[n_ret].used});
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &w->pending)
     {
@@ -128,7 +128,7 @@ static void request_grants(pworker_t *w)
             pp->cur = (pgrant_t){0};
         }
         retire(w, b->partition, &pp->next); /* too small for this batch */
-        wants[n++] = wt;
+        rs_sproto_grant_want_put(buf, p->msg_max, n++, &wt);
         pp->in_req = 1;
     }
     /* Next grants for streaming partitions, so their writes never wait for a round trip. */
@@ -147,19 +147,20 @@ static void request_grants(pworker_t *w)
         pp->ahead_queued = 0;
         pp->ahead_out = 1;
         pp->in_req = 1;
-        wants[n++] = (rs_grant_want_t){.partition = part,
-                                       .flags = RS_GRANT_AHEAD | RS_GRANT_BULK,
-                                       .want = pp->ahead_want,
-                                       .retire_slot = RS_SLOT_NONE};
+        rs_sproto_grant_want_put(buf, p->msg_max, n++,
+                                 &(rs_grant_want_t){.partition = part,
+                                                    .flags = RS_GRANT_AHEAD | RS_GRANT_BULK,
+                                                    .want = pp->ahead_want,
+                                                    .retire_slot = RS_SLOT_NONE});
     }
     w->n_ahead = kept;
     if (n == 0)
         return;
-    rs_smsg_grant_req_t m = {.req_id = ++w->req_id, .n = n};
-    rs_smsg_init(&m.h, RS_SMSG_GRANT_REQ, RS_OK);
-    memcpy(buf, &m, sizeof(m));
-    rs_status_t s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, buf,
-                                sizeof(m) + n * sizeof(rs_grant_want_t), NULL, NULL);
+    rs_smsg_grant_req_t m = {.status = RS_OK, .req_id = ++w->req_id, .n = n};
+    size_t len;
+    rs_status_t s = rs_sproto_grant_req_encode(&m, buf, p->msg_max, &len);
+    if (s == RS_OK)
+        s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, buf, len, NULL, NULL);
     if (s != RS_OK) {
         rs__pusher_fail(p, s, "grant request");
         return;
@@ -387,25 +388,27 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
 static void send_commit(pworker_t *w)
 {
     rs_pusher_t *p = w->p;
-    size_t per = (p->msg_max - sizeof(rs_smsg_commit_t)) / sizeof(rs_commit_entry_t);
+    size_t per = rs_sproto_commit_max(p->msg_max);
     uint8_t *buf = p->msg_buf;
     uint32_t part = 0;
     for (;;) {
-        rs_commit_entry_t *e = (rs_commit_entry_t *)(buf + sizeof(rs_smsg_commit_t));
         uint32_t n = 0;
         for (; part < p->desc.n_partitions && n < per; part++) {
             if (w->counts[part].batches == 0)
                 continue;
-            e[n] = w->counts[part];
-            e[n].partition = part;
-            n++;
+            rs_commit_entry_t e = w->counts[part];
+            e.partition = part;
+            rs_sproto_commit_put(buf, p->msg_max, n++, &e);
         }
         int last = part >= p->desc.n_partitions;
-        rs_smsg_commit_t m = {.n = n, .last = (uint32_t)last, .total_batches = w->batches};
-        rs_smsg_init(&m.h, RS_SMSG_COMMIT, RS_OK);
-        memcpy(buf, &m, sizeof(m));
-        rs_status_t s = rs_msg_send(w->ep, RS_SMSG_COMMIT, buf,
-                                    sizeof(m) + n * sizeof(rs_commit_entry_t), NULL, NULL);
+        rs_smsg_commit_t m = {.status = RS_OK,
+                              .n = n,
+                              .last = (uint32_t)last,
+                              .total_batches = last ? w->batches : 0};
+        size_t len;
+        rs_status_t s = rs_sproto_commit_encode(&m, buf, p->msg_max, &len);
+        if (s == RS_OK)
+            s = rs_msg_send(w->ep, RS_SMSG_COMMIT, buf, len, NULL, NULL);
         if (s != RS_OK) {
             w->commit_done = 1;
             w->commit_status = s;
@@ -493,17 +496,11 @@ static void on_attach_reply(void *arg, rs_ep_t *ep, const void *data, size_t len
     rs_smsg_attach_reply_t r;
     if (w == NULL)
         return;
-    rs_status_t s = rs_smsg_status(data, len, RS_SMSG_ATTACH_REPLY);
-    if (s == RS_OK) {
-        s = rs_smsg_check(data, len, RS_SMSG_ATTACH_REPLY, sizeof(r), 0, 0);
-        if (s == RS_OK) {
-            memcpy(&r, data, sizeof(r));
-            if (r.rkey_len > len - sizeof(r))
-                s = RS_ERR_TRUNCATED;
-            else
-                s = rs_rkey_unpack(ep, (const uint8_t *)data + sizeof(r), r.rkey_len, &w->rkey);
-        }
-    }
+    rs_status_t s = rs_sproto_attach_reply_decode(data, len, &r);
+    if (s == RS_OK)
+        s = r.status;
+    if (s == RS_OK)
+        s = rs_rkey_unpack(ep, r.rkey, r.rkey_len, &w->rkey);
     w->attach_status = s;
     w->attached = 1;
 }
@@ -513,15 +510,11 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_pusher_t *p = arg;
     pworker_t *w = worker_of(p, ep);
     rs_smsg_grant_t r;
-    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_GRANT, sizeof(r), 0, 0);
+    rs_status_t s = rs_sproto_grant_decode(data, len, &r);
     if (w == NULL)
         return;
-    if (s == RS_OK) {
-        memcpy(&r, data, sizeof(r));
-        s = (rs_status_t)r.h.status;
-        if (s == RS_OK)
-            s = rs_smsg_check(data, len, RS_SMSG_GRANT, sizeof(r), sizeof(rs_grant_t), r.n);
-    }
+    if (s == RS_OK)
+        s = r.status;
     w->req_out = 0;
     if (s != RS_OK) {
         rs__pusher_fail(p, s, "grant request refused by a worker");
@@ -529,10 +522,8 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
         return;
     }
     int backpressure = 0, granted = 0;
-    const rs_grant_t *gr = (const rs_grant_t *)((const uint8_t *)data + sizeof(r));
     for (uint32_t i = 0; i < r.n; i++) {
-        rs_grant_t g;
-        memcpy(&g, &gr[i], sizeof(g));
+        rs_grant_t g = rs_sproto_grant_get(&r, i);
         if (g.partition >= p->desc.n_partitions) {
             rs__pusher_fail(p, RS_ERR_PROTOCOL, "grant for an unknown partition");
             drop_pending(w);
@@ -593,8 +584,8 @@ static void on_reclaim(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_pusher_t *p = arg;
     pworker_t *w = worker_of(p, ep);
-    if (w == NULL ||
-        rs_smsg_check(data, len, RS_SMSG_RECLAIM, sizeof(rs_smsg_hdr_t), 0, 0) != RS_OK)
+    rs_status_t carried;
+    if (w == NULL || rs_sproto_status_decode(data, len, RS_SMSG_RECLAIM, &carried) != RS_OK)
         return;
     w->reclaim = 1;
     if (perr(p) == RS_OK)
@@ -605,13 +596,11 @@ static void on_nack(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_pusher_t *p = arg;
     rs_smsg_nack_t n;
-    if (worker_of(p, ep) == NULL ||
-        rs_smsg_check(data, len, RS_SMSG_NACK, sizeof(n), 0, 0) != RS_OK)
+    if (worker_of(p, ep) == NULL || rs_sproto_nack_decode(data, len, &n) != RS_OK)
         return;
-    memcpy(&n, data, sizeof(n));
     rs_error("pusher: a worker refused a batch of partition %u: %s", n.partition,
-             rs_strerror((rs_status_t)n.h.status));
-    rs__pusher_fail(p, (rs_status_t)n.h.status, "batch refused");
+             rs_strerror(n.status));
+    rs__pusher_fail(p, n.status, "batch refused");
 }
 
 static void on_commit_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -620,7 +609,10 @@ static void on_commit_reply(void *arg, rs_ep_t *ep, const void *data, size_t len
     pworker_t *w = worker_of(p, ep);
     if (w == NULL)
         return;
-    rs_status_t s = rs_smsg_status(data, len, RS_SMSG_COMMIT_REPLY);
+    rs_status_t carried;
+    rs_status_t s = rs_sproto_status_decode(data, len, RS_SMSG_COMMIT_REPLY, &carried);
+    if (s == RS_OK)
+        s = carried;
     if (s != RS_OK)
         rs_error("pusher: worker %s refused the commit of map %u attempt %u: %s",
                  p->desc.workers[w->index], p->map_id, p->attempt, rs_strerror(s));

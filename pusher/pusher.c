@@ -59,13 +59,17 @@ static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
         return s;
     }
     rs_ep_set_user(w->ep, w);
-    rs_smsg_attach_t m = {.role = RS_ROLE_PUSHER,
+    rs_smsg_attach_t m = {.status = RS_OK,
+                          .role = RS_ROLE_PUSHER,
                           .shuffle_id = p->desc.shuffle_id,
                           .n_partitions = p->desc.n_partitions,
                           .map_id = p->map_id,
                           .attempt = p->attempt};
-    rs_smsg_init(&m.h, RS_SMSG_ATTACH, RS_OK);
-    s = rs_msg_send(w->ep, RS_SMSG_ATTACH, &m, sizeof(m), NULL, NULL);
+    uint8_t buf[RS_SPROTO_ATTACH_LEN];
+    size_t len;
+    s = rs_sproto_attach_encode(&m, buf, sizeof(buf), &len);
+    if (s == RS_OK)
+        s = rs_msg_send(w->ep, RS_SMSG_ATTACH, buf, len, NULL, NULL);
     if (s != RS_OK)
         return s;
     uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(rs_ctx_config(p->ctx)->connect_timeout_ms);

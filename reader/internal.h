@@ -9,6 +9,8 @@
 #include <rshuffle/reader.h>
 #include <rshuffle/transport.h>
 
+#include "shuffle/proto.h"
+
 /* The session's link to one worker. */
 typedef struct rconn {
     rs_ep_t *ep;
@@ -37,19 +39,20 @@ struct rs_reader_session {
     rs_status_t got_status;
     uint8_t *reply;
     size_t reply_len, reply_cap;
+    rs_smsg_t rep; /* the reply decoded (its views point into reply) */
 };
 
 /* The connection to worker w, made and attached on first use. */
 rs_status_t rs__rsess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p);
 
 /*
- * Sends a request and waits (bounded) for its reply of reply_type carrying
- * tag (ATTACH_REPLY: no tag); the reply is in s->reply. Returns the transport
- * error, RS_ERR_TIMEOUT, or the status in the reply's header.
+ * Sends an encoded request and waits (bounded) for its reply of reply_type
+ * carrying tag (ATTACH_REPLY: no tag); the reply is in s->reply, decoded in
+ * s->rep. Returns the transport error, RS_ERR_TIMEOUT, the decoder's status
+ * for a malformed reply, or the status the reply carries.
  */
 rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type, const void *m,
-                              size_t len, unsigned reply_type, uint32_t tag, size_t reply_min,
-                              const char *what);
+                              size_t len, unsigned reply_type, uint32_t tag, const char *what);
 
 /* Reads len bytes at roff of the worker's arena into dst (inside mr), waiting for it. */
 rs_status_t rs__rsess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,

@@ -71,20 +71,13 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
 {
     rs_reader_session_t *s = r->sess;
     rs_snap_hdr_t h;
-    if (len < sizeof(h))
-        return RS_ERR_TRUNCATED;
-    memcpy(&h, snap, sizeof(h));
-    if (h.magic != RS_SNAP_MAGIC || h.partition != r->partition ||
-        len != sizeof(h) + (size_t)h.n_commits * sizeof(rs_snap_commit_t) +
-                   (size_t)h.n_entries * sizeof(rs_snap_entry_t)) {
+    if (rs_sproto_snap_decode(snap, len, &h) != RS_OK || h.partition != r->partition) {
         rs_error("reader: malformed index of shuffle %u partition %u from worker %s",
                  s->desc.shuffle_id, r->partition, r->conn->addr);
         return RS_ERR_PROTOCOL;
     }
-    const uint8_t *p = snap + sizeof(h);
-    for (uint32_t i = 0; i < h.n_commits; i++, p += sizeof(rs_snap_commit_t)) {
-        rs_snap_commit_t c;
-        memcpy(&c, p, sizeof(c));
+    for (uint32_t i = 0; i < h.n_commits; i++) {
+        rs_snap_commit_t c = rs_sproto_snap_commit_get(&h, i);
         if (c.map_id < s->n_maps && c.attempt == s->attempts[c.map_id]) {
             r->maps[c.map_id].committed = 1;
             r->maps[c.map_id].c = c;
@@ -105,9 +98,8 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
         return RS_ERR_NOMEM;
     }
     uint32_t n = 0;
-    for (uint32_t i = 0; i < h.n_entries; i++, p += sizeof(rs_snap_entry_t)) {
-        rent_t e = {.index = i};
-        memcpy(&e.e, p, sizeof(e.e));
+    for (uint32_t i = 0; i < h.n_entries; i++) {
+        rent_t e = {.index = i, .e = rs_sproto_snap_entry_get(&h, i)};
         if (e.e.map_id >= s->n_maps || e.e.attempt != s->attempts[e.e.map_id]) {
             r->stats.other_attempts++;
             continue;
@@ -139,16 +131,21 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
  * Sends a request the worker may refuse for want of memory (index or stage
  * room): asks again after its retry_ms, within the session's wait bound.
  */
-static rs_status_t request_retry(rs_reader_t *r, unsigned type, const void *m, size_t len,
-                                 uint32_t *tag_field, unsigned reply_type, size_t reply_min,
-                                 const char *what)
+static rs_status_t request_retry(rs_reader_t *r, unsigned type, const void *m, uint32_t *tag_field,
+                                 unsigned reply_type, const char *what)
 {
     rs_reader_session_t *s = r->sess;
     uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(s->cfg.wait_ms);
     for (;;) {
         uint32_t tag = *tag_field = ++s->next_tag;
-        rs_status_t st =
-            rs__rsess_request(s, r->conn, type, m, len, reply_type, tag, reply_min, what);
+        uint8_t buf[RS_SPROTO_READ_OPEN_LEN > RS_SPROTO_SPILL_LOAD_LEN ? RS_SPROTO_READ_OPEN_LEN
+                                                                       : RS_SPROTO_SPILL_LOAD_LEN];
+        size_t len;
+        rs_status_t st = type == RS_SMSG_READ_OPEN
+                             ? rs_sproto_read_open_encode(m, buf, sizeof(buf), &len)
+                             : rs_sproto_spill_load_encode(m, buf, sizeof(buf), &len);
+        if (st == RS_OK)
+            st = rs__rsess_request(s, r->conn, type, buf, len, reply_type, tag, what);
         if (st != RS_ERR_BACKPRESSURE || rs_now_coarse_ns() >= deadline) {
             if (st != RS_OK)
                 rs_error("reader: worker %s refused %s of shuffle %u partition %u: %s",
@@ -156,10 +153,9 @@ static rs_status_t request_retry(rs_reader_t *r, unsigned type, const void *m, s
             return st;
         }
         uint32_t retry_ms = 10;
-        if (type == RS_SMSG_SPILL_LOAD && s->reply_len >= sizeof(rs_smsg_spill_reply_t)) {
-            rs_smsg_spill_reply_t sr;
-            memcpy(&sr, s->reply, sizeof(sr));
-            retry_ms = sr.retry_ms ? sr.retry_ms : retry_ms;
+        if (type == RS_SMSG_SPILL_LOAD && s->rep.type == RS_SMSG_SPILL_REPLY) {
+            const rs_smsg_spill_reply_t *sr = &s->rep.u.spill_reply;
+            retry_ms = sr->retry_ms ? sr->retry_ms : retry_ms;
         }
         rs__rsess_pause(s, retry_ms);
     }
@@ -168,21 +164,16 @@ static rs_status_t request_retry(rs_reader_t *r, unsigned type, const void *m, s
 static rs_status_t open_snapshot(rs_reader_t *r)
 {
     rs_reader_session_t *s = r->sess;
-    rs_smsg_read_open_t o = {.shuffle_id = s->desc.shuffle_id, .partition = r->partition};
-    rs_smsg_init(&o.h, RS_SMSG_READ_OPEN, RS_OK);
-    rs_status_t st = request_retry(r, RS_SMSG_READ_OPEN, &o, sizeof(o), &o.tag, RS_SMSG_READ_REPLY,
-                                   sizeof(rs_smsg_read_reply_t), "open");
+    rs_smsg_read_open_t o = {
+        .status = RS_OK, .shuffle_id = s->desc.shuffle_id, .partition = r->partition};
+    rs_status_t st = request_retry(r, RS_SMSG_READ_OPEN, &o, &o.tag, RS_SMSG_READ_REPLY, "open");
     if (st != RS_OK)
         return st;
-    rs_smsg_read_reply_t rr;
-    memcpy(&rr, s->reply, sizeof(rr));
+    rs_smsg_read_reply_t rr = s->rep.u.read_reply;
     r->snap_id = rr.snap_id;
     r->snap_open = 1;
-    if (rr.index_off == UINT64_MAX) {
-        if (rr.index_len != s->reply_len - sizeof(rr))
-            return RS_ERR_PROTOCOL;
-        return plan(r, s->reply + sizeof(rr), rr.index_len);
-    }
+    if (rr.index_off == RS_SPROTO_INLINE)
+        return plan(r, rr.index, rr.index_len);
     if (rr.index_len > s->cfg.read_max) {
         rs_error("reader: partition index of %llu bytes exceeds the %zu-byte read buffer",
                  (unsigned long long)rr.index_len, s->cfg.read_max);
@@ -294,17 +285,16 @@ static rs_status_t next_spill_span(rs_reader_t *r)
     while (last + 1 < r->n_spill && r->spill[last + 1].index == r->spill[last].index + 1 &&
            total + rs_sproto_round(r->spill[last + 1].e.len) <= RS_STAGE_MAX)
         total += rs_sproto_round(r->spill[++last].e.len);
-    rs_smsg_spill_load_t m = {
-        .snap_id = r->snap_id, .first = r->spill[first].index, .n = last - first + 1};
-    rs_smsg_init(&m.h, RS_SMSG_SPILL_LOAD, RS_OK);
+    rs_smsg_spill_load_t m = {.status = RS_OK,
+                              .snap_id = r->snap_id,
+                              .first = r->spill[first].index,
+                              .n = last - first + 1};
     rs_status_t st =
-        request_retry(r, RS_SMSG_SPILL_LOAD, &m, sizeof(m), &m.tag, RS_SMSG_SPILL_REPLY,
-                      sizeof(rs_smsg_spill_reply_t), "spill load");
+        request_retry(r, RS_SMSG_SPILL_LOAD, &m, &m.tag, RS_SMSG_SPILL_REPLY, "spill load");
     if (st != RS_OK)
         return st;
     r->stats.spill_loads++;
-    rs_smsg_spill_reply_t sr;
-    memcpy(&sr, s->reply, sizeof(sr));
+    rs_smsg_spill_reply_t sr = s->rep.u.spill_reply;
     uint64_t staged = 0;
     for (uint32_t i = 0; i < sr.n && i < m.n; i++)
         staged += rs_sproto_round(r->spill[first + i].e.len);
@@ -454,9 +444,11 @@ void rs_reader_close(rs_reader_t *r)
     rs_reader_session_t *s = r->sess;
     if (r->snap_open && r->conn != NULL && r->conn->gen == r->conn_gen &&
         rs_ep_status(r->conn->ep) == RS_OK) {
-        rs_smsg_read_close_t m = {.snap_id = r->snap_id};
-        rs_smsg_init(&m.h, RS_SMSG_READ_CLOSE, RS_OK);
-        rs_msg_send(r->conn->ep, RS_SMSG_READ_CLOSE, &m, sizeof(m), NULL, NULL);
+        rs_smsg_read_close_t m = {.status = RS_OK, .snap_id = r->snap_id};
+        uint8_t buf[RS_SPROTO_READ_CLOSE_LEN];
+        size_t len;
+        if (rs_sproto_read_close_encode(&m, buf, sizeof(buf), &len) == RS_OK)
+            rs_msg_send(r->conn->ep, RS_SMSG_READ_CLOSE, buf, len, NULL, NULL);
     }
     if (r->buf_mr != NULL)
         rs__rsess_buf_put(s, r->buf_mr);

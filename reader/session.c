@@ -34,25 +34,23 @@ rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg)
     return RS_OK;
 }
 
-static void on_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
+static void on_reply(rs_reader_session_t *s, unsigned type, rs_ep_t *ep, const void *data,
+                     size_t len)
 {
-    rs_reader_session_t *s = arg;
-    rs_smsg_hdr_t h;
-    if (len < sizeof(h) || ep != s->want_ep || s->got)
+    rs_smsg_t m;
+    if (ep != s->want_ep || s->got || type != s->want_type)
         return;
-    memcpy(&h, data, sizeof(h));
-    if (h.type != s->want_type)
+    rs_status_t st = rs_sproto_decode(data, len, type, &m);
+    if (st != RS_OK) { /* malformed: the request fails with the decoder's status */
+        s->got_status = st;
+        s->got = 1;
         return;
-    if (h.type == RS_SMSG_READ_REPLY || h.type == RS_SMSG_SPILL_REPLY) {
-        uint32_t tag; /* both replies carry it at the same offset */
-        _Static_assert(offsetof(rs_smsg_read_reply_t, tag) == 12, "tag offset");
-        _Static_assert(offsetof(rs_smsg_spill_reply_t, tag) == 12, "tag offset");
-        if (len < 16)
-            return;
-        memcpy(&tag, (const uint8_t *)data + 12, sizeof(tag));
-        if (tag != s->want_tag)
-            return; /* the late answer to a request that timed out */
     }
+    uint32_t tag = m.type == RS_SMSG_READ_REPLY    ? m.u.read_reply.tag
+                   : m.type == RS_SMSG_SPILL_REPLY ? m.u.spill_reply.tag
+                                                   : s->want_tag;
+    if (tag != s->want_tag)
+        return; /* the late answer to a request that timed out */
     if (len > s->reply_cap) {
         uint8_t *n = realloc(s->reply, len);
         if (n == NULL) {
@@ -67,6 +65,21 @@ static void on_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
     s->reply_len = len;
     s->got_status = RS_OK;
     s->got = 1;
+}
+
+static void on_attach_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    on_reply(arg, RS_SMSG_ATTACH_REPLY, ep, data, len);
+}
+
+static void on_read_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    on_reply(arg, RS_SMSG_READ_REPLY, ep, data, len);
+}
+
+static void on_spill_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    on_reply(arg, RS_SMSG_SPILL_REPLY, ep, data, len);
 }
 
 typedef struct op_wait {
@@ -107,8 +120,7 @@ static rs_status_t wait_for(rs_reader_session_t *s, rconn_t *c, volatile int *fl
 }
 
 rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type, const void *m,
-                              size_t len, unsigned reply_type, uint32_t tag, size_t reply_min,
-                              const char *what)
+                              size_t len, unsigned reply_type, uint32_t tag, const char *what)
 {
     s->want_ep = c->ep;
     s->want_type = reply_type;
@@ -120,10 +132,10 @@ rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type,
     s->want_ep = NULL;
     if (st == RS_OK)
         st = s->got_status;
-    if (st == RS_OK) /* the worker's refusal first: refusals are header-only */
-        st = rs_smsg_status(s->reply, s->reply_len, reply_type);
     if (st == RS_OK)
-        st = rs_smsg_check(s->reply, s->reply_len, reply_type, reply_min, 0, 0);
+        st = rs_sproto_decode(s->reply, s->reply_len, reply_type, &s->rep);
+    if (st == RS_OK)
+        st = s->rep.status;
     return st;
 }
 
@@ -164,19 +176,19 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
         rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
         return st;
     }
-    rs_smsg_attach_t a = {.role = RS_ROLE_READER, .shuffle_id = s->desc.shuffle_id};
-    rs_smsg_init(&a.h, RS_SMSG_ATTACH, RS_OK);
-    st = rs__rsess_request(s, c, RS_SMSG_ATTACH, &a, sizeof(a), RS_SMSG_ATTACH_REPLY, 0,
-                           sizeof(rs_smsg_attach_reply_t), "attach");
+    rs_smsg_attach_t a = {
+        .status = RS_OK, .role = RS_ROLE_READER, .shuffle_id = s->desc.shuffle_id};
+    uint8_t buf[RS_SPROTO_ATTACH_LEN];
+    size_t len;
+    st = rs_sproto_attach_encode(&a, buf, sizeof(buf), &len);
+    if (st == RS_OK)
+        st = rs__rsess_request(s, c, RS_SMSG_ATTACH, buf, len, RS_SMSG_ATTACH_REPLY, 0, "attach");
     if (st != RS_OK) {
         rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(st));
         return st;
     }
-    rs_smsg_attach_reply_t ar;
-    memcpy(&ar, s->reply, sizeof(ar));
-    if (ar.rkey_len > s->reply_len - sizeof(ar))
-        return RS_ERR_TRUNCATED;
-    return rs_rkey_unpack(c->ep, s->reply + sizeof(ar), ar.rkey_len, &c->rkey);
+    const rs_smsg_attach_reply_t *ar = &s->rep.u.attach_reply;
+    return rs_rkey_unpack(c->ep, ar->rkey, ar->rkey_len, &c->rkey);
 }
 
 static void conn_close(rconn_t *c)
@@ -271,9 +283,9 @@ rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_t n_map
     st = rs_ctx_create(s->cfg.transport, &s->ctx);
     if (st != RS_OK)
         goto err_free;
-    if ((st = rs_set_msg_handler(s->ctx, RS_SMSG_ATTACH_REPLY, on_reply, s)) != RS_OK ||
-        (st = rs_set_msg_handler(s->ctx, RS_SMSG_READ_REPLY, on_reply, s)) != RS_OK ||
-        (st = rs_set_msg_handler(s->ctx, RS_SMSG_SPILL_REPLY, on_reply, s)) != RS_OK)
+    if ((st = rs_set_msg_handler(s->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, s)) != RS_OK ||
+        (st = rs_set_msg_handler(s->ctx, RS_SMSG_READ_REPLY, on_read_reply, s)) != RS_OK ||
+        (st = rs_set_msg_handler(s->ctx, RS_SMSG_SPILL_REPLY, on_spill_reply, s)) != RS_OK)
         goto err_free;
     *sess_p = s;
     return RS_OK;

@@ -15,9 +15,10 @@
 
 static void reply_status(rs_ep_t *ep, unsigned type, rs_status_t status)
 {
-    rs_smsg_hdr_t h;
-    rs_smsg_init(&h, type, status);
-    rs_msg_send(ep, type, &h, sizeof(h), NULL, NULL);
+    uint8_t buf[RS_SPROTO_HDR_LEN];
+    size_t len;
+    if (rs_sproto_status_encode(type, status, buf, sizeof(buf), &len) == RS_OK)
+        rs_msg_send(ep, type, buf, len, NULL, NULL);
 }
 
 static wconn_t *conn_of(rs_ep_t *ep)
@@ -32,14 +33,13 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_worker_t *w = arg;
     wconn_t *c = conn_of(ep);
     rs_smsg_attach_t m;
-    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_ATTACH, sizeof(m), 0, 0);
+    rs_status_t s = rs_sproto_attach_decode(data, len, &m);
     if (c == NULL || s != RS_OK) {
         rs_warn("worker: malformed attach (%s)", rs_strerror(s));
         reply_status(ep, RS_SMSG_ATTACH_REPLY, s != RS_OK ? s : RS_ERR_STATE);
         return;
     }
-    memcpy(&m, data, sizeof(m));
-    if (c->role != 0 || (m.role != RS_ROLE_PUSHER && m.role != RS_ROLE_READER)) {
+    if (c->role != 0) {
         reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_PROTOCOL);
         return;
     }
@@ -61,12 +61,14 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         c->attempt = m.attempt;
     }
     c->role = (int)m.role;
-    uint8_t buf[sizeof(rs_smsg_attach_reply_t) + RS_RKEY_BLOB_MAX];
-    rs_smsg_attach_reply_t r = {.arena_len = w->st.arena_len, .rkey_len = (uint32_t)w->rkey_len};
-    rs_smsg_init(&r.h, RS_SMSG_ATTACH_REPLY, RS_OK);
-    memcpy(buf, &r, sizeof(r));
-    memcpy(buf + sizeof(r), w->rkey, w->rkey_len);
-    rs_msg_send(ep, RS_SMSG_ATTACH_REPLY, buf, sizeof(r) + w->rkey_len, NULL, NULL);
+    uint8_t buf[RS_SPROTO_ATTACH_REPLY_LEN + RS_RKEY_BLOB_MAX];
+    rs_smsg_attach_reply_t r = {.status = RS_OK,
+                                .arena_len = w->st.arena_len,
+                                .rkey = w->rkey,
+                                .rkey_len = (uint32_t)w->rkey_len};
+    size_t rlen;
+    if (rs_sproto_attach_reply_encode(&r, buf, sizeof(buf), &rlen) == RS_OK)
+        rs_msg_send(ep, RS_SMSG_ATTACH_REPLY, buf, rlen, NULL, NULL);
 }
 
 /* ---------------------------------------------------------------- grants */
@@ -154,12 +156,9 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_worker_t *w = arg;
     wconn_t *c = conn_of(ep);
     rs_smsg_grant_req_t m;
-    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_GRANT_REQ, sizeof(m), 0, 0);
-    if (s == RS_OK) {
-        memcpy(&m, data, sizeof(m));
-        s = rs_smsg_check(data, len, RS_SMSG_GRANT_REQ, sizeof(m), sizeof(rs_grant_want_t), m.n);
-    }
-    size_t max_n = (rs_ctx_config(w->ctx)->msg_max - sizeof(rs_smsg_grant_t)) / sizeof(rs_grant_t);
+    rs_status_t s = rs_sproto_grant_req_decode(data, len, &m);
+    size_t msg_max = rs_ctx_config(w->ctx)->msg_max;
+    size_t max_n = rs_sproto_grant_max(msg_max);
     if (s == RS_OK && (c == NULL || c->role != RS_ROLE_PUSHER))
         s = RS_ERR_STATE;
     if (s == RS_OK && c->sh->dropped)
@@ -168,27 +167,24 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
         s = RS_ERR_MSG_SIZE;
     if (s != RS_OK) {
         rs_warn("worker: grant request refused: %s", rs_strerror(s));
-        rs_smsg_grant_t r = {.n = 0};
-        rs_smsg_init(&r.h, RS_SMSG_GRANT, s);
-        rs_msg_send(ep, RS_SMSG_GRANT, &r, sizeof(r), NULL, NULL);
+        rs_smsg_grant_t r = {.status = s, .n = 0};
+        uint8_t rbuf[RS_SPROTO_GRANT_LEN];
+        size_t rlen;
+        if (rs_sproto_grant_encode(&r, rbuf, sizeof(rbuf), &rlen) == RS_OK)
+            rs_msg_send(ep, RS_SMSG_GRANT, rbuf, rlen, NULL, NULL);
         return;
     }
-    size_t rlen = sizeof(rs_smsg_grant_t) + m.n * sizeof(rs_grant_t); /* <= msg_max */
     uint8_t *buf = w->msg_buf;
-    rs_smsg_grant_t r = {.req_id = m.req_id, .n = m.n, .retry_ms = 0};
-    rs_smsg_init(&r.h, RS_SMSG_GRANT, RS_OK);
-    const rs_grant_want_t *want = (const rs_grant_want_t *)((const uint8_t *)data + sizeof(m));
-    rs_grant_t *out = (rs_grant_t *)(buf + sizeof(r));
+    rs_smsg_grant_t r = {.status = RS_OK, .req_id = m.req_id, .n = m.n, .retry_ms = 0};
     int backpressure = 0;
     for (uint32_t i = 0; i < m.n; i++) {
-        rs_grant_want_t wt;
-        memcpy(&wt, &want[i], sizeof(wt));
+        rs_grant_want_t wt = rs_sproto_grant_want_get(&m, i);
         rs_grant_t gr = {.partition = wt.partition, .status = RS_OK};
         if (wt.partition >= c->sh->n_partitions) {
             rs_warn("worker: grant for partition %u of shuffle %u (%u partitions) refused",
                     wt.partition, c->sh->id, c->sh->n_partitions);
             gr.status = RS_ERR_NOT_FOUND;
-            memcpy(&out[i], &gr, sizeof(gr));
+            rs_sproto_grant_put(buf, msg_max, i, &gr);
             continue;
         }
         if (wt.retire_slot != RS_SLOT_NONE)
@@ -211,12 +207,13 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
         gr.status = s;
         if (s == RS_ERR_BACKPRESSURE)
             backpressure = 1;
-        memcpy(&out[i], &gr, sizeof(gr));
+        rs_sproto_grant_put(buf, msg_max, i, &gr);
     }
     if (backpressure)
         r.retry_ms = w->st.cfg.retry_ms;
-    memcpy(buf, &r, sizeof(r));
-    rs_msg_send(ep, RS_SMSG_GRANT, buf, rlen, NULL, NULL);
+    size_t rlen; /* m.n <= max_n: it fits */
+    if (rs_sproto_grant_encode(&r, buf, msg_max, &rlen) == RS_OK)
+        rs_msg_send(ep, RS_SMSG_GRANT, buf, rlen, NULL, NULL);
     if (backpressure)
         reclaim_broadcast(w);
 }
@@ -227,9 +224,11 @@ static void nack(rs_worker_t *w, wconn_t *c, uint32_t partition, uint32_t imm, u
                  rs_status_t status)
 {
     w->st.stats.refused++;
-    rs_smsg_nack_t n = {.partition = partition, .imm = imm, .seq = seq};
-    rs_smsg_init(&n.h, RS_SMSG_NACK, status);
-    rs_msg_send(c->ep, RS_SMSG_NACK, &n, sizeof(n), NULL, NULL);
+    rs_smsg_nack_t n = {.status = status, .partition = partition, .imm = imm, .seq = seq};
+    uint8_t buf[RS_SPROTO_NACK_LEN];
+    size_t len;
+    if (rs_sproto_nack_encode(&n, buf, sizeof(buf), &len) == RS_OK)
+        rs_msg_send(c->ep, RS_SMSG_NACK, buf, len, NULL, NULL);
 }
 
 /* Marks seq as arrived; returns whether it had arrived before. */
@@ -376,19 +375,13 @@ static void on_commit(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_worker_t *w = arg;
     wconn_t *c = conn_of(ep);
     rs_smsg_commit_t m;
-    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_COMMIT, sizeof(m), 0, 0);
-    if (s == RS_OK) {
-        memcpy(&m, data, sizeof(m));
-        s = rs_smsg_check(data, len, RS_SMSG_COMMIT, sizeof(m), sizeof(rs_commit_entry_t), m.n);
-    }
+    rs_status_t s = rs_sproto_commit_decode(data, len, &m);
     if (s == RS_OK && (c == NULL || c->role != RS_ROLE_PUSHER || c->commit_pending))
         s = RS_ERR_STATE;
     if (s == RS_OK && c->sh->dropped)
         s = RS_ERR_NOT_FOUND;
-    const rs_commit_entry_t *in = (const rs_commit_entry_t *)((const uint8_t *)data + sizeof(m));
     for (uint32_t i = 0; s == RS_OK && i < m.n; i++) {
-        rs_commit_entry_t e;
-        memcpy(&e, &in[i], sizeof(e));
+        rs_commit_entry_t e = rs_sproto_commit_get(&m, i);
         if (e.partition >= c->sh->n_partitions)
             s = RS_ERR_NOT_FOUND;
     }
@@ -407,8 +400,8 @@ static void on_commit(void *arg, rs_ep_t *ep, const void *data, size_t len)
         reply_status(ep, RS_SMSG_COMMIT_REPLY, s);
         return;
     }
-    if (m.n > 0)
-        memcpy(c->commit + c->commit_n, in, m.n * sizeof(*in));
+    for (uint32_t i = 0; i < m.n; i++)
+        c->commit[c->commit_n + i] = rs_sproto_commit_get(&m, i);
     c->commit_n += m.n;
     if (!m.last)
         return;
@@ -432,23 +425,21 @@ static wsnap_t *snap_find(wconn_t *c, uint32_t id)
     return NULL;
 }
 
-/* inline_len is at most msg_max - sizeof(rs_smsg_read_reply_t). */
+/* inline_len is at most msg_max - RS_SPROTO_READ_REPLY_LEN. */
 static void read_reply(rs_worker_t *w, rs_ep_t *ep, rs_status_t s, uint32_t tag,
                        const wsnap_t *snap, const void *inline_buf, size_t inline_len)
 {
-    size_t len = sizeof(rs_smsg_read_reply_t) + inline_len;
+    size_t len;
     uint8_t *buf = w->msg_buf;
-    rs_smsg_read_reply_t r = {.tag = tag};
-    rs_smsg_init(&r.h, RS_SMSG_READ_REPLY, s);
+    rs_smsg_read_reply_t r = {.status = s, .tag = tag};
     if (snap != NULL) {
         r.snap_id = snap->id;
-        r.index_off = inline_len > 0 ? UINT64_MAX : snap->index.off;
+        r.index_off = inline_len > 0 ? RS_SPROTO_INLINE : snap->index.off;
         r.index_len = inline_len > 0 ? inline_len : snap->index_bytes;
+        r.index = inline_buf;
     }
-    memcpy(buf, &r, sizeof(r));
-    if (inline_len > 0)
-        memcpy(buf + sizeof(r), inline_buf, inline_len);
-    rs_msg_send(ep, RS_SMSG_READ_REPLY, buf, len, NULL, NULL);
+    if (rs_sproto_read_reply_encode(&r, buf, rs_ctx_config(w->ctx)->msg_max, &len) == RS_OK)
+        rs_msg_send(ep, RS_SMSG_READ_REPLY, buf, len, NULL, NULL);
 }
 
 static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -456,12 +447,11 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_worker_t *w = arg;
     wconn_t *c = conn_of(ep);
     rs_smsg_read_open_t m = {0};
-    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_READ_OPEN, sizeof(m), 0, 0);
+    rs_status_t s = rs_sproto_read_open_decode(data, len, &m);
     if (s == RS_OK && (c == NULL || c->role != RS_ROLE_READER))
         s = RS_ERR_STATE;
     wshuffle_t *sh = NULL;
     if (s == RS_OK) {
-        memcpy(&m, data, sizeof(m));
         sh = wstore_find(&w->st, m.shuffle_id);
         if (sh == NULL || m.partition >= sh->n_partitions) {
             rs_warn("worker: read of unknown shuffle %u partition %u refused", m.shuffle_id,
@@ -472,7 +462,7 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
     void *index = NULL;
     size_t index_len = 0;
     wsnap_t *snap = NULL;
-    size_t inline_max = rs_ctx_config(w->ctx)->msg_max - sizeof(rs_smsg_read_reply_t);
+    size_t inline_max = rs_ctx_config(w->ctx)->msg_max - RS_SPROTO_READ_REPLY_LEN;
     if (s == RS_OK)
         s = wstore_snap_open(&w->st, sh, m.partition, inline_max, &snap, &index, &index_len);
     if (s != RS_OK) {
@@ -493,10 +483,9 @@ static void on_spill_load(void *arg, rs_ep_t *ep, const void *data, size_t len)
     wconn_t *c = conn_of(ep);
     rs_smsg_spill_load_t m = {0};
     rs_smsg_spill_reply_t r = {0};
-    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_SPILL_LOAD, sizeof(m), 0, 0);
+    rs_status_t s = rs_sproto_spill_load_decode(data, len, &m);
     wsnap_t *snap = NULL;
     if (s == RS_OK) {
-        memcpy(&m, data, sizeof(m));
         snap = c != NULL ? snap_find(c, m.snap_id) : NULL;
         if (snap == NULL)
             s = RS_ERR_NOT_FOUND;
@@ -515,8 +504,11 @@ static void on_spill_load(void *arg, rs_ep_t *ep, const void *data, size_t len)
         rs_warn("worker: spill load refused: %s", rs_strerror(s));
     }
     r.tag = m.tag;
-    rs_smsg_init(&r.h, RS_SMSG_SPILL_REPLY, s);
-    rs_msg_send(ep, RS_SMSG_SPILL_REPLY, &r, sizeof(r), NULL, NULL);
+    r.status = s;
+    uint8_t buf[RS_SPROTO_SPILL_REPLY_LEN];
+    size_t rlen;
+    if (rs_sproto_spill_reply_encode(&r, buf, sizeof(buf), &rlen) == RS_OK)
+        rs_msg_send(ep, RS_SMSG_SPILL_REPLY, buf, rlen, NULL, NULL);
 }
 
 static void snap_close(rs_worker_t *w, wsnap_t *snap)
@@ -530,9 +522,8 @@ static void on_read_close(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_worker_t *w = arg;
     wconn_t *c = conn_of(ep);
     rs_smsg_read_close_t m;
-    if (rs_smsg_check(data, len, RS_SMSG_READ_CLOSE, sizeof(m), 0, 0) != RS_OK || c == NULL)
+    if (rs_sproto_read_close_decode(data, len, &m) != RS_OK || c == NULL)
         return;
-    memcpy(&m, data, sizeof(m));
     wsnap_t *snap = snap_find(c, m.snap_id);
     if (snap != NULL)
         snap_close(w, snap);
@@ -542,9 +533,8 @@ static void on_drop(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_worker_t *w = arg;
     rs_smsg_drop_t m;
-    rs_status_t s = rs_smsg_check(data, len, RS_SMSG_DROP, sizeof(m), 0, 0);
+    rs_status_t s = rs_sproto_drop_decode(data, len, &m);
     if (s == RS_OK) {
-        memcpy(&m, data, sizeof(m));
         wshuffle_t *sh = wstore_find(&w->st, m.shuffle_id);
         if (sh == NULL)
             s = RS_ERR_NOT_FOUND;

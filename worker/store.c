@@ -561,14 +561,14 @@ static rs_status_t snap_build(wshuffle_t *sh, uint32_t p, uint8_t **buf_p, size_
     uint32_t n_commits = 0;
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &sh->commits) n_commits++;
-    size_t len = sizeof(rs_snap_hdr_t) + n_commits * sizeof(rs_snap_commit_t) +
-                 part->n_entries * sizeof(rs_snap_entry_t);
+    size_t len = rs_sproto_snap_len(n_commits, (uint32_t)part->n_entries);
     uint8_t *buf = malloc(len);
     if (buf == NULL)
         return RS_ERR_NOMEM;
-    rs_snap_hdr_t h = {RS_SNAP_MAGIC, n_commits, (uint32_t)part->n_entries, p};
-    memcpy(buf, &h, sizeof(h));
-    rs_snap_commit_t *sc = (rs_snap_commit_t *)(buf + sizeof(h));
+    rs_snap_hdr_t h = {
+        .n_commits = n_commits, .n_entries = (uint32_t)part->n_entries, .partition = p};
+    rs_sproto_snap_encode(&h, buf, len, &len);
+    uint32_t k = 0;
     rs_list_for_each_safe(pos, tmp, &sh->commits)
     {
         wcommit_t *c = RS_CONTAINER_OF(pos, wcommit_t, link);
@@ -581,11 +581,10 @@ static rs_status_t snap_build(wshuffle_t *sh, uint32_t p, uint8_t **buf_p, size_
                 break;
             }
         }
-        *sc++ = x;
+        rs_sproto_snap_commit_put(buf, len, k++, &x);
     }
-    rs_snap_entry_t *se = (rs_snap_entry_t *)sc;
     for (size_t i = 0; i < part->n_entries; i++)
-        se[i] = part->entries[i].e;
+        rs_sproto_snap_entry_put(buf, len, n_commits, (uint32_t)i, &part->entries[i].e);
     *buf_p = buf;
     *len_p = len;
     return RS_OK;

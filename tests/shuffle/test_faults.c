@@ -276,14 +276,10 @@ static void on_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     (void)ep;
     attach_answer_t *a = arg;
-    memset(&a->r, 0, sizeof(a->r));
-    if (len >= sizeof(a->r.h)) /* a refusal is the header alone */
-        memcpy(&a->r.h, data, sizeof(a->r.h));
-    if (len >= sizeof(a->r) && len - sizeof(a->r) <= sizeof(a->rkey)) {
-        memcpy(&a->r, data, sizeof(a->r));
-        a->rkey_len = len - sizeof(a->r);
-        memcpy(a->rkey, (const uint8_t *)data + sizeof(a->r), a->rkey_len);
-    }
+    assert_int_equal(rs_sproto_attach_reply_decode(data, len, &a->r), RS_OK);
+    a->rkey_len = a->r.rkey_len; /* a refusal is the header alone: no key */
+    if (a->rkey_len > 0)
+        memcpy(a->rkey, a->r.rkey, a->rkey_len);
     a->got = 1;
 }
 
@@ -326,13 +322,15 @@ static void test_bad_requests(void **state)
     *strrchr(h, ':') = '\0';
     rs_ep_t *ep;
     assert_int_equal(rs_connect(ctx, h, (uint16_t)atoi(strrchr(worker_addr, ':') + 1), &ep), RS_OK);
-    rs_smsg_attach_t a = {.role = RS_ROLE_READER, .shuffle_id = 4};
-    rs_smsg_init(&a.h, RS_SMSG_ATTACH, RS_OK);
-    assert_int_equal(rs_msg_send(ep, RS_SMSG_ATTACH, &a, sizeof(a), NULL, NULL), RS_OK);
+    rs_smsg_attach_t a = {.status = RS_OK, .role = RS_ROLE_READER, .shuffle_id = 4};
+    uint8_t abuf[RS_SPROTO_ATTACH_LEN];
+    size_t alen;
+    assert_int_equal(rs_sproto_attach_encode(&a, abuf, sizeof(abuf), &alen), RS_OK);
+    assert_int_equal(rs_msg_send(ep, RS_SMSG_ATTACH, abuf, alen, NULL, NULL), RS_OK);
     for (int i = 0; i < 500 && !ans.got; i++)
         rs_wait(ctx, 10);
     assert_true(ans.got);
-    assert_int_equal(ans.r.h.status, RS_OK);
+    assert_int_equal(ans.r.status, RS_OK);
     assert_int_equal(ans.r.arena_len, 16 << 20);
     rs_rkey_t *rkey;
     assert_int_equal(rs_rkey_unpack(ep, ans.rkey, ans.rkey_len, &rkey), RS_OK);
@@ -343,12 +341,13 @@ static void test_bad_requests(void **state)
         RS_ERR_OUT_OF_RANGE);
     /* An attach with an unknown role, then a second attach: refused, the endpoint stays usable. */
     ans.got = 0;
-    a.role = 7;
-    assert_int_equal(rs_msg_send(ep, RS_SMSG_ATTACH, &a, sizeof(a), NULL, NULL), RS_OK);
+    a.role = 7; /* the encoder writes what it is given; the worker's decoder refuses it */
+    assert_int_equal(rs_sproto_attach_encode(&a, abuf, sizeof(abuf), &alen), RS_OK);
+    assert_int_equal(rs_msg_send(ep, RS_SMSG_ATTACH, abuf, alen, NULL, NULL), RS_OK);
     for (int i = 0; i < 500 && !ans.got; i++)
         rs_wait(ctx, 10);
     assert_true(ans.got);
-    assert_int_equal(ans.r.h.status, RS_ERR_PROTOCOL);
+    assert_int_equal(ans.r.status, RS_ERR_PROTOCOL);
     rs_rkey_destroy(rkey);
     rs_ep_close(ep);
     rs_mem_free(mr);
@@ -497,22 +496,23 @@ static void raw_on_msg(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     (void)ep;
     raw_pusher_t *r = arg;
-    rs_smsg_hdr_t h;
-    assert_true(len >= sizeof(h) && len <= sizeof(r->reply));
-    memcpy(&h, data, sizeof(h));
-    if (h.type == RS_SMSG_ATTACH_REPLY) {
-        rs_smsg_attach_reply_t a;
-        assert_true(len >= sizeof(a));
-        memcpy(&a, data, sizeof(a));
+    rs_smsg_t m;
+    assert_true(len >= 4 && len <= sizeof(r->reply));
+    unsigned type = (unsigned)((const uint8_t *)data)[2] | (unsigned)((const uint8_t *)data)[3]
+                                                               << 8;
+    assert_int_equal(rs_sproto_decode(data, len, type, &m), RS_OK);
+    if (type == RS_SMSG_ATTACH_REPLY) {
+        assert_int_equal(m.status, RS_OK);
         assert_int_equal(
-            rs_rkey_unpack(r->ep, (const uint8_t *)data + sizeof(a), a.rkey_len, &r->rkey), RS_OK);
+            rs_rkey_unpack(r->ep, m.u.attach_reply.rkey, m.u.attach_reply.rkey_len, &r->rkey),
+            RS_OK);
         r->attached = 1;
-    } else if (h.type == RS_SMSG_NACK) {
+    } else if (type == RS_SMSG_NACK) {
         r->nacks++;
-        r->nack_status = (rs_status_t)h.status;
-    } else if (h.type == RS_SMSG_RECLAIM) {
+        r->nack_status = m.status;
+    } else if (type == RS_SMSG_RECLAIM) {
         r->reclaims++;
-    } else if (h.type == RS_SMSG_GRANT) {
+    } else if (type == RS_SMSG_GRANT) {
         memcpy(r->reply, data, len);
         r->reply_len = len;
         r->got = 1;
@@ -531,10 +531,15 @@ static void raw_open(raw_pusher_t *r, uint32_t shuffle, uint32_t parts, uint32_t
     *strrchr(h, ':') = '\0';
     assert_int_equal(rs_connect(r->ctx, h, (uint16_t)atoi(strrchr(worker_addr, ':') + 1), &r->ep),
                      RS_OK);
-    rs_smsg_attach_t a = {
-        .role = RS_ROLE_PUSHER, .shuffle_id = shuffle, .n_partitions = parts, .map_id = map};
-    rs_smsg_init(&a.h, RS_SMSG_ATTACH, RS_OK);
-    assert_int_equal(rs_msg_send(r->ep, RS_SMSG_ATTACH, &a, sizeof(a), NULL, NULL), RS_OK);
+    rs_smsg_attach_t a = {.status = RS_OK,
+                          .role = RS_ROLE_PUSHER,
+                          .shuffle_id = shuffle,
+                          .n_partitions = parts,
+                          .map_id = map};
+    uint8_t abuf[RS_SPROTO_ATTACH_LEN];
+    size_t alen;
+    assert_int_equal(rs_sproto_attach_encode(&a, abuf, sizeof(abuf), &alen), RS_OK);
+    assert_int_equal(rs_msg_send(r->ep, RS_SMSG_ATTACH, abuf, alen, NULL, NULL), RS_OK);
     for (int i = 0; i < 500 && !r->attached; i++)
         rs_wait(r->ctx, 10);
     assert_true(r->attached);
@@ -543,23 +548,21 @@ static void raw_open(raw_pusher_t *r, uint32_t shuffle, uint32_t parts, uint32_t
 /* One grant request of one entry; returns the worker's answer for it. */
 static rs_grant_t raw_grant(raw_pusher_t *r, rs_grant_want_t want)
 {
-    uint8_t buf[sizeof(rs_smsg_grant_req_t) + sizeof(rs_grant_want_t)];
-    rs_smsg_grant_req_t m = {.req_id = 1, .n = 1};
-    rs_smsg_init(&m.h, RS_SMSG_GRANT_REQ, RS_OK);
-    memcpy(buf, &m, sizeof(m));
-    memcpy(buf + sizeof(m), &want, sizeof(want));
+    uint8_t buf[RS_SPROTO_GRANT_REQ_LEN + RS_SPROTO_GRANT_WANT_LEN];
+    rs_smsg_grant_req_t m = {.status = RS_OK, .req_id = 1, .n = 1};
+    size_t len;
+    assert_int_equal(rs_sproto_grant_want_put(buf, sizeof(buf), 0, &want), RS_OK);
+    assert_int_equal(rs_sproto_grant_req_encode(&m, buf, sizeof(buf), &len), RS_OK);
     r->got = 0;
-    assert_int_equal(rs_msg_send(r->ep, RS_SMSG_GRANT_REQ, buf, sizeof(buf), NULL, NULL), RS_OK);
+    assert_int_equal(rs_msg_send(r->ep, RS_SMSG_GRANT_REQ, buf, len, NULL, NULL), RS_OK);
     for (int i = 0; i < 500 && !r->got; i++)
         rs_wait(r->ctx, 10);
     assert_true(r->got);
     rs_smsg_grant_t h;
-    assert_int_equal(r->reply_len, sizeof(h) + sizeof(rs_grant_t));
-    memcpy(&h, r->reply, sizeof(h));
-    assert_int_equal(h.h.status, RS_OK);
-    rs_grant_t g;
-    memcpy(&g, r->reply + sizeof(h), sizeof(g));
-    return g;
+    assert_int_equal(rs_sproto_grant_decode(r->reply, r->reply_len, &h), RS_OK);
+    assert_int_equal(h.status, RS_OK);
+    assert_int_equal(h.n, 1);
+    return rs_sproto_grant_get(&h, 0);
 }
 
 static void raw_close(raw_pusher_t *r)

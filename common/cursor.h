@@ -4,8 +4,8 @@
  * of bytes, remembers it and every later access is a no-op: callers check
  * the status once at the end instead of after every field.
  */
-#ifndef RS_BROADCAST_WIRE_H
-#define RS_BROADCAST_WIRE_H
+#ifndef RS_COMMON_CURSOR_H
+#define RS_COMMON_CURSOR_H
 
 #include <stddef.h>
 #include <stdint.h>
