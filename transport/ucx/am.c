@@ -7,6 +7,7 @@
  */
 #include "transport/ucx/ucx.h"
 
+#include "common/assert.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -64,6 +65,7 @@ rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void 
     ucp_request_param_t p = rs_ucx_am_param(msg_sent_cb, op, 0);
     ucs_status_ptr_t req =
         ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), hdr + 1, len, &p);
+    RS_ASSERT(op->be[0] == hdr);
     if (!UCS_PTR_IS_PTR(req)) { /* done or failed at once: the copy is ours to free */
         free(hdr);
         op->be[0] = NULL;

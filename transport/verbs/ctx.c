@@ -7,6 +7,7 @@
  */
 #include "transport/verbs/verbs.h"
 
+#include "common/assert.h"
 #include "common/log.h"
 
 #include <arpa/inet.h>
@@ -426,6 +427,7 @@ static unsigned poll_cq(rs_vctx_t *vc)
     unsigned handled = 0;
     if (vc->n_stash > 0) {
         int n = vc->n_stash;
+        RS_ASSERT(n <= (int)(sizeof(vc->stash) / sizeof(vc->stash[0])));
         vc->n_stash = 0;
         handled += handle_wcs(vc, vc->stash, n);
     }
