@@ -1,6 +1,7 @@
 /* Control messages: sending with msg_max enforced, and per-type dispatch. */
 #include "transport/internal.h"
 
+#include "common/assert.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -52,6 +53,7 @@ static int deliver(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const v
         ctx->notify_cb(ctx->notify_arg, ep, imm);
     else
         h.cb(h.arg, ep, data, len);
+    RS_ASSERT(ctx->in_cb > 0);
     ctx->in_cb--;
     return 1;
 }

@@ -5,6 +5,7 @@
  */
 #include "transport/internal.h"
 
+#include "common/assert.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -31,6 +32,7 @@ static int op_pool_grow(rs_ctx_t *ctx)
 
 rs_op_t *rs__op_alloc(rs_ctx_t *ctx, rs_ep_t *ep, rs_op_kind_t kind, rs_op_cb_t cb, void *arg)
 {
+    RS_ASSERT(ep != NULL && ep->ctx == ctx);
     if (rs_list_empty(&ctx->op_free) && op_pool_grow(ctx) != 0) {
         rs_error("out of memory growing the op pool");
         return NULL;
@@ -58,12 +60,14 @@ rs_op_t *rs__op_alloc(rs_ctx_t *ctx, rs_ep_t *ep, rs_op_kind_t kind, rs_op_cb_t 
 
 static void op_release(rs_ctx_t *ctx, rs_op_t *op)
 {
+    RS_ASSERT(ctx->n_ops_live > 0);
     ctx->n_ops_live--;
     rs_list_add_head(&ctx->op_free, &op->link);
 }
 
 static void op_detach(rs_op_t *op)
 {
+    RS_ASSERT(op->ep != NULL && op->ep->n_ops > 0);
     rs_list_del(&op->link);
     op->ep->n_ops--;
     op->ep = NULL;
@@ -79,6 +83,7 @@ void rs__op_unpost(rs_op_t *op)
 void rs__op_complete(rs_op_t *op, rs_status_t status)
 {
     rs_op_priv_t *p = RS_OP_PRIV(op);
+    RS_ASSERT(!p->be_done); /* a backend completes each op exactly once */
     if (p->be_done) {
         rs_error("backend completed op %p twice (ignored)", (void *)op);
         return;
@@ -109,6 +114,7 @@ void rs__op_force(rs_op_t *op, rs_status_t status)
 {
     rs_op_priv_t *p = RS_OP_PRIV(op);
     rs_ctx_t *ctx = p->ctx;
+    RS_ASSERT(!op->user_done && !p->be_done); /* forced only while outstanding */
     op_detach(op);
     op->user_done = 1;
     p->status = status;
@@ -122,6 +128,7 @@ unsigned rs__ops_drain(rs_ctx_t *ctx)
         rs_op_priv_t *p = rs_list_first(&ctx->done, rs_op_priv_t, op.link);
         rs_op_t *op = &p->op;
         rs_list_del(&op->link);
+        RS_ASSERT(op->ep == NULL); /* detached from its endpoint when queued */
         if (op->kind == RS_OP_FETCH_ADD && p->status == RS_OK && op->old_p != NULL)
             *op->old_p = op->result;
         rs_op_cb_t cb = op->cb;

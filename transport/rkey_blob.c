@@ -9,6 +9,7 @@
 #include "transport/rkey_blob.h"
 
 #include "common/checksum.h"
+#include "common/assert.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -49,6 +50,7 @@ rs_status_t rs_mr_pack_rkey(const rs_mr_t *mr, void *buf, size_t buflen, size_t 
     rs__unlock(ctx);
     if (st != RS_OK)
         return st;
+    RS_ASSERT(be_len <= room); /* the backend wrote within the room it was given */
 
     rs_rkey_hdr_t hdr = {
         .magic = RS_RKEY_MAGIC,

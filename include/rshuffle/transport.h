@@ -9,8 +9,17 @@
  *   events) run inside rs_progress() or rs_wait() on the thread that called
  *   it (or inside the progress thread), with the lock held. A callback may
  *   post operations and send messages; it must not call rs_progress,
- *   rs_wait, rs_ep_close or rs_ctx_destroy. No callback ever runs inside
- *   the call that posted the operation.
+ *   rs_wait, rs_connect, rs_connect_address or rs_ctx_destroy (those that
+ *   return a status return RS_ERR_STATE). rs_ep_close from a callback is
+ *   deferred to the next progress. No callback ever runs inside the call
+ *   that posted the operation.
+ *
+ * Errors common to the posting calls (rs_put, rs_put_notify, rs_get,
+ *   rs_fetch_add, rs_ep_flush, rs_msg_send): RS_ERR_INVALID for a NULL
+ *   endpoint or buffer or a bad argument; RS_ERR_NOMEM when no op could be
+ *   allocated; RS_ERR_UNREACHABLE when the endpoint is dead;
+ *   RS_ERR_CANCELED when it is closing; RS_ERR_STATE before its handshake
+ *   finished. Nothing is posted and no callback runs on any error.
  *
  * Completion contract
  *   A posting call that returns RS_OK invokes its callback exactly once,
@@ -83,7 +92,12 @@ typedef void (*rs_ep_cb_t)(void *arg, rs_ep_t *ep, rs_status_t status);
 /*
  * Creates a context on the backend cfg->transport selects (NULL cfg: the
  * defaults and environment, as rs_config_init). Starts a progress thread when
- * cfg->progress_thread is set.
+ * cfg->progress_thread is set. The context keeps a copy of *cfg.
+ * RS_ERR_INVALID: NULL ctx_p; RS_ERR_CONFIG: a value of cfg (or, NULL cfg,
+ * of an RSHUFFLE_* variable) out of range, or an unknown transport;
+ * RS_ERR_UNSUPPORTED: the chosen backend cannot
+ * run here; RS_ERR_NOMEM; RS_ERR_TRANSPORT: the backend failed to open;
+ * RS_ERR_IO: the progress thread could not start. *ctx_p is set only on RS_OK.
  */
 RS_API rs_status_t rs_ctx_create(const rs_config_t *cfg, rs_ctx_t **ctx_p);
 
@@ -106,7 +120,8 @@ RS_API unsigned rs_progress(rs_ctx_t *ctx);
 /*
  * Progresses, then sleeps on the context's fd until an event arrives or
  * timeout_ms passes (-1: no limit; use with care). RS_OK if events were
- * handled, RS_ERR_TIMEOUT if none arrived.
+ * handled, RS_ERR_TIMEOUT if none arrived, RS_ERR_STATE when called from a
+ * callback.
  */
 RS_API rs_status_t rs_wait(rs_ctx_t *ctx, int timeout_ms);
 
@@ -118,11 +133,19 @@ RS_API rs_status_t rs_wait(rs_ctx_t *ctx, int timeout_ms);
 RS_API int rs_ctx_fd(rs_ctx_t *ctx);
 RS_API rs_status_t rs_ctx_arm(rs_ctx_t *ctx);
 
-/* Starts or stops a thread that progresses the context (idempotent). */
+/*
+ * Starts or stops a thread that progresses the context (idempotent). Start:
+ * RS_ERR_IO when its wake-up fd cannot be created, RS_ERR_NOMEM when the
+ * thread cannot be started; the context is unchanged then.
+ */
 RS_API rs_status_t rs_progress_thread_start(rs_ctx_t *ctx);
 RS_API void rs_progress_thread_stop(rs_ctx_t *ctx);
 
-/* Handler for user message type (0 .. RS_MSG_TYPES-1); NULL cb removes it. */
+/*
+ * Handler for user message type (0 .. RS_MSG_TYPES-1); NULL cb removes it.
+ * arg is kept by reference until the handler is replaced. RS_ERR_INVALID:
+ * NULL ctx or type out of range.
+ */
 RS_API rs_status_t rs_set_msg_handler(rs_ctx_t *ctx, unsigned type, rs_msg_cb_t cb, void *arg);
 /* Handler for notifications of notified puts targeting this context. */
 RS_API void rs_set_notify_handler(rs_ctx_t *ctx, rs_notify_cb_t cb, void *arg);
@@ -134,10 +157,18 @@ RS_API void rs_set_ep_handler(rs_ctx_t *ctx, rs_ep_cb_t cb, void *arg);
 /*
  * Allocates len bytes of memory registered with the given RS_MEM_* access
  * (the fastest kind for the backend, e.g. shared memory on UCX posix).
+ * The memory belongs to the region: rs_mem_free releases both.
+ * RS_ERR_INVALID: NULL ctx or mr_p, len 0 or unknown access bits;
+ * RS_ERR_NOMEM; RS_ERR_STATE: the context is being destroyed;
+ * RS_ERR_TRANSPORT (or the backend's mapped status) when registration fails.
  */
 RS_API rs_status_t rs_mem_alloc(rs_ctx_t *ctx, size_t len, unsigned access, rs_mr_t **mr_p);
 
-/* Registers the caller's memory [addr, addr+len); the caller keeps ownership. */
+/*
+ * Registers the caller's memory [addr, addr+len); the caller keeps
+ * ownership and must keep it mapped until rs_mem_free. Errors as
+ * rs_mem_alloc (RS_ERR_INVALID also for a NULL addr).
+ */
 RS_API rs_status_t rs_mem_reg(rs_ctx_t *ctx, void *addr, size_t len, unsigned access,
                               rs_mr_t **mr_p);
 
@@ -151,13 +182,17 @@ RS_API size_t rs_mr_len(const rs_mr_t *mr);
 /*
  * Packs the region's remote key (with its base and length and a checksum)
  * into buf; *len_p receives its length (<= RS_RKEY_BLOB_MAX). Send it to
- * peers in a message; RS_ERR_NO_SPACE if buflen is too small.
+ * peers in a message. RS_ERR_INVALID: NULL arguments; RS_ERR_NO_SPACE:
+ * buflen is too small; RS_ERR_BAD_RKEY: the backend's key does not fit a
+ * blob. *len_p is set only on RS_OK.
  */
 RS_API rs_status_t rs_mr_pack_rkey(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
 
 /*
  * Unpacks a peer's remote-key blob for use on ep. RS_ERR_BAD_RKEY when the
- * blob is truncated, corrupted or from another backend.
+ * blob is truncated, corrupted or from another backend; RS_ERR_INVALID:
+ * NULL arguments; RS_ERR_NOMEM. The key copies what it needs from blob and
+ * belongs to the caller (rs_rkey_destroy); it is valid only while ep is open.
  */
 RS_API rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_rkey_t **rkey_p);
 
@@ -172,7 +207,10 @@ RS_API void rs_rkey_destroy(rs_rkey_t *rkey);
 /*
  * Listens on host:port through the backend's connection manager (port 0:
  * pick a free one, see rs_listener_port). Accepted peers that pass the
- * handshake are reported to the endpoint handler with RS_OK.
+ * handshake are reported to the endpoint handler with RS_OK; host is not
+ * kept. RS_ERR_INVALID: NULL arguments; RS_ERR_STATE: the context is being
+ * destroyed; RS_ERR_NOMEM; RS_ERR_TRANSPORT (or the backend's mapped status,
+ * e.g. RS_ERR_UNSUPPORTED) when the backend cannot listen there.
  */
 RS_API rs_status_t rs_listen(rs_ctx_t *ctx, const char *host, uint16_t port,
                              rs_listener_t **listener_p);
@@ -185,27 +223,38 @@ RS_API void rs_listener_destroy(rs_listener_t *listener);
  * most connect_timeout_ms. RS_ERR_REFUSED: nobody listens; RS_ERR_AUTH: the
  * peer has another job token; RS_ERR_TIMEOUT: no answer in time. It
  * progresses the context, so it may not be called from a callback
- * (RS_ERR_STATE), nor may rs_connect_address.
+ * (RS_ERR_STATE), nor may rs_connect_address. Also RS_ERR_INVALID (NULL
+ * arguments), RS_ERR_UNREACHABLE (the peer died during the handshake),
+ * RS_ERR_NOMEM. *ep_p is set only on RS_OK; the endpoint belongs to the
+ * caller until rs_ep_close.
  */
 RS_API rs_status_t rs_connect(rs_ctx_t *ctx, const char *host, uint16_t port, rs_ep_t **ep_p);
 
 /*
  * The context's address as an opaque blob (<= RS_ADDR_BLOB_MAX) for an
  * out-of-band exchange (e.g. through mpirun); rs_connect_address connects to
- * such a blob with the same handshake and bounds as rs_connect.
+ * such a blob with the same handshake and bounds as rs_connect (and its
+ * errors; RS_ERR_INVALID also for a malformed blob). rs_ctx_address:
+ * RS_ERR_INVALID for NULL arguments, RS_ERR_NO_SPACE when buflen is too
+ * small; *len_p is set only on RS_OK.
  */
 RS_API rs_status_t rs_ctx_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p);
 RS_API rs_status_t rs_connect_address(rs_ctx_t *ctx, const void *blob, size_t len, rs_ep_t **ep_p);
 
 /*
- * Closes an endpoint: every outstanding operation completes before this
- * returns, RS_OK if it finished in a short bounded drain (at most 500 ms or
- * peer_timeout_ms), else RS_ERR_CANCELED; rkeys unpacked for it become
- * invalid. Called from a callback, the close is deferred to the next progress.
+ * Closes an endpoint and frees it. Every outstanding operation's callback
+ * runs before this returns: with its own status if it finished during a
+ * short bounded drain (at most 500 ms or peer_timeout_ms), else with
+ * RS_ERR_CANCELED. Remote keys unpacked for it become invalid. Called from
+ * a callback, the close is deferred to the next progress (the endpoint is
+ * then CLOSING: posting on it returns RS_ERR_CANCELED). NULL is ignored.
  */
 RS_API void rs_ep_close(rs_ep_t *ep);
 
-/* RS_OK while the endpoint is usable, else the error that killed it. */
+/*
+ * RS_OK while the endpoint is usable; the error that killed it once dead;
+ * RS_ERR_CANCELED while closing; RS_ERR_STATE before its handshake finished.
+ */
 RS_API rs_status_t rs_ep_status(const rs_ep_t *ep);
 
 /* Number of operations posted on ep and not yet completed. */
@@ -220,7 +269,10 @@ RS_API void *rs_ep_user(const rs_ep_t *ep);
 /*
  * Writes len bytes from src (inside the local region src_mr) to offset roff
  * of the peer's region rkey. RS_ERR_OUT_OF_RANGE, before anything is posted,
- * when [roff, roff+len) is not inside that region. cb may be NULL.
+ * when [roff, roff+len) is not inside that region or src is not inside
+ * src_mr; RS_ERR_INVALID when the key does not grant remote write, or
+ * src_mr belongs to another context; and the posting errors above. cb may
+ * be NULL. src must stay unchanged until cb runs.
  */
 RS_API rs_status_t rs_put(rs_ep_t *ep, const void *src, size_t len, rs_mr_t *src_mr,
                           rs_rkey_t *rkey, uint64_t roff, rs_op_cb_t cb, void *arg);
@@ -235,21 +287,28 @@ RS_API rs_status_t rs_put_notify(rs_ep_t *ep, const void *src, size_t len, rs_mr
                                  rs_rkey_t *rkey, uint64_t roff, uint32_t imm, rs_op_cb_t cb,
                                  void *arg);
 
-/* Reads len bytes at offset roff of the peer's region into dst (inside dst_mr). */
+/*
+ * Reads len bytes at offset roff of the peer's region into dst (inside
+ * dst_mr); dst's bytes are defined once cb runs with RS_OK. Errors as
+ * rs_put (the key must grant remote read).
+ */
 RS_API rs_status_t rs_get(rs_ep_t *ep, void *dst, size_t len, rs_mr_t *dst_mr, rs_rkey_t *rkey,
                           uint64_t roff, rs_op_cb_t cb, void *arg);
 
 /*
  * Atomically adds add to the 64-bit word at offset roff (8-byte aligned) of
  * the peer's region; the value before the add is stored in *old_p (caller
- * memory, need not be registered) before cb runs.
+ * memory, need not be registered, kept by reference until cb runs) before
+ * cb runs with RS_OK. RS_ERR_INVALID also when roff is not 8-byte aligned
+ * or the key does not grant remote atomics; RS_ERR_OUT_OF_RANGE when the
+ * word is outside the region; and the posting errors above.
  */
 RS_API rs_status_t rs_fetch_add(rs_ep_t *ep, rs_rkey_t *rkey, uint64_t roff, uint64_t add,
                                 uint64_t *old_p, rs_op_cb_t cb, void *arg);
 
 /*
  * cb runs once every operation posted on ep before this call is complete
- * at the target.
+ * at the target. The posting errors above.
  */
 RS_API rs_status_t rs_ep_flush(rs_ep_t *ep, rs_op_cb_t cb, void *arg);
 
@@ -257,8 +316,10 @@ RS_API rs_status_t rs_ep_flush(rs_ep_t *ep, rs_op_cb_t cb, void *arg);
 
 /*
  * Sends a control message of a user type; messages on one endpoint arrive in
- * the order sent. The data is copied before this returns. RS_ERR_MSG_SIZE when len exceeds the
- * context's msg_max. cb (may be NULL) runs once the message left (or failed).
+ * the order sent. The data is copied before this returns. RS_ERR_MSG_SIZE
+ * when len exceeds the context's msg_max; RS_ERR_INVALID for a type out of
+ * range or NULL data with len > 0; and the posting errors above. cb (may be
+ * NULL) runs once the message left (or failed).
  */
 RS_API rs_status_t rs_msg_send(rs_ep_t *ep, unsigned type, const void *data, size_t len,
                                rs_op_cb_t cb, void *arg);

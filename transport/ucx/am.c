@@ -1,71 +1,17 @@
 /*
- * UCX backend: active messages. One AM id carries messages, notifications
- * and the connection control messages; the rs_ucx_hdr_t header says which
- * and names the receiving connection. Sends are forced eager so a handler
- * always sees whole data and messages on one endpoint stay in order.
+ * UCX backend: sending active messages. One AM id carries messages,
+ * notifications and the connection control messages; the rs_ucx_hdr_t
+ * header says which and names the receiving connection (recv.c dispatches
+ * them). Sends are forced eager so a handler always sees whole data and
+ * messages on one endpoint stay in order.
  */
 #include "transport/ucx/ucx.h"
 
+#include "common/assert.h"
 #include "common/log.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* The endpoint a MSG/NOTIFY header addresses, if it is live and from its peer. */
-static rs_ep_t *hdr_ep(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr)
-{
-    rs_ucx_ep_t *uep = rs_ucx_ep_lookup(rs_ucx_ctx(ctx), hdr->dst_id);
-    if (uep == NULL || uep->ep == NULL || uep->peer_id != hdr->src_id)
-        return NULL;
-    return uep->ep;
-}
-
-ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length, void *data,
-                            size_t length, const ucp_am_recv_param_t *param)
-{
-    rs_ctx_t *ctx = arg;
-    rs_ucx_hdr_t hdr;
-    rs_ep_t *ep;
-
-    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-        rs_warn("rendezvous active message dropped (we send eager only)");
-        return UCS_OK;
-    }
-    if (header_length == sizeof(rs_ucx_rma_hdr_t)) {
-        rs_ucx_rma_hdr_t rh;
-        memcpy(&rh, header, sizeof(rh));
-        rs_ucx_amrma_recv(ctx, &rh, data, length);
-        return UCS_OK;
-    }
-    if (header_length != sizeof(hdr)) {
-        rs_warn("malformed active message (%zu-byte header) dropped", header_length);
-        return UCS_OK;
-    }
-    memcpy(&hdr, header, sizeof(hdr));
-    switch (hdr.kind) {
-        case RS_UCX_MSG:
-            if ((ep = hdr_ep(ctx, &hdr)) != NULL && hdr.arg < RS__MSG_TYPE_LIMIT)
-                rs__msg_recv(ep, hdr.arg, data, length);
-            break;
-        case RS_UCX_NOTIFY:
-            if ((ep = hdr_ep(ctx, &hdr)) != NULL)
-                rs__notify_recv(ep, hdr.arg);
-            break;
-        case RS_UCX_CONN:
-            rs_ucx_on_conn(ctx, &hdr, data, length, param);
-            break;
-        case RS_UCX_CONN_ACK:
-            rs_ucx_on_conn_ack(ctx, &hdr);
-            break;
-        case RS_UCX_BYE:
-            rs_ucx_on_bye(ctx, &hdr);
-            break;
-        default:
-            rs_warn("active message of unknown kind %u dropped", hdr.kind);
-            break;
-    }
-    return UCS_OK;
-}
 
 void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data)
 {
@@ -119,6 +65,7 @@ rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void 
     ucp_request_param_t p = rs_ucx_am_param(msg_sent_cb, op, 0);
     ucs_status_ptr_t req =
         ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), hdr + 1, len, &p);
+    RS_ASSERT(op->be[0] == hdr);
     if (!UCS_PTR_IS_PTR(req)) { /* done or failed at once: the copy is ours to free */
         free(hdr);
         op->be[0] = NULL;

@@ -25,6 +25,7 @@
  */
 #include "transport/ucx/ucx.h"
 
+#include "common/assert.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -105,6 +106,8 @@ static rs_ucx_pending_t *pend_lookup(rs_ucx_ctx_t *uc, uint32_t id)
 static void pend_release(rs_ucx_pending_t *s)
 {
     rs_ucx_ctx_t *uc = s->uc;
+    RS_ASSERT(s->op != NULL);               /* released once, when its op finishes */
+    RS_ASSERT(uc->pend_nfree < uc->pend_n); /* the free list has room for it */
     s->op = NULL;
     s->uep = NULL;
     s->gen = (uint16_t)(s->gen % 0xfff + 1);

@@ -11,32 +11,6 @@
 #include <string.h>
 #include <strings.h>
 
-rs_status_t rs_ucx_status(ucs_status_t status)
-{
-    switch (status) {
-        case UCS_OK:
-            return RS_OK;
-        case UCS_ERR_NO_MEMORY:
-            return RS_ERR_NOMEM;
-        case UCS_ERR_CANCELED:
-            return RS_ERR_CANCELED;
-        case UCS_ERR_TIMED_OUT:
-        case UCS_ERR_ENDPOINT_TIMEOUT:
-            return RS_ERR_TIMEOUT;
-        case UCS_ERR_REJECTED:
-        case UCS_ERR_NOT_CONNECTED:
-            return RS_ERR_REFUSED;
-        case UCS_ERR_UNREACHABLE:
-        case UCS_ERR_CONNECTION_RESET:
-        case UCS_ERR_IO_ERROR:
-            return RS_ERR_UNREACHABLE;
-        case UCS_ERR_UNSUPPORTED:
-            return RS_ERR_UNSUPPORTED;
-        default:
-            return RS_ERR_TRANSPORT;
-    }
-}
-
 /*
  * UCX keepalive finds peers that died silently (no RST on shared memory).
  * Unless the user configured it, run it often enough to notice within a

@@ -44,12 +44,6 @@ static inline void op_error_set(rs_op_t *op, ucs_status_t s)
         op->be[3] = (void *)(intptr_t)s;
 }
 
-void rs_ucx_op_done_cb(void *request, ucs_status_t status, void *user_data)
-{
-    ucp_request_free(request);
-    rs__op_complete(user_data, rs_ucx_status(status));
-}
-
 void rs_ucx_op_part_done(rs_op_t *op, ucs_status_t status)
 {
     op_error_set(op, status);
@@ -71,21 +65,6 @@ static inline ucp_request_param_t op_param(rs_op_t *op, ucp_send_nbx_callback_t 
         .cb.send = cb,
         .user_data = op,
     };
-}
-
-rs_status_t rs_ucx_post_error(ucs_status_ptr_t req, const char *what)
-{
-    rs_error("%s failed: %s", what, ucs_status_string(UCS_PTR_STATUS(req)));
-    return rs_ucx_status(UCS_PTR_STATUS(req)) == RS_ERR_NOMEM ? RS_ERR_NOMEM : RS_ERR_UNREACHABLE;
-}
-
-rs_status_t rs_ucx_post_result(rs_op_t *op, ucs_status_ptr_t req, const char *what)
-{
-    if (req == NULL) {
-        rs__op_complete(op, RS_OK);
-        return RS_OK;
-    }
-    return UCS_PTR_IS_ERR(req) ? rs_ucx_post_error(req, what) : RS_OK;
 }
 
 /* Like rs_ucx_post_result for one of several requests: a request in flight counts a part. */

@@ -1,5 +1,13 @@
 /*
- * Private state of the UCX backend (ucx_*.c).
+ * Private state of the UCX backend, shared by its files:
+ *   ctx.c    ops table, UCP context and worker, progress
+ *   conn.c   listeners, connections, endpoint ids, teardown
+ *   recv.c   the active-message handler (dispatch by header)
+ *   am.c     sending messages and connection control messages
+ *   rma.c    one-sided ops on UCX RMA (falls back to amrma.c)
+ *   amrma.c  one-sided ops emulated over active messages
+ *   mem.c    memory registration and remote keys
+ *   req.c    status mapping and request outcomes, used by all
  *
  * Every active message carries an rs_ucx_hdr_t naming the receiver's
  * connection id, so the receiver finds its rs_ep_t without relying on UCX
@@ -28,7 +36,7 @@ enum {
     RS_UCX_MSG = 3,      /* a message; arg is its type */
     RS_UCX_NOTIFY = 4,   /* a notified put's notification; arg is the immediate */
     RS_UCX_BYE = 5,      /* the sender closed the connection */
-    /* our own one-sided protocol (ucx_amrma.c), header rs_ucx_rma_hdr_t */
+    /* our own one-sided protocol (amrma.c), header rs_ucx_rma_hdr_t */
     RS_UCX_PUT = 16,
     RS_UCX_GET_REQ = 17,
     RS_UCX_GET_REP = 18,
@@ -110,7 +118,7 @@ typedef struct rs_ucx_ctx {
     rs_list_t zombies;   /* released endpoints whose control AMs are in flight */
 
     size_t req_size;    /* ucp request size, for requests we allocate */
-    rs_list_t amo_reqs; /* free request buffers for fetch-add (see ucx_rma.c) */
+    rs_list_t amo_reqs; /* free request buffers for fetch-add (see rma.c) */
 
     int native_remote; /* the context has an RDMA transport (native remote RMA) */
     int force_am;      /* RSHUFFLE_UCX_RMA=am|ucx|auto: 1 am, -1 ucx, 0 auto */
@@ -132,7 +140,7 @@ typedef struct rs_ucx_mr {
 /* An unpacked remote key. */
 typedef struct rs_ucx_rkey {
     ucp_rkey_h rk;
-    int am; /* one-sided ops go as our own AMs (ucx_amrma.c) */
+    int am; /* one-sided ops go as our own AMs (amrma.c) */
 } rs_ucx_rkey_t;
 
 static inline rs_ucx_ctx_t *rs_ucx_ctx(const rs_ctx_t *ctx)
@@ -140,6 +148,7 @@ static inline rs_ucx_ctx_t *rs_ucx_ctx(const rs_ctx_t *ctx)
     return (rs_ucx_ctx_t *)rs__ctx_be(ctx);
 }
 
+/* req.c */
 rs_status_t rs_ucx_status(ucs_status_t status);
 
 /* Request parameters of an eager active message whose completion runs cb(user_data). */
@@ -167,7 +176,7 @@ rs_status_t rs_ucx_post_result(rs_op_t *op, ucs_status_ptr_t req, const char *wh
 /* Logs a failed post (what) and maps its status: RS_ERR_NOMEM or RS_ERR_UNREACHABLE. */
 rs_status_t rs_ucx_post_error(ucs_status_ptr_t req, const char *what);
 
-/* ucx_conn.c */
+/* conn.c */
 rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);
 void rs_ucx_listener_close(rs_listener_t *l);
 rs_status_t rs_ucx_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port);
@@ -186,24 +195,24 @@ void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, si
 void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
 void rs_ucx_on_bye(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
 
-/* ucx_am.c */
+/* recv.c */
 ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length, void *data,
                             size_t length, const ucp_am_recv_param_t *param);
+
+/* am.c */
 /* Sends a control AM whose header lives in uep (ctl_inflight counts it). */
 rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
                             unsigned flags);
 rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len);
-/* Sends the notification of a notified put (header in op->be). */
-void rs_ucx_send_notify(rs_op_t *op);
 
-/* ucx_mem.c */
+/* mem.c */
 rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access);
 void rs_ucx_mem_dereg(rs_mr_t *mr);
 rs_status_t rs_ucx_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
 rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
 void rs_ucx_rkey_release(rs_rkey_t *rkey);
 
-/* ucx_amrma.c */
+/* amrma.c */
 rs_status_t rs_ucx_amrma_put(rs_ucx_ep_t *uep, rs_op_t *op, const void *src, size_t len,
                              uint64_t raddr, int notify, uint32_t imm);
 rs_status_t rs_ucx_amrma_get(rs_ucx_ep_t *uep, rs_op_t *op, void *dst, size_t len, uint64_t raddr);
@@ -214,7 +223,7 @@ void rs_ucx_amrma_recv(rs_ctx_t *ctx, const rs_ucx_rma_hdr_t *h, const void *dat
 void rs_ucx_amrma_ep_failed(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep);
 void rs_ucx_amrma_free(rs_ucx_ctx_t *uc);
 
-/* ucx_rma.c */
+/* rma.c */
 rs_status_t rs_ucx_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,
                        rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm);
 rs_status_t rs_ucx_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr,
@@ -224,6 +233,8 @@ rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t
 rs_status_t rs_ucx_flush(rs_ep_t *ep, rs_op_t *op);
 /* Frees the fetch-add request buffers (after the worker is gone). */
 void rs_ucx_amo_reqs_free(rs_ucx_ctx_t *uc);
+/* Sends the notification of a notified put (header in op->be). */
+void rs_ucx_send_notify(rs_op_t *op);
 /* One part of a multi-request op finished (put + notify). */
 void rs_ucx_op_part_done(rs_op_t *op, ucs_status_t status);
 

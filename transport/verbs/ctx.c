@@ -2,11 +2,12 @@
  * The verbs backend (rdma-core): the ops table, the context (device, PD,
  * one CQ with a completion channel, a shared receive queue of message
  * buffers, the CM event channel, one epoll fd over both channels) and
- * progress. Connections live in verbs_cm.c, work requests in verbs_post.c,
- * memory in verbs_mem.c; docs/verbs.md has the design.
+ * progress. Connections live in cm.c, work requests in post.c, memory in
+ * mem.c, helpers they share in shared.c; docs/verbs.md has the design.
  */
 #include "transport/verbs/verbs.h"
 
+#include "common/assert.h"
 #include "common/log.h"
 
 #include <arpa/inet.h>
@@ -24,64 +25,6 @@
 #define RS_V_POLL_ROUNDS 8
 /* Completion-channel events are acknowledged in batches (it takes a lock). */
 #define RS_V_ACK_BATCH 64
-
-rs_vctx_t *rs__vctx(const rs_ctx_t *ctx)
-{
-    return rs__ctx_be(ctx);
-}
-
-/* ------------------------------------------------------- QP number table */
-
-static unsigned qp_bucket(uint32_t qp_num)
-{
-    return (qp_num * 2654435761u) >> 24 & (RS_V_QP_BUCKETS - 1);
-}
-
-void rs__v_qp_table_add(rs_vctx_t *vc, rs_vep_t *v)
-{
-    unsigned b = qp_bucket(v->qp_num);
-    v->hnext = vc->qp_table[b];
-    vc->qp_table[b] = v;
-    v->in_table = 1;
-}
-
-void rs__v_qp_table_del(rs_vctx_t *vc, rs_vep_t *v)
-{
-    if (!v->in_table)
-        return;
-    for (rs_vep_t **pp = &vc->qp_table[qp_bucket(v->qp_num)]; *pp != NULL; pp = &(*pp)->hnext) {
-        if (*pp == v) {
-            *pp = v->hnext;
-            break;
-        }
-    }
-    v->in_table = 0;
-}
-
-rs_vep_t *rs__v_qp_table_find(rs_vctx_t *vc, uint32_t qp_num)
-{
-    rs_vep_t *v = vc->qp_table[qp_bucket(qp_num)];
-    while (v != NULL && v->qp_num != qp_num)
-        v = v->hnext;
-    return v;
-}
-
-rs_status_t rs__v_wc_status(enum ibv_wc_status st)
-{
-    switch (st) {
-        case IBV_WC_SUCCESS:
-            return RS_OK;
-        case IBV_WC_RETRY_EXC_ERR:
-        case IBV_WC_RNR_RETRY_EXC_ERR:
-        case IBV_WC_WR_FLUSH_ERR:
-        case IBV_WC_RESP_TIMEOUT_ERR:
-            return RS_ERR_UNREACHABLE;
-        case IBV_WC_REM_ACCESS_ERR:
-            return RS_ERR_BAD_RKEY;
-        default:
-            return RS_ERR_TRANSPORT;
-    }
-}
 
 /* ------------------------------------------------------------ the device */
 
@@ -312,17 +255,6 @@ static rs_status_t create_epoll(rs_vctx_t *vc)
     return RS_OK;
 }
 
-void rs__v_wake(rs_vctx_t *vc)
-{
-    if (!vc->armed)
-        return;
-    vc->armed = 0;
-    vc->woken = 1;
-    uint64_t one = 1;
-    ssize_t unused = write(vc->wake_fd, &one, sizeof(one));
-    (void)unused;
-}
-
 /* ------------------------------------------------------ open and close */
 
 static void release_queues(rs_vctx_t *vc)
@@ -495,6 +427,7 @@ static unsigned poll_cq(rs_vctx_t *vc)
     unsigned handled = 0;
     if (vc->n_stash > 0) {
         int n = vc->n_stash;
+        RS_ASSERT(n <= (int)(sizeof(vc->stash) / sizeof(vc->stash[0])));
         vc->n_stash = 0;
         handled += handle_wcs(vc, vc->stash, n);
     }

@@ -18,6 +18,7 @@
  */
 #include "transport/verbs/verbs.h"
 
+#include "common/assert.h"
 #include "common/log.h"
 
 #include <arpa/inet.h>
@@ -114,6 +115,7 @@ static int post_wr(rs_vep_t *v, rs_vwork_t *w, int tail)
     if (rc != 0)
         return rc;
 
+    RS_ASSERT(v->tail - v->head < v->ring_size); /* the ring slot is free */
     rs_vwr_t *e = &v->ring[seq % v->ring_size];
     e->op = w->op;
     e->rd = (uint8_t)rd;
@@ -194,6 +196,7 @@ static void retire(rs_vep_t *v, uint64_t seq, rs_status_t last)
 {
     rs_vctx_t *vc = v->vc;
     rs_status_t ok = last == RS_OK || !v->failed ? RS_OK : RS_ERR_UNREACHABLE;
+    RS_ASSERT(seq < v->tail);
     while (v->head <= seq) {
         rs_vwr_t *e = &v->ring[v->head % v->ring_size];
         rs_status_t st = v->head == seq ? last : ok;
@@ -201,8 +204,10 @@ static void retire(rs_vep_t *v, uint64_t seq, rs_status_t last)
             v->tail_out = 0;
         else
             vc->cq_free++;
-        if (e->rd)
+        if (e->rd) {
+            RS_ASSERT(v->rd_out > 0);
             v->rd_out--;
+        }
         if (e->op != NULL) {
             if (st == RS_OK && e->atomic)
                 memcpy(&e->op->result, e->slot->buf, sizeof(uint64_t));

@@ -1,9 +1,12 @@
 /*
  * Private state of the verbs backend, shared by its files:
- *   verbs.c       ops table, context (device, PD, CQ, SRQ, channels), progress
- *   verbs_mem.c   memory regions, remote keys, registered slot pools
- *   verbs_cm.c    librdmacm: listeners, connections, CM events, addresses
- *   verbs_post.c  work requests: posting, send-queue/CQ accounting, completions
+ *   ctx.c     ops table, context (device, PD, CQ, SRQ, channels), progress
+ *   cm.c      librdmacm: listeners, connections, CM events, addresses
+ *   post.c    work requests: posting, send-queue/CQ accounting, completions
+ *   mem.c     memory regions, remote keys, registered slot pools
+ *   shared.c  context accessor, QP-number table, wake-up, status mapping
+ * Calls go down that list only (ctx.c -> cm.c -> post.c -> mem.c, and all
+ * of them -> shared.c), so no two files call each other.
  * See docs/verbs.md for the design.
  */
 #ifndef RS_TRANSPORT_VERBS_IMPL_H
@@ -42,7 +45,7 @@ typedef struct rs_vslot {
 typedef struct rs_vpool {
     size_t size;     /* bytes per slot */
     unsigned per;    /* slots per slab */
-    rs_list_t slabs; /* rs_vslab_t (verbs_mem.c) */
+    rs_list_t slabs; /* rs_vslab_t (mem.c) */
     rs_vslot_t *free;
     const char *what; /* for error messages */
 } rs_vpool_t;
@@ -168,15 +171,17 @@ struct rs_vctx {
     int n_stash;
 };
 
-/* verbs.c */
+/* shared.c */
 rs_vctx_t *rs__vctx(const rs_ctx_t *ctx);
 /* Wakes a thread sleeping on the wait fd (only if one may be). */
 void rs__v_wake(rs_vctx_t *vc);
 void rs__v_qp_table_add(rs_vctx_t *vc, rs_vep_t *v);
 void rs__v_qp_table_del(rs_vctx_t *vc, rs_vep_t *v);
 rs_vep_t *rs__v_qp_table_find(rs_vctx_t *vc, uint32_t qp_num);
+/* Maps a work completion status to an rshuffle status. */
+rs_status_t rs__v_wc_status(enum ibv_wc_status st);
 
-/* verbs_mem.c */
+/* mem.c */
 rs_status_t rs__v_pool_init(rs_vctx_t *vc, rs_vpool_t *pool, size_t size, unsigned per,
                             const char *what);
 void rs__v_pool_destroy(rs_vpool_t *pool);
@@ -188,7 +193,7 @@ rs_status_t rs__v_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t 
 rs_status_t rs__v_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
 void rs__v_rkey_release(rs_rkey_t *rkey);
 
-/* verbs_cm.c */
+/* cm.c */
 unsigned rs__v_cm_progress(rs_vctx_t *vc);
 rs_status_t rs__v_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);
 void rs__v_listener_close(rs_listener_t *l);
@@ -198,7 +203,7 @@ rs_status_t rs__v_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p
 rs_status_t rs__v_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len);
 void rs__v_ep_close(rs_ep_t *ep);
 
-/* verbs_post.c */
+/* post.c */
 rs_status_t rs__v_ep_init_sq(rs_vep_t *v, uint32_t sq_cap, uint32_t inline_max);
 void rs__v_ep_fail(rs_ep_t *ep);
 void rs__v_ep_release_sq(rs_vep_t *v);
@@ -215,8 +220,5 @@ rs_status_t rs__v_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t 
                             uint64_t add);
 rs_status_t rs__v_flush(rs_ep_t *ep, rs_op_t *op);
 rs_status_t rs__v_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len);
-
-/* Maps a work completion status to an rshuffle status. */
-rs_status_t rs__v_wc_status(enum ibv_wc_status st);
 
 #endif
