@@ -455,12 +455,7 @@ static unsigned engine_round(rs_pushq_t *q, int *blocked)
 /* Writer: runs one engine round itself if no thread is running one; 1 if it did. */
 static int writer_drive(rs_pushq_t *q)
 {
-    if (!driver_take(q))
-        return 0;
-    int blocked;
-    engine_round(q, &blocked);
-    driver_drop(q);
-    return 1;
+    return rs__pushq_drive(q) >= 0;
 }
 
 static void *engine_main(void *arg)
@@ -739,8 +734,18 @@ int rs__pushq_starved(rs_pushq_t *q)
 
 void rs__pushq_nap(rs_pushq_t *q)
 {
-    if (collect_returned(q) == 0)
+    if (collect_returned(q) == 0 && !writer_drive(q))
         writer_nap(q, WAIT_BUFFER);
+}
+
+int rs__pushq_drive(rs_pushq_t *q)
+{
+    if (!driver_take(q))
+        return -1;
+    int blocked;
+    unsigned n = engine_round(q, &blocked);
+    driver_drop(q);
+    return (int)n;
 }
 
 rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)
