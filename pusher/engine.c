@@ -444,7 +444,7 @@ static void commit_progress(rs_pusher_t *p)
     if (!all)
         return;
     pthread_mutex_lock(&p->lock);
-    p->commit_finished = 1;
+    __atomic_store_n(&p->commit_finished, 1, __ATOMIC_RELEASE); /* close spins on it unlocked */
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
 }

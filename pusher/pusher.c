@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* close drives the engine itself until this long passes without an event. */
+#define RS_CLOSE_SPIN_NS 1000000
+
 void rs_pusher_config_defaults(rs_pusher_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -365,6 +368,11 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
     atomic_store(&p->closing, 1);
     rs__pushq_wake(p->q);
     uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(p->cfg.wait_ms);
+    /* Drive the engine while it has work (no spare core assumed), then wait for it. */
+    uint64_t spin_end = rs_now_ns() + RS_CLOSE_SPIN_NS;
+    while (!__atomic_load_n(&p->commit_finished, __ATOMIC_ACQUIRE) && rs_now_ns() < spin_end)
+        if (rs__pushq_drive(p->q) > 0)
+            spin_end = rs_now_ns() + RS_CLOSE_SPIN_NS;
     pthread_mutex_lock(&p->lock);
     while (!p->commit_finished) {
         if (rs_now_coarse_ns() >= deadline) {

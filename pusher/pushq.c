@@ -4,9 +4,16 @@
  * Pool: one slab (registered once when a context is given) carved by a
  * first-fit range allocator; idle buffers are kept per exact length so a
  * swap never returns a buffer of another length. Queue: a single-producer
- * (the writer) single-consumer (the engine thread) ring. Neither side makes
- * a system call on the common path: the writer wakes the engine only when
- * it sleeps, and the engine wakes the writer only when it waits.
+ * (the writer) single-consumer (the engine) ring. Neither side makes a
+ * system call on the common path.
+ *
+ * No spare core is assumed: whoever holds the driver token runs the
+ * engine's rounds. The engine thread takes it while it is awake (spinning
+ * on a spare core); when it sleeps, the writer runs the round itself right
+ * after handing a buffer over, instead of waking it (a wake-up would make
+ * the engine preempt the writer on a shared core: a context switch per
+ * buffer). A writer that must wait (no idle buffer, no free slot) also
+ * drives first and naps only when the engine thread holds the token.
  */
 #include "pusher/pushq.h"
 
@@ -62,6 +69,7 @@ struct rs_pushq {
     _Alignas(64) _Atomic uint64_t tail; /* next to fill (writer) */
 
     _Alignas(64) _Atomic int engine_sleeping;
+    _Atomic int driver; /* 1 while a thread (engine or writer) runs an engine round */
     _Alignas(64) _Atomic int writer_waiting;
     _Atomic uint64_t wake_at; /* a writer waiting for a buffer: woken once released reaches it */
     _Atomic int stop;
@@ -286,6 +294,8 @@ static int deadline_passed(uint64_t deadline)
     return rs_now_coarse_ns() >= deadline;
 }
 
+static int writer_drive(rs_pushq_t *q);
+
 /* Writer: sleeps one slice waiting for what (woken early by the engine). */
 static void writer_nap(rs_pushq_t *q, int what)
 {
@@ -325,7 +335,8 @@ static rs_status_t pool_get(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
                      q->cfg.wait_ms, q->cfg.slab_bytes);
             return RS_ERR_TIMEOUT;
         }
-        writer_nap(q, WAIT_BUFFER);
+        if (!writer_drive(q))
+            writer_nap(q, WAIT_BUFFER);
     }
     return st;
 }
@@ -362,13 +373,17 @@ static rs_status_t queue_push(rs_pushq_t *q, rs_pbuf_int_t *b)
                 return RS_ERR_TIMEOUT;
             }
             collect_returned(q);
-            writer_nap(q, WAIT_SLOT);
+            if (!writer_drive(q))
+                writer_nap(q, WAIT_SLOT);
         }
     }
     q->ring[tail & q->ring_mask] = b;
     atomic_fetch_add_explicit(&q->submitted, 1, memory_order_relaxed);
     atomic_store_explicit(&q->tail, tail + 1, memory_order_release);
-    engine_wake(q);
+    /* A sleeping engine is not woken: the writer runs the round itself. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&q->engine_sleeping, memory_order_relaxed) && !writer_drive(q))
+        engine_wake(q);
     return RS_OK;
 }
 
@@ -401,6 +416,48 @@ static int engine_sleep(rs_pushq_t *q, int queue_blocked)
     return n > 0;
 }
 
+static int driver_take(rs_pushq_t *q)
+{
+    int free_token = 0;
+    return atomic_compare_exchange_strong(&q->driver, &free_token, 1);
+}
+
+static void driver_drop(rs_pushq_t *q)
+{
+    atomic_store_explicit(&q->driver, 0, memory_order_release);
+}
+
+/*
+ * One engine round (driver token held): takes what is queued, in order,
+ * until take says busy (*blocked), then polls. Returns the events handled.
+ */
+static unsigned engine_round(rs_pushq_t *q, int *blocked)
+{
+    unsigned events = 0;
+    *blocked = 0;
+    uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
+    while (head != atomic_load_explicit(&q->tail, memory_order_acquire)) {
+        rs_pbuf_int_t *b = q->ring[head & q->ring_mask];
+        if (q->hooks.take(q->hooks.arg, q, b) == RS_ERR_BUSY) {
+            *blocked = 1;
+            break;
+        }
+        head++;
+        atomic_store_explicit(&q->head, head, memory_order_release);
+        writer_signal_slot(q);
+        events++;
+    }
+    if (q->hooks.poll != NULL)
+        events += q->hooks.poll(q->hooks.arg);
+    return events;
+}
+
+/* Writer: runs one engine round itself if no thread is running one; 1 if it did. */
+static int writer_drive(rs_pushq_t *q)
+{
+    return rs__pushq_drive(q) >= 0;
+}
+
 static void *engine_main(void *arg)
 {
     rs_pushq_t *q = arg;
@@ -408,20 +465,10 @@ static void *engine_main(void *arg)
     while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
         unsigned events = 0;
         int blocked = 0;
-        uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
-        while (head != atomic_load_explicit(&q->tail, memory_order_acquire)) {
-            rs_pbuf_int_t *b = q->ring[head & q->ring_mask];
-            if (q->hooks.take(q->hooks.arg, q, b) == RS_ERR_BUSY) {
-                blocked = 1;
-                break;
-            }
-            head++;
-            atomic_store_explicit(&q->head, head, memory_order_release);
-            writer_signal_slot(q);
-            events++;
+        if (driver_take(q)) {
+            events = engine_round(q, &blocked);
+            driver_drop(q);
         }
-        if (q->hooks.poll != NULL)
-            events += q->hooks.poll(q->hooks.arg);
         if (events > 0) {
             idle_since = 0;
             continue;
@@ -687,8 +734,18 @@ int rs__pushq_starved(rs_pushq_t *q)
 
 void rs__pushq_nap(rs_pushq_t *q)
 {
-    if (collect_returned(q) == 0)
+    if (collect_returned(q) == 0 && !writer_drive(q))
         writer_nap(q, WAIT_BUFFER);
+}
+
+int rs__pushq_drive(rs_pushq_t *q)
+{
+    if (!driver_take(q))
+        return -1;
+    int blocked;
+    unsigned n = engine_round(q, &blocked);
+    driver_drop(q);
+    return (int)n;
 }
 
 rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)

@@ -86,7 +86,14 @@ uint64_t rs__pushq_engine_held(rs_pushq_t *q);
 /* Does the engine wait for slab room (for compressed output)? */
 int rs__pushq_starved(rs_pushq_t *q);
 
-/* Writer: waits a short slice for the engine to release something. */
+/* Writer: drives the engine, or waits a short slice for it to release something. */
 void rs__pushq_nap(rs_pushq_t *q);
+
+/*
+ * Runs one engine round on the calling thread unless another thread is
+ * running one (then -1): the events it handled. No spare core is assumed,
+ * so a writer that waits for the engine drives it.
+ */
+int rs__pushq_drive(rs_pushq_t *q);
 
 #endif
