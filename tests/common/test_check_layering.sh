@@ -45,7 +45,7 @@ expect_pass
 plant common/x.c '#include "pusher/internal.h"' 'common/x.c includes "pusher/internal.h"'
 plant common/x.c '#include <rshuffle/pusher.h>' 'common/x.c includes <rshuffle/pusher.h>'
 plant codec/x.h '#include "transport/internal.h"' 'codec/ may not use transport/'
-plant shuffle/x.c '#include <rshuffle/transport.h>' 'shuffle/x.c includes <rshuffle/transport.h>'
+plant shuffle/x.c '#include <rshuffle/pusher.h>' 'shuffle/x.c includes <rshuffle/pusher.h>'
 plant transport/ctx.c '#include "transport/ucx/ucx.h"' 'transport/ may not use transport/ucx/'
 plant transport/ctx.c '#include "transport/verbs/verbs.h"' 'transport/ may not use transport/verbs/'
 plant transport/ucx/am.c '#include "transport/internal.h"' 'transport/ucx/ may not use transport/'
