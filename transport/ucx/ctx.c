@@ -4,6 +4,7 @@
  */
 #include "transport/ucx/ucx.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <stdio.h>
@@ -173,6 +174,8 @@ static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
         rs_error("ucp_worker_get_address failed: %s", ucs_status_string(s));
         goto err_destroy_worker;
     }
+    if (rs_ucx_front_open(uc) != RS_OK)
+        goto err_release_address;
     ucp_am_handler_param_t ap = {
         .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
@@ -184,10 +187,12 @@ static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
     s = ucp_worker_set_am_recv_handler(uc->worker, &ap);
     if (s != UCS_OK) {
         rs_error("ucp_worker_set_am_recv_handler failed: %s", ucs_status_string(s));
-        goto err_release_address;
+        goto err_close_front;
     }
     return RS_OK;
 
+err_close_front:
+    rs_ucx_front_close_all(uc);
 err_release_address:
     ucp_worker_release_address(uc->worker, uc->addr);
 err_destroy_worker:
@@ -237,6 +242,7 @@ err_free_uc:
 static void ucx_ctx_close(rs_ctx_t *ctx)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    rs_ucx_front_close_all(uc);
     rs_ucx_conn_cleanup(ctx, 0);
     ucp_worker_release_address(uc->worker, uc->addr);
     ucp_worker_destroy(uc->worker);
@@ -259,12 +265,22 @@ static unsigned ucx_progress(rs_ctx_t *ctx)
     uc->in_worker++;
     unsigned n = ucp_worker_progress(uc->worker);
     uc->in_worker--;
-    return n + rs_ucx_conn_progress(ctx);
+    n += rs_ucx_conn_progress(ctx);
+    /* The front door's sockets: when idle, else once per coarse tick (a
+     * syscall per busy pass would cost the data path). */
+    if (uc->front_n > 0) {
+        uint64_t now = rs_now_coarse_ns();
+        if (n == 0 || now != uc->front_seen) {
+            uc->front_seen = now;
+            n += rs_ucx_front_progress(ctx);
+        }
+    }
+    return n;
 }
 
 static int ucx_fd(rs_ctx_t *ctx)
 {
-    return rs_ucx_ctx(ctx)->efd;
+    return rs_ucx_ctx(ctx)->wait_fd; /* the worker's fd and the front door's */
 }
 
 static rs_status_t ucx_arm(rs_ctx_t *ctx)

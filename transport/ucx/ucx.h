@@ -5,11 +5,13 @@
  * connection id, so the receiver finds its rs_ep_t without relying on UCX
  * reply endpoints (endpoints created from a worker address have no accept
  * event on the server). Connection setup:
- *   host:port  client ucp_ep (sockaddr) --CONN (reply flag)--> server ucp_ep
- *              from the conn request, found by the reply endpoint
+ *   host:port  the front door (front.c): a TCP socket of ours, where the
+ *              client sends a bounded hello with its job token and the
+ *              listener answers with its worker address; then as address.
+ *              UCX never parses a byte from the listener's port.
  *   address    client ucp_ep (worker address) --CONN + client address-->
  *              server creates a reverse ucp_ep to the client
- *   both       server --CONN_ACK (its id)--> client: the client is connected
+ *   then       server --CONN_ACK (its id)--> client: the client is connected
  *              and the generic layer starts the job-token handshake.
  */
 #ifndef RS_TRANSPORT_UCX_H
@@ -61,9 +63,12 @@ typedef struct rs_ucx_hdr {
     uint32_t kind;
 } rs_ucx_hdr_t;
 
+typedef struct rs_ucx_front rs_ucx_front_t;
+
 typedef struct rs_ucx_ep {
     rs_ctx_t *ctx;
-    rs_ep_t *ep; /* NULL once the generic layer released it */
+    rs_ucx_front_t *front; /* client: its front-door socket, before UCX is used */
+    rs_ep_t *ep;           /* NULL once the generic layer released it */
     ucp_ep_h uep;
     uint32_t id, peer_id;
     unsigned fail_pending : 1;  /* on pending list: report failure */
@@ -95,6 +100,8 @@ typedef struct rs_ucx_ctx {
     ucp_address_t *addr;
     size_t addr_len;
     int efd;
+    int wait_fd;   /* epoll of efd and front_ep: what rs_ctx_fd returns */
+    int front_ep;  /* epoll of the front door's sockets */
     int in_worker; /* inside ucp_worker_progress: defer endpoint teardown */
     int notify_flush;
 
@@ -108,6 +115,14 @@ typedef struct rs_ucx_ctx {
     rs_list_t conn_reqs; /* rs_ucx_conn_req_t */
     rs_list_t closes;    /* endpoints to force-close after worker progress */
     rs_list_t zombies;   /* released endpoints whose control AMs are in flight */
+
+    rs_list_t front_socks; /* rs_ucx_front_t: every open front-door socket */
+    rs_list_t front_dead;  /* closed ones, freed after the current event batch */
+    unsigned front_n;      /* open front-door sockets (listeners included) */
+    unsigned front_hellos; /* accepted connections whose hello is not done */
+    uint64_t front_seen;   /* coarse time of the last front-door poll */
+    uint64_t front_log_ns; /* last refusal logged (rate limit) */
+    unsigned front_quiet;  /* refusals not logged since */
 
     size_t req_size;    /* ucp request size, for requests we allocate */
     rs_list_t amo_reqs; /* free request buffers for fetch-add (see ucx_rma.c) */
@@ -168,8 +183,6 @@ rs_status_t rs_ucx_post_result(rs_op_t *op, ucs_status_ptr_t req, const char *wh
 rs_status_t rs_ucx_post_error(ucs_status_ptr_t req, const char *what);
 
 /* ucx_conn.c */
-rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);
-void rs_ucx_listener_close(rs_listener_t *l);
 rs_status_t rs_ucx_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port);
 rs_status_t rs_ucx_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len);
 void rs_ucx_ep_fail(rs_ep_t *ep);
@@ -185,6 +198,23 @@ void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, si
                     const ucp_am_recv_param_t *param);
 void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
 void rs_ucx_on_bye(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
+
+/* front.c: the front door (our own TCP listener and its client side). */
+rs_status_t rs_ucx_front_open(rs_ucx_ctx_t *uc);
+void rs_ucx_front_close_all(rs_ucx_ctx_t *uc);
+rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);
+void rs_ucx_listener_close(rs_listener_t *l);
+/* Starts the client side for uep (not yet a ucp endpoint). */
+rs_status_t rs_ucx_front_connect(rs_ucx_ep_t *uep, const char *host, uint16_t port);
+/* Closes uep's front-door socket, if any. */
+void rs_ucx_front_drop_ep(rs_ucx_ep_t *uep);
+/* Handles what the front door's sockets have ready, and deadlines. */
+unsigned rs_ucx_front_progress(rs_ctx_t *ctx);
+/*
+ * Connects uep (linked to its ep) to a worker address and sends CONN (conn.c).
+ * On failure uep has no ucp endpoint; the caller still owns uep.
+ */
+rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len);
 
 /* ucx_am.c */
 ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length, void *data,
