@@ -78,16 +78,21 @@ static int ucx_tls_enables(const char *tl)
 }
 
 /*
- * Shared-memory error handling is a transport-level knob that UCX 1.13
- * reads from the environment only; set it (unless the user did) for the
- * shared-memory transports in use, so UCX does not warn about unused ones.
+ * Shared-memory error handling is a transport-level knob (UCX 1.13 keeps it
+ * out of ucp's own table). ucp_config_modify still takes it, by its name
+ * in the table the shared-memory transports share (MM_ERROR_HANDLING; the
+ * POSIX_ and SYSV_ names are refused as invalid), and hands it to every
+ * such transport when the worker opens them. Set it unless
+ * the user set either, and only when such a transport is enabled, so UCX
+ * does not warn about an unused setting. No setenv: the library may run
+ * inside a multithreaded host.
  */
-static void ucx_enable_shm_error_handling(void)
+static void ucx_enable_shm_error_handling(ucp_config_t *config)
 {
-    if (ucx_tls_enables("posix"))
-        setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
-    if (ucx_tls_enables("sysv"))
-        setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
+    if (getenv("UCX_POSIX_ERROR_HANDLING") != NULL || getenv("UCX_SYSV_ERROR_HANDLING") != NULL)
+        return;
+    if (ucx_tls_enables("posix") || ucx_tls_enables("sysv"))
+        ucx_config_set_default(config, "MM_ERROR_HANDLING", "y");
 }
 
 /*
@@ -125,7 +130,7 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
         return RS_ERR_TRANSPORT;
     }
     ucx_config_keepalive(config, cfg->peer_timeout_ms);
-    ucx_enable_shm_error_handling();
+    ucx_enable_shm_error_handling(config);
     ucp_params_t params = {
         .field_mask =
             UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME,
