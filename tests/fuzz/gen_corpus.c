@@ -1,6 +1,6 @@
 /*
  * Writes a fuzz target's seed corpus into a directory, emptied first so every
- * run starts from the same seeds: gen_corpus frame|manifest DIR
+ * run starts from the same seeds: gen_corpus frame|manifest|hello DIR
  */
 #include <dirent.h>
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fuzz_frame.h"
+#include "fuzz_hello.h"
 #include "fuzz_manifest.h"
 
 typedef struct out {
@@ -55,8 +56,10 @@ int main(int argc, char **argv)
         corpus = frame_corpus;
     else if (argc == 3 && strcmp(argv[1], "manifest") == 0)
         corpus = manifest_corpus;
+    else if (argc == 3 && strcmp(argv[1], "hello") == 0)
+        corpus = hello_corpus;
     if (corpus == NULL) {
-        fprintf(stderr, "usage: gen_corpus frame|manifest DIR\n");
+        fprintf(stderr, "usage: gen_corpus frame|manifest|hello DIR\n");
         return 2;
     }
     if (empty_dir(argv[2]) != 0) {
