@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    if (data[0] % FUZZ_HELLO_MODES == FUZZ_HELLO)
+    if (data[0] % FUZZ_FRONT_MODES == FUZZ_FRONT_HELLO)
         fuzz_hello(data + 1, size - 1);
     else
         fuzz_reply(data + 1, size - 1);

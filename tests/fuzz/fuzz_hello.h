@@ -10,7 +10,7 @@
  *   0: a hello, as a listener receives it (token checked against "rshuffle")
  *   1: a reply, as a connecting client receives it
  */
-enum { FUZZ_HELLO = 0, FUZZ_REPLY = 1, FUZZ_HELLO_MODES = 2 };
+enum { FUZZ_FRONT_HELLO = 0, FUZZ_FRONT_REPLY = 1, FUZZ_FRONT_MODES = 2 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

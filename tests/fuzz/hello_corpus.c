@@ -25,20 +25,20 @@ void hello_corpus(void (*emit)(void *user, const uint8_t *seed, size_t len), voi
     uint8_t buf[RS_FRONT_REPLY_MAX];
     for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
         size_t n = rs_front_hello_build(buf, tokens[i], strlen(tokens[i]));
-        emit_mode(emit, user, FUZZ_HELLO, buf, n);
-        emit_mode(emit, user, FUZZ_HELLO, buf, n > 3 ? n - 3 : 0); /* truncated */
+        emit_mode(emit, user, FUZZ_FRONT_HELLO, buf, n);
+        emit_mode(emit, user, FUZZ_FRONT_HELLO, buf, n > 3 ? n - 3 : 0); /* truncated */
     }
     /* The 64-byte message that aborted UCX's own listener. */
     uint8_t ucx_killer[64] = {0x2f};
-    emit_mode(emit, user, FUZZ_HELLO, ucx_killer, sizeof(ucx_killer));
+    emit_mode(emit, user, FUZZ_FRONT_HELLO, ucx_killer, sizeof(ucx_killer));
     static const size_t addr_lens[] = {1, 40, 300, RS_ADDR_BLOB_MAX};
     static uint8_t addr[RS_ADDR_BLOB_MAX];
     for (size_t i = 0; i < sizeof(addr); i++)
         addr[i] = (uint8_t)(i * 7);
     for (size_t i = 0; i < sizeof(addr_lens) / sizeof(addr_lens[0]); i++) {
         size_t n = rs_front_reply_build(buf, RS_FRONT_ACCEPT, addr, addr_lens[i]);
-        emit_mode(emit, user, FUZZ_REPLY, buf, n);
+        emit_mode(emit, user, FUZZ_FRONT_REPLY, buf, n);
     }
     size_t n = rs_front_reply_build(buf, RS_FRONT_REFUSE, NULL, 0);
-    emit_mode(emit, user, FUZZ_REPLY, buf, n);
+    emit_mode(emit, user, FUZZ_FRONT_REPLY, buf, n);
 }
