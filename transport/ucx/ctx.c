@@ -271,11 +271,11 @@ static unsigned ucx_progress(rs_ctx_t *ctx)
     unsigned n = ucp_worker_progress(uc->worker);
     uc->in_worker--;
     n += rs_ucx_conn_progress(ctx);
-    /* The front door's sockets: when idle, else once per coarse tick (a
-     * syscall per busy pass would cost the data path). */
+    /* The front door's sockets: when arm saw them ready, else once per
+     * coarse tick (a syscall per pass would cost the data path). */
     if (uc->front_n > 0) {
         uint64_t now = rs_now_coarse_ns();
-        if (n == 0 || now != uc->front_seen) {
+        if (uc->front_kick || now != uc->front_seen) {
             uc->front_seen = now;
             n += rs_ucx_front_progress(ctx);
         }
@@ -294,6 +294,10 @@ static rs_status_t ucx_arm(rs_ctx_t *ctx)
     if (!rs_list_empty(&uc->pending) || !rs_list_empty(&uc->conn_reqs) ||
         !rs_list_empty(&uc->closes))
         return RS_ERR_BUSY;
+    if (rs_ucx_front_ready(uc)) {
+        uc->front_kick = 1; /* the next progress handles them */
+        return RS_ERR_BUSY;
+    }
     ucs_status_t s = ucp_worker_arm(uc->worker);
     if (s == UCS_OK)
         return RS_OK;

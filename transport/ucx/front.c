@@ -7,7 +7,8 @@
  * listener's port ever reaches a UCX parser.
  *
  * Every socket is non-blocking and driven from the backend's progress (an
- * epoll of our own, nested in the fd rs_ctx_fd returns). A connection that
+ * epoll of our own, nested in the fd rs_ctx_fd returns; polled when arm
+ * finds it ready, and once per coarse clock tick). A connection that
  * is refused, malformed, slow or closed is closed at once (reset: no
  * CLOSE-WAIT, no TIME-WAIT left here). At most RS_UCX_FRONT_HELLOS_MAX
  * accepted connections wait for their hello; a new one evicts the oldest,
@@ -496,9 +497,16 @@ static void front_deadlines(rs_ucx_ctx_t *uc, uint64_t now)
     }
 }
 
+int rs_ucx_front_ready(rs_ucx_ctx_t *uc)
+{
+    struct epoll_event ev;
+    return uc->front_n > 0 && epoll_wait(uc->front_ep, &ev, 1, 0) > 0; /* level-triggered */
+}
+
 unsigned rs_ucx_front_progress(rs_ctx_t *ctx)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    uc->front_kick = 0;
     struct epoll_event ev[RS_UCX_FRONT_EVENTS];
     int k = epoll_wait(uc->front_ep, ev, RS_UCX_FRONT_EVENTS, 0);
     unsigned n = 0;

@@ -121,6 +121,7 @@ typedef struct rs_ucx_ctx {
     unsigned front_n;      /* open front-door sockets (listeners included) */
     unsigned front_hellos; /* accepted connections whose hello is not done */
     uint64_t front_seen;   /* coarse time of the last front-door poll */
+    int front_kick;        /* arm saw front-door sockets ready: poll them next */
     uint64_t front_log_ns; /* last refusal logged (rate limit) */
     unsigned front_quiet;  /* refusals not logged since */
 
@@ -208,6 +209,8 @@ void rs_ucx_listener_close(rs_listener_t *l);
 rs_status_t rs_ucx_front_connect(rs_ucx_ep_t *uep, const char *host, uint16_t port);
 /* Closes uep's front-door socket, if any. */
 void rs_ucx_front_drop_ep(rs_ucx_ep_t *uep);
+/* 1 when a front-door socket has something ready (no syscall without sockets). */
+int rs_ucx_front_ready(rs_ucx_ctx_t *uc);
 /* Handles what the front door's sockets have ready, and deadlines. */
 unsigned rs_ucx_front_progress(rs_ctx_t *ctx);
 /*
