@@ -30,9 +30,10 @@
 #include "front_attack.h"
 #include "rshuffled_child.h"
 
-#define BOUND_MS  2000 /* a bad connection is closed within this (a loaded machine) */
-#define SETTLE_MS 5000 /* descriptors come back within this */
-#define BC_SIZE   (3u << 20)
+#define BOUND_MS              2000 /* a bad connection is closed within this (a loaded machine) */
+#define SETTLE_MS             5000 /* descriptors come back within this */
+#define BC_SIZE               (3u << 20)
+#define BT_CONNECT_TIMEOUT_MS 2000 /* what bt_agent configures */
 
 static pid_t daemon_pid;
 
@@ -101,7 +102,8 @@ static void shuffle_verify(const char *addr, uint64_t shuffle_id, uint32_t nrec)
  * Garbage, then slow connections, against pid's port; the descriptor count
  * must come back to fd0 after each.
  */
-static void attack(const char *who, pid_t pid, uint16_t port, int fd0, unsigned n)
+static void attack(const char *who, pid_t pid, uint16_t port, int fd0, unsigned n,
+                   unsigned hello_ms)
 {
     fa_counts_t c = {0};
     uint64_t t0 = now_ms();
@@ -110,14 +112,15 @@ static void attack(const char *who, pid_t pid, uint16_t port, int fd0, unsigned 
     int fds = fa_fd_settle(pid, fd0, SETTLE_MS);
     assert_int_equal(fds, fd0);
     uint64_t t1 = now_ms();
-    fa_slow_loris(port, n, (int)hello_timeout_ms() + BOUND_MS, &c);
+    fa_slow_loris(port, n, (int)hello_ms + BOUND_MS, &c);
     assert_true(fa_alive(pid));
     fds = fa_fd_settle(pid, fd0, SETTLE_MS);
     assert_int_equal(fds, fd0);
     printf("[info] %s: %u connections (%u garbage in %llu ms, longest wait for a close %u ms); "
-           "%u slow ones all closed by the server within %u ms; descriptors back to %d\n",
+           "%u slow ones all closed by the server within %u ms (hello deadline %u ms); "
+           "descriptors back to %d\n",
            who, c.conns, c.conns - c.slow, (unsigned long long)(t1 - t0), c.closed_ms, c.slow,
-           c.slow_ms, fd0);
+           c.slow_ms, hello_ms, fd0);
 }
 
 static int teardown_daemon(void **state)
@@ -139,7 +142,7 @@ static void test_rshuffled_survives(void **state)
 
     shuffle_verify(addr, 1, 2000); /* warm: what a first client sets up stays */
     int fd0 = fa_fd_settle(daemon_pid, -1, 300);
-    attack("rshuffled", daemon_pid, port, fd0, n);
+    attack("rshuffled", daemon_pid, port, fd0, n, hello_timeout_ms());
 
     /* Real clients get in while more slow connections than the cap wait. */
     int *slow = fa_slow_open(port, n);
@@ -171,7 +174,7 @@ static void test_bcast_node_survives(void **state)
     bt_quit(&warm);
 
     int fd0 = fa_fd_settle(src.pid, -1, 300);
-    attack("broadcast node", src.pid, port, fd0, n);
+    attack("broadcast node", src.pid, port, fd0, n, BT_CONNECT_TIMEOUT_MS);
 
     int *slow = fa_slow_open(port, n);
     bt_spawn(&late, NULL, RS_BCAST_TORRENT);

@@ -262,7 +262,7 @@ void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, si
     if (req == NULL)
         return;
     req->src_id = hdr->src_id;
-    req->reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : NULL;
+    (void)param;
     req->addr_len = len;
     if (len > 0)
         memcpy(req->addr, data, len);
@@ -275,6 +275,7 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
     rs_ucx_ep_t *uep = NULL;
 
     if (req->addr_len > 0) {
+        /* UCX parses this address: only peers that reached our worker get here. */
         uep = uep_new(ctx);
         if (uep == NULL)
             return;
@@ -293,20 +294,10 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
             return;
         }
     } else {
-        rs_list_t *pos, *tmp;
-        rs_list_for_each_safe(pos, tmp, &uc->awaiting)
-        {
-            rs_ucx_ep_t *u = RS_CONTAINER_OF(pos, rs_ucx_ep_t, wait_link);
-            if (req->reply_ep != NULL && u->uep == req->reply_ep) {
-                uep = u;
-                break;
-            }
-        }
-        if (uep == NULL) {
-            rs_debug("CONN for no known endpoint (dropped)");
-            return;
-        }
-        rs_list_del(&uep->wait_link);
+        /* Every CONN carries the client's address (host:port goes through
+         * the front door, then by address). */
+        rs_debug("CONN without an address (dropped)");
+        return;
     }
     uep->peer_id = req->src_id;
     uep->conn_hdr =

@@ -213,7 +213,6 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
         return RS_ERR_NOMEM;
     }
     rs_list_init(&uc->pending);
-    rs_list_init(&uc->awaiting);
     rs_list_init(&uc->conn_reqs);
     rs_list_init(&uc->closes);
     rs_list_init(&uc->zombies);

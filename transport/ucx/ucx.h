@@ -79,7 +79,7 @@ typedef struct rs_ucx_ep {
     ucs_status_t fail_status;
     unsigned ctl_inflight; /* control AMs (headers live here) and drain flushes */
     rs_list_t pend_link;   /* ctx pending list (failure reports) */
-    rs_list_t wait_link;   /* ctx awaiting list, or zombie list once released */
+    rs_list_t wait_link;   /* zombie list once released */
     rs_list_t close_link;  /* ctx close list */
     rs_ucx_hdr_t conn_hdr;
     rs_ucx_hdr_t bye_hdr;
@@ -89,7 +89,6 @@ typedef struct rs_ucx_ep {
 typedef struct rs_ucx_conn_req {
     rs_list_t link;
     uint32_t src_id;
-    ucp_ep_h reply_ep;
     size_t addr_len;
     unsigned char addr[];
 } rs_ucx_conn_req_t;
@@ -111,7 +110,6 @@ typedef struct rs_ucx_ctx {
     uint32_t *free_ids;
 
     rs_list_t pending;   /* endpoints with a failure to report */
-    rs_list_t awaiting;  /* listener-side endpoints before CONN */
     rs_list_t conn_reqs; /* rs_ucx_conn_req_t */
     rs_list_t closes;    /* endpoints to force-close after worker progress */
     rs_list_t zombies;   /* released endpoints whose control AMs are in flight */
