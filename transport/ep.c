@@ -124,7 +124,9 @@ void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
     ep->state = RS_EP_DEAD;
     ep->status = status;
     if (p->hs_client && ep->hs_result == RS_ERR_BUSY)
-        ep->hs_result = prev == RS_EP_CONNECTING ? RS_ERR_REFUSED : status;
+        /* A refused token stays RS_ERR_AUTH even before the fabric connection
+         * (a front door refuses it while CONNECTING). */
+        ep->hs_result = prev == RS_EP_CONNECTING && status != RS_ERR_AUTH ? RS_ERR_REFUSED : status;
     /* The endpoint handler hears of it; a peer closing is no warning. */
     if (prev == RS_EP_READY)
         rs_info("endpoint %p died: %s", (void *)ep, rs_strerror(status));

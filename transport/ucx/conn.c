@@ -1,6 +1,6 @@
 /*
- * UCX backend: connections. Connection ids, the listener, connecting by
- * host:port or worker address, the CONN / CONN_ACK / BYE exchange, peer
+ * UCX backend: connections. Connection ids, connecting by worker address
+ * (host:port goes through the front door first, front.c), the CONN / CONN_ACK / BYE exchange, peer
  * failures (error callback -> rs__ep_failed) and endpoint teardown.
  * Anything that closes a ucp_ep runs outside ucp_worker_progress.
  */
@@ -8,11 +8,9 @@
 
 #include "common/log.h"
 
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #define RS_UCX_ID_BITS 20
 #define RS_UCX_ID_MASK ((1u << RS_UCX_ID_BITS) - 1)
@@ -188,148 +186,70 @@ static rs_ep_t *accept_ep(rs_ctx_t *ctx, rs_ucx_ep_t *uep)
     return ep;
 }
 
-/* --------------------------------------------------------------- listener */
+/* ---------------------------------------------------------------- connect */
 
-static rs_status_t resolve(const char *host, uint16_t port, int passive,
-                           struct sockaddr_storage *ss, socklen_t *len)
+rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
-    struct addrinfo *res;
-    char service[8];
-    snprintf(service, sizeof(service), "%u", port);
-    int rc = getaddrinfo(host, service, &hints, &res);
-    if (rc != 0) {
-        rs_error("cannot resolve '%s': %s", host, gai_strerror(rc));
-        return RS_ERR_INVALID;
-    }
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    *len = res->ai_addrlen;
-    freeaddrinfo(res);
-    return RS_OK;
-}
-
-static void ucx_conn_handler(ucp_conn_request_h conn_request, void *arg)
-{
-    rs_listener_t *l = arg;
-    rs_ctx_t *ctx = l->ctx;
-    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
-    rs_ucx_ep_t *uep = uep_new(ctx);
-    if (uep == NULL) {
-        ucp_listener_reject(l->be, conn_request);
-        return;
-    }
-    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST,
-                         .conn_request = conn_request};
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(uep->ctx);
+    (void)len;
+    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+                         .address = (const ucp_address_t *)addr};
     ep_params_common(&p, uep);
     ucs_status_t s = ucp_ep_create(uc->worker, &p, &uep->uep);
     if (s != UCS_OK) {
-        rs_warn("cannot accept a connection: %s", ucs_status_string(s));
-        uep_free(uep);
-        return;
+        /* Whatever UCX says (unreachable, shared memory gone, ...): no peer. */
+        rs_error("ucp_ep_create failed: %s", ucs_status_string(s));
+        uep->uep = NULL;
+        return s == UCS_ERR_NO_MEMORY ? RS_ERR_NOMEM : RS_ERR_UNREACHABLE;
     }
-    if (accept_ep(ctx, uep) == NULL) {
-        /* Closing inside progress is not allowed: close it right after. */
-        uep->close_pending = 1;
-        rs_list_add_tail(&uc->closes, &uep->close_link);
-        return;
-    }
-    rs_list_add_tail(&uc->awaiting, &uep->wait_link);
-}
-
-rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port)
-{
-    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
-    struct sockaddr_storage ss;
-    socklen_t slen;
-    rs_status_t st = resolve(host, port, 1, &ss, &slen);
+    /* The server connects back to our address (it has no accept event). */
+    uep->conn_hdr = (rs_ucx_hdr_t){.dst_id = 0, .src_id = uep->id, .kind = RS_UCX_CONN};
+    rs_status_t st = rs_ucx_send_ctl(uep, &uep->conn_hdr, uc->addr, uc->addr_len, 0);
     if (st != RS_OK)
-        return st;
-    ucp_listener_params_t p = {
-        .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
-        .sockaddr = {.addr = (const struct sockaddr *)&ss, .addrlen = slen},
-        .conn_handler = {.cb = ucx_conn_handler, .arg = l},
-    };
-    ucp_listener_h listener;
-    ucs_status_t s = ucp_listener_create(uc->worker, &p, &listener);
-    if (s != UCS_OK) {
-        rs_error("cannot listen on %s:%u: %s", host, port, ucs_status_string(s));
-        return s == UCS_ERR_BUSY ? RS_ERR_EXISTS : RS_ERR_TRANSPORT;
-    }
-    ucp_listener_attr_t attr = {.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR};
-    s = ucp_listener_query(listener, &attr);
-    if (s != UCS_OK) {
-        rs_error("ucp_listener_query failed: %s", ucs_status_string(s));
-        ucp_listener_destroy(listener);
-        return RS_ERR_TRANSPORT;
-    }
-    const struct sockaddr *sa = (const struct sockaddr *)&attr.sockaddr;
-    l->port = sa->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)sa)->sin6_port)
-                                        : ntohs(((const struct sockaddr_in *)sa)->sin_port);
-    l->be = listener;
-    return RS_OK;
+        uep_force_close(uep);
+    return st;
 }
 
-void rs_ucx_listener_close(rs_listener_t *l)
-{
-    ucp_listener_destroy(l->be);
-    l->be = NULL;
-}
-
-/* ---------------------------------------------------------------- connect */
-
-static rs_status_t client_start(rs_ctx_t *ctx, rs_ep_t *ep, ucp_ep_params_t *p, const void *data,
-                                size_t len, unsigned flags)
+/* Links a new client uep to ep; the caller starts it. */
+static rs_ucx_ep_t *client_new(rs_ctx_t *ctx, rs_ep_t *ep)
 {
     rs_ucx_ep_t *uep = uep_new(ctx);
     if (uep == NULL)
-        return RS_ERR_NOMEM;
-    ep_params_common(p, uep);
-    ucs_status_t s = ucp_ep_create(rs_ucx_ctx(ctx)->worker, p, &uep->uep);
-    if (s != UCS_OK) {
-        /* Whatever UCX says (unreachable, shared memory gone, ...): no peer. */
-        rs_error("ucp_ep_create failed: %s", ucs_status_string(s));
-        uep_free(uep);
-        return s == UCS_ERR_NO_MEMORY ? RS_ERR_NOMEM : RS_ERR_UNREACHABLE;
-    }
+        return NULL;
     ep->be = uep;
     uep->ep = ep;
-    uep->conn_hdr = (rs_ucx_hdr_t){.dst_id = 0, .src_id = uep->id, .kind = RS_UCX_CONN};
-    rs_status_t st = rs_ucx_send_ctl(uep, &uep->conn_hdr, data, len, flags);
-    if (st != RS_OK) {
-        ep->be = NULL;
-        uep_force_close(uep);
-        uep_release(uep);
-        return st;
-    }
-    return RS_OK;
+    return uep;
+}
+
+static void client_unlink(rs_ep_t *ep, rs_ucx_ep_t *uep)
+{
+    ep->be = NULL;
+    uep->ep = NULL;
+    rs_ucx_front_drop_ep(uep);
+    uep_release(uep);
 }
 
 rs_status_t rs_ucx_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port)
 {
-    struct sockaddr_storage ss;
-    socklen_t slen;
-    rs_status_t st = resolve(host, port, 0, &ss, &slen);
+    rs_ucx_ep_t *uep = client_new(ctx, ep);
+    if (uep == NULL)
+        return RS_ERR_NOMEM;
+    /* The front door first (front.c); it calls rs_ucx_connect_uep. */
+    rs_status_t st = rs_ucx_front_connect(uep, host, port);
     if (st != RS_OK)
-        return st;
-    ucp_ep_params_t p = {
-        .field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS,
-        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
-        .sockaddr = {.addr = (const struct sockaddr *)&ss, .addrlen = slen},
-    };
-    /* The server finds its endpoint for our CONN through the reply endpoint. */
-    return client_start(ctx, ep, &p, NULL, 0, UCP_AM_SEND_FLAG_REPLY);
+        client_unlink(ep, uep);
+    return st;
 }
 
 rs_status_t rs_ucx_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len)
 {
-    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
-    (void)len;
-    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
-                         .address = (const ucp_address_t *)blob};
-    /* The server connects back to our address (it has no accept event). */
-    return client_start(ctx, ep, &p, uc->addr, uc->addr_len, 0);
+    rs_ucx_ep_t *uep = client_new(ctx, ep);
+    if (uep == NULL)
+        return RS_ERR_NOMEM;
+    rs_status_t st = rs_ucx_connect_uep(uep, blob, len);
+    if (st != RS_OK)
+        client_unlink(ep, uep);
+    return st;
 }
 
 void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, size_t len,
@@ -342,7 +262,7 @@ void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, si
     if (req == NULL)
         return;
     req->src_id = hdr->src_id;
-    req->reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : NULL;
+    (void)param;
     req->addr_len = len;
     if (len > 0)
         memcpy(req->addr, data, len);
@@ -355,6 +275,7 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
     rs_ucx_ep_t *uep = NULL;
 
     if (req->addr_len > 0) {
+        /* UCX parses this address: only peers that reached our worker get here. */
         uep = uep_new(ctx);
         if (uep == NULL)
             return;
@@ -373,20 +294,10 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
             return;
         }
     } else {
-        rs_list_t *pos, *tmp;
-        rs_list_for_each_safe(pos, tmp, &uc->awaiting)
-        {
-            rs_ucx_ep_t *u = RS_CONTAINER_OF(pos, rs_ucx_ep_t, wait_link);
-            if (req->reply_ep != NULL && u->uep == req->reply_ep) {
-                uep = u;
-                break;
-            }
-        }
-        if (uep == NULL) {
-            rs_debug("CONN for no known endpoint (dropped)");
-            return;
-        }
-        rs_list_del(&uep->wait_link);
+        /* Every CONN carries the client's address (host:port goes through
+         * the front door, then by address). */
+        rs_debug("CONN without an address (dropped)");
+        return;
     }
     uep->peer_id = req->src_id;
     uep->conn_hdr =
@@ -471,6 +382,8 @@ static void uep_start_drain(rs_ucx_ep_t *uep)
 void rs_ucx_ep_fail(rs_ep_t *ep)
 {
     rs_ucx_ep_t *uep = ep->be;
+    if (uep != NULL)
+        rs_ucx_front_drop_ep(uep);
     if (uep == NULL || uep->uep == NULL)
         return;
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ep->ctx);
@@ -496,6 +409,7 @@ void rs_ucx_ep_close(rs_ep_t *ep)
         return;
     ep->be = NULL;
     uep->ep = NULL;
+    rs_ucx_front_drop_ep(uep);
     uep_force_close(uep);
     uep_release(uep);
 }

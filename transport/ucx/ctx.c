@@ -4,6 +4,7 @@
  */
 #include "transport/ucx/ucx.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <stdio.h>
@@ -51,16 +52,21 @@ static int ucx_tls_enables(const char *tl)
 }
 
 /*
- * Shared-memory error handling is a transport-level knob that UCX 1.13
- * reads from the environment only; set it (unless the user did) for the
- * shared-memory transports in use, so UCX does not warn about unused ones.
+ * Shared-memory error handling is a transport-level knob (UCX 1.13 keeps it
+ * out of ucp's own table). ucp_config_modify still takes it, by its name
+ * in the table the shared-memory transports share (MM_ERROR_HANDLING; the
+ * POSIX_ and SYSV_ names are refused as invalid), and hands it to every
+ * such transport when the worker opens them. Set it unless
+ * the user set either, and only when such a transport is enabled, so UCX
+ * does not warn about an unused setting. No setenv: the library may run
+ * inside a multithreaded host.
  */
-static void ucx_enable_shm_error_handling(void)
+static void ucx_enable_shm_error_handling(ucp_config_t *config)
 {
-    if (ucx_tls_enables("posix"))
-        setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
-    if (ucx_tls_enables("sysv"))
-        setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
+    if (getenv("UCX_POSIX_ERROR_HANDLING") != NULL || getenv("UCX_SYSV_ERROR_HANDLING") != NULL)
+        return;
+    if (ucx_tls_enables("posix") || ucx_tls_enables("sysv"))
+        ucx_config_set_default(config, "MM_ERROR_HANDLING", "y");
 }
 
 /*
@@ -98,7 +104,7 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
         return RS_ERR_TRANSPORT;
     }
     ucx_config_keepalive(config, cfg->peer_timeout_ms);
-    ucx_enable_shm_error_handling();
+    ucx_enable_shm_error_handling(config);
     ucp_params_t params = {
         .field_mask =
             UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME,
@@ -147,6 +153,8 @@ static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
         rs_error("ucp_worker_get_address failed: %s", ucs_status_string(s));
         goto err_destroy_worker;
     }
+    if (rs_ucx_front_open(uc) != RS_OK)
+        goto err_release_address;
     ucp_am_handler_param_t ap = {
         .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
@@ -158,10 +166,12 @@ static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
     s = ucp_worker_set_am_recv_handler(uc->worker, &ap);
     if (s != UCS_OK) {
         rs_error("ucp_worker_set_am_recv_handler failed: %s", ucs_status_string(s));
-        goto err_release_address;
+        goto err_close_front;
     }
     return RS_OK;
 
+err_close_front:
+    rs_ucx_front_close_all(uc);
 err_release_address:
     ucp_worker_release_address(uc->worker, uc->addr);
 err_destroy_worker:
@@ -177,7 +187,6 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
         return RS_ERR_NOMEM;
     }
     rs_list_init(&uc->pending);
-    rs_list_init(&uc->awaiting);
     rs_list_init(&uc->conn_reqs);
     rs_list_init(&uc->closes);
     rs_list_init(&uc->zombies);
@@ -211,6 +220,7 @@ err_free_uc:
 static void ucx_ctx_close(rs_ctx_t *ctx)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    rs_ucx_front_close_all(uc);
     rs_ucx_conn_cleanup(ctx, 0);
     ucp_worker_release_address(uc->worker, uc->addr);
     ucp_worker_destroy(uc->worker);
@@ -233,12 +243,22 @@ static unsigned ucx_progress(rs_ctx_t *ctx)
     uc->in_worker++;
     unsigned n = ucp_worker_progress(uc->worker);
     uc->in_worker--;
-    return n + rs_ucx_conn_progress(ctx);
+    n += rs_ucx_conn_progress(ctx);
+    /* The front door's sockets: when arm saw them ready, else once per
+     * coarse tick (a syscall per pass would cost the data path). */
+    if (uc->front_n > 0) {
+        uint64_t now = rs_now_coarse_ns();
+        if (uc->front_kick || now != uc->front_seen) {
+            uc->front_seen = now;
+            n += rs_ucx_front_progress(ctx);
+        }
+    }
+    return n;
 }
 
 static int ucx_fd(rs_ctx_t *ctx)
 {
-    return rs_ucx_ctx(ctx)->efd;
+    return rs_ucx_ctx(ctx)->wait_fd; /* the worker's fd and the front door's */
 }
 
 static rs_status_t ucx_arm(rs_ctx_t *ctx)
@@ -247,6 +267,10 @@ static rs_status_t ucx_arm(rs_ctx_t *ctx)
     if (!rs_list_empty(&uc->pending) || !rs_list_empty(&uc->conn_reqs) ||
         !rs_list_empty(&uc->closes))
         return RS_ERR_BUSY;
+    if (rs_ucx_front_ready(uc)) {
+        uc->front_kick = 1; /* the next progress handles them */
+        return RS_ERR_BUSY;
+    }
     ucs_status_t s = ucp_worker_arm(uc->worker);
     if (s == UCS_OK)
         return RS_OK;

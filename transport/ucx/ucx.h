@@ -13,11 +13,13 @@
  * connection id, so the receiver finds its rs_ep_t without relying on UCX
  * reply endpoints (endpoints created from a worker address have no accept
  * event on the server). Connection setup:
- *   host:port  client ucp_ep (sockaddr) --CONN (reply flag)--> server ucp_ep
- *              from the conn request, found by the reply endpoint
+ *   host:port  the front door (front.c): a TCP socket of ours, where the
+ *              client sends a bounded hello with its job token and the
+ *              listener answers with its worker address; then as address.
+ *              UCX never parses a byte from the listener's port.
  *   address    client ucp_ep (worker address) --CONN + client address-->
  *              server creates a reverse ucp_ep to the client
- *   both       server --CONN_ACK (its id)--> client: the client is connected
+ *   then       server --CONN_ACK (its id)--> client: the client is connected
  *              and the generic layer starts the job-token handshake.
  */
 #ifndef RS_TRANSPORT_UCX_H
@@ -69,9 +71,12 @@ typedef struct rs_ucx_hdr {
     uint32_t kind;
 } rs_ucx_hdr_t;
 
+typedef struct rs_ucx_front rs_ucx_front_t;
+
 typedef struct rs_ucx_ep {
     rs_ctx_t *ctx;
-    rs_ep_t *ep; /* NULL once the generic layer released it */
+    rs_ucx_front_t *front; /* client: its front-door socket, before UCX is used */
+    rs_ep_t *ep;           /* NULL once the generic layer released it */
     ucp_ep_h uep;
     uint32_t id, peer_id;
     unsigned fail_pending : 1;  /* on pending list: report failure */
@@ -82,7 +87,7 @@ typedef struct rs_ucx_ep {
     ucs_status_t fail_status;
     unsigned ctl_inflight; /* control AMs (headers live here) and drain flushes */
     rs_list_t pend_link;   /* ctx pending list (failure reports) */
-    rs_list_t wait_link;   /* ctx awaiting list, or zombie list once released */
+    rs_list_t wait_link;   /* zombie list once released */
     rs_list_t close_link;  /* ctx close list */
     rs_ucx_hdr_t conn_hdr;
     rs_ucx_hdr_t bye_hdr;
@@ -92,7 +97,6 @@ typedef struct rs_ucx_ep {
 typedef struct rs_ucx_conn_req {
     rs_list_t link;
     uint32_t src_id;
-    ucp_ep_h reply_ep;
     size_t addr_len;
     unsigned char addr[];
 } rs_ucx_conn_req_t;
@@ -103,6 +107,8 @@ typedef struct rs_ucx_ctx {
     ucp_address_t *addr;
     size_t addr_len;
     int efd;
+    int wait_fd;   /* epoll of efd and front_ep: what rs_ctx_fd returns */
+    int front_ep;  /* epoll of the front door's sockets */
     int in_worker; /* inside ucp_worker_progress: defer endpoint teardown */
     int notify_flush;
 
@@ -112,10 +118,18 @@ typedef struct rs_ucx_ctx {
     uint32_t *free_ids;
 
     rs_list_t pending;   /* endpoints with a failure to report */
-    rs_list_t awaiting;  /* listener-side endpoints before CONN */
     rs_list_t conn_reqs; /* rs_ucx_conn_req_t */
     rs_list_t closes;    /* endpoints to force-close after worker progress */
     rs_list_t zombies;   /* released endpoints whose control AMs are in flight */
+
+    rs_list_t front_socks; /* rs_ucx_front_t: every open front-door socket */
+    rs_list_t front_dead;  /* closed ones, freed after the current event batch */
+    unsigned front_n;      /* open front-door sockets (listeners included) */
+    unsigned front_hellos; /* accepted connections whose hello is not done */
+    uint64_t front_seen;   /* coarse time of the last front-door poll */
+    int front_kick;        /* arm saw front-door sockets ready: poll them next */
+    uint64_t front_log_ns; /* last refusal logged (rate limit) */
+    unsigned front_quiet;  /* refusals not logged since */
 
     size_t req_size;    /* ucp request size, for requests we allocate */
     rs_list_t amo_reqs; /* free request buffers for fetch-add (see rma.c) */
@@ -177,8 +191,6 @@ rs_status_t rs_ucx_post_result(rs_op_t *op, ucs_status_ptr_t req, const char *wh
 rs_status_t rs_ucx_post_error(ucs_status_ptr_t req, const char *what);
 
 /* conn.c */
-rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);
-void rs_ucx_listener_close(rs_listener_t *l);
 rs_status_t rs_ucx_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port);
 rs_status_t rs_ucx_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len);
 void rs_ucx_ep_fail(rs_ep_t *ep);
@@ -194,6 +206,25 @@ void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, si
                     const ucp_am_recv_param_t *param);
 void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
 void rs_ucx_on_bye(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
+
+/* front.c: the front door (our own TCP listener and its client side). */
+rs_status_t rs_ucx_front_open(rs_ucx_ctx_t *uc);
+void rs_ucx_front_close_all(rs_ucx_ctx_t *uc);
+rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);
+void rs_ucx_listener_close(rs_listener_t *l);
+/* Starts the client side for uep (not yet a ucp endpoint). */
+rs_status_t rs_ucx_front_connect(rs_ucx_ep_t *uep, const char *host, uint16_t port);
+/* Closes uep's front-door socket, if any. */
+void rs_ucx_front_drop_ep(rs_ucx_ep_t *uep);
+/* 1 when a front-door socket has something ready (no syscall without sockets). */
+int rs_ucx_front_ready(rs_ucx_ctx_t *uc);
+/* Handles what the front door's sockets have ready, and deadlines. */
+unsigned rs_ucx_front_progress(rs_ctx_t *ctx);
+/*
+ * Connects uep (linked to its ep) to a worker address and sends CONN (conn.c).
+ * On failure uep has no ucp endpoint; the caller still owns uep.
+ */
+rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len);
 
 /* recv.c */
 ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length, void *data,
