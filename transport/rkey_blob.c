@@ -24,7 +24,7 @@ static uint16_t backend_id(const rs_backend_ops_t *ops)
     return 0xffff;
 }
 
-static uint64_t blob_checksum(const rs_rkey_hdr_t *hdr, const void *be, size_t be_len)
+uint64_t rs__rkey_blob_checksum(const rs_rkey_hdr_t *hdr, const void *be, size_t be_len)
 {
     rs_rkey_hdr_t h = *hdr;
     h.checksum = 0;
@@ -62,42 +62,45 @@ rs_status_t rs_mr_pack_rkey(const rs_mr_t *mr, void *buf, size_t buflen, size_t 
         .len = mr->len,
         .checksum = 0,
     };
-    hdr.checksum = blob_checksum(&hdr, be, be_len);
+    hdr.checksum = rs__rkey_blob_checksum(&hdr, be, be_len);
     memcpy(buf, &hdr, sizeof(hdr));
     *len_p = sizeof(hdr) + be_len;
     return RS_OK;
 }
 
-static rs_status_t blob_check(const rs_ctx_t *ctx, const void *blob, size_t len, rs_rkey_hdr_t *hdr)
+rs_status_t rs__rkey_blob_parse(const void *blob, size_t len, uint16_t backend,
+                                rs_rkey_hdr_t *hdr_p)
 {
-    if (len < sizeof(*hdr)) {
-        rs_error("remote key blob truncated: %zu bytes", len);
+    /* Peer bytes: refusals log at debug (a hostile peer must not flood the log). */
+    rs_rkey_hdr_t hdr;
+    if (len < sizeof(hdr)) {
+        rs_debug("remote key blob truncated: %zu bytes", len);
         return RS_ERR_BAD_RKEY;
     }
-    memcpy(hdr, blob, sizeof(*hdr));
-    const unsigned char *be = (const unsigned char *)blob + sizeof(*hdr);
-    if (hdr->magic != RS_RKEY_MAGIC || hdr->version != RS_RKEY_VERSION) {
-        rs_error("remote key blob: bad magic or version");
+    memcpy(&hdr, blob, sizeof(hdr));
+    const unsigned char *be = (const unsigned char *)blob + sizeof(hdr);
+    if (hdr.magic != RS_RKEY_MAGIC || hdr.version != RS_RKEY_VERSION) {
+        rs_debug("remote key blob: bad magic or version");
         return RS_ERR_BAD_RKEY;
     }
-    if (hdr->be_len != len - sizeof(*hdr)) {
-        rs_error("remote key blob truncated or padded: %zu bytes for a %u-byte key", len,
-                 hdr->be_len);
+    if (hdr.be_len != len - sizeof(hdr)) {
+        rs_debug("remote key blob truncated or padded: %zu bytes for a %u-byte key", len,
+                 hdr.be_len);
         return RS_ERR_BAD_RKEY;
     }
-    if (hdr->checksum != blob_checksum(hdr, be, hdr->be_len)) {
-        rs_error("remote key blob corrupted: checksum mismatch");
+    if (hdr.checksum != rs__rkey_blob_checksum(&hdr, be, hdr.be_len)) {
+        rs_debug("remote key blob corrupted: checksum mismatch");
         return RS_ERR_BAD_RKEY;
     }
-    if (hdr->backend != backend_id(ctx->be_ops)) {
-        rs_error("remote key blob from another backend (id %u, ours %s)", hdr->backend,
-                 ctx->be_ops->name);
+    if (hdr.backend != backend) {
+        rs_debug("remote key blob from another backend (id %u, ours %u)", hdr.backend, backend);
         return RS_ERR_BAD_RKEY;
     }
-    if (hdr->base + hdr->len < hdr->base || (hdr->access & ~(unsigned)RS_MEM_REMOTE_ALL)) {
-        rs_error("remote key blob describes an impossible region");
+    if (hdr.base + hdr.len < hdr.base || (hdr.access & ~(unsigned)RS_MEM_REMOTE_ALL)) {
+        rs_debug("remote key blob describes an impossible region");
         return RS_ERR_BAD_RKEY;
     }
+    *hdr_p = hdr;
     return RS_OK;
 }
 
@@ -107,7 +110,7 @@ rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_rkey_t 
         return RS_ERR_INVALID;
     rs_ctx_t *ctx = ep->ctx;
     rs_rkey_hdr_t hdr;
-    rs_status_t st = blob_check(ctx, blob, len, &hdr);
+    rs_status_t st = rs__rkey_blob_parse(blob, len, backend_id(ctx->be_ops), &hdr);
     if (st != RS_OK)
         return st;
     rs_rkey_t *rkey = calloc(1, sizeof(*rkey));

@@ -2,7 +2,9 @@
 #ifndef RS_TRANSPORT_RKEY_BLOB_H
 #define RS_TRANSPORT_RKEY_BLOB_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <rshuffle/status.h>
 
 /*
  * Layout (host byte order; peers of one job share an architecture):
@@ -27,5 +29,17 @@ typedef struct rs_rkey_hdr {
 } rs_rkey_hdr_t;
 
 _Static_assert(sizeof(rs_rkey_hdr_t) == 40, "rkey blob header has no padding");
+
+/* The checksum a blob's header carries: over the header (checksum zero) and the backend bytes. */
+uint64_t rs__rkey_blob_checksum(const rs_rkey_hdr_t *hdr, const void *be, size_t be_len);
+
+/*
+ * Checks a peer's blob of len bytes for the backend with id backend: size,
+ * magic, version, exact backend length, checksum, backend id, region bounds
+ * and access bits. RS_OK and *hdr_p, or RS_ERR_BAD_RKEY (logged at debug).
+ * Needs no context: the fuzz target calls it directly.
+ */
+rs_status_t rs__rkey_blob_parse(const void *blob, size_t len, uint16_t backend,
+                                rs_rkey_hdr_t *hdr_p);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * Writes a fuzz target's seed corpus into a directory, emptied first so every
- * run starts from the same seeds: gen_corpus frame|manifest|sproto|hello DIR
+ * run starts from the same seeds: gen_corpus frame|manifest|sproto|hello|rkey DIR
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include "fuzz_frame.h"
 #include "fuzz_hello.h"
 #include "fuzz_manifest.h"
+#include "fuzz_rkey.h"
 #include "fuzz_sproto.h"
 
 typedef struct out {
@@ -61,8 +62,10 @@ int main(int argc, char **argv)
         corpus = sproto_corpus;
     else if (argc == 3 && strcmp(argv[1], "hello") == 0)
         corpus = hello_corpus;
+    else if (argc == 3 && strcmp(argv[1], "rkey") == 0)
+        corpus = rkey_corpus;
     if (corpus == NULL) {
-        fprintf(stderr, "usage: gen_corpus frame|manifest|sproto|hello DIR\n");
+        fprintf(stderr, "usage: gen_corpus frame|manifest|sproto|hello|rkey DIR\n");
         return 2;
     }
     if (empty_dir(argv[2]) != 0) {
