@@ -44,17 +44,20 @@ void rs__hs_start_client(rs_ep_t *ep)
         rs__ep_kill(ep, st);
 }
 
-/* Checks the header and the length; *id_p gets the sender's identity. */
-static int hs_parse(const void *data, size_t len, rs_hs_hdr_t *hdr, rs_proc_id_t *id_p)
+int rs__hs_parse(const void *data, size_t len, const char **token_p, uint16_t *token_len_p,
+                 rs_proc_id_t *id_p)
 {
-    if (len < sizeof(*hdr))
+    rs_hs_hdr_t hdr;
+    if (len < sizeof(hdr))
         return 0;
-    memcpy(hdr, data, sizeof(*hdr));
-    if (hdr->magic != RS_HS_MAGIC || hdr->version != RS_HS_VERSION ||
-        sizeof(*hdr) + hdr->token_len + sizeof(*id_p) != len)
+    memcpy(&hdr, data, sizeof(hdr));
+    if (hdr.magic != RS_HS_MAGIC || hdr.version != RS_HS_VERSION ||
+        sizeof(hdr) + hdr.token_len + sizeof(*id_p) != len)
         return 0;
-    memcpy(id_p, (const unsigned char *)data + sizeof(*hdr) + hdr->token_len, sizeof(*id_p));
+    memcpy(id_p, (const unsigned char *)data + sizeof(hdr) + hdr.token_len, sizeof(*id_p));
     id_p->boot_id[sizeof(id_p->boot_id) - 1] = '\0';
+    *token_p = (const char *)data + sizeof(hdr);
+    *token_len_p = hdr.token_len;
     return 1;
 }
 
@@ -62,18 +65,19 @@ static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
 {
     rs_ctx_t *ctx = ep->ctx;
     const rs_config_t *cfg = &ctx->cfg;
-    rs_hs_hdr_t hdr;
+    const char *token;
+    uint16_t token_len;
     rs_proc_id_t peer;
     unsigned char reply[sizeof(rs_hs_hdr_t) + sizeof(rs_proc_id_t)];
-    size_t mine = strlen(cfg->job_token);
+    size_t mine = strlen(cfg->job_token); /* compared in constant time, as the front door does */
 
     if (ep->state != RS_EP_HANDSHAKE || !ep->accepted) {
         rs_warn("endpoint %p: unexpected HELLO (ignored)", (void *)ep);
         return;
     }
     size_t reply_len = hs_build(reply, NULL);
-    if (!hs_parse(data, len, &hdr, &peer) || hdr.token_len != mine ||
-        memcmp((const char *)data + sizeof(hdr), cfg->job_token, mine) != 0) {
+    if (!rs__hs_parse(data, len, &token, &token_len, &peer) ||
+        !rs_front_token_equal((const unsigned char *)token, token_len, cfg->job_token, mine)) {
         rs_warn("refusing a peer: its HELLO carries another job token");
         rs__msg_post(ep, RS__MSG_REJECT, reply, reply_len, NULL, NULL);
         /* Dead for the user; the REJECT still goes out. The peer closes on
@@ -97,14 +101,15 @@ static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
 
 static void hs_client_reply(rs_ep_t *ep, unsigned type, const void *data, size_t len)
 {
-    rs_hs_hdr_t hdr;
+    const char *token;
+    uint16_t token_len;
     rs_proc_id_t peer;
     if (ep->state != RS_EP_HANDSHAKE || !RS_EP_PRIV(ep)->hs_client ||
         ep->hs_result != RS_ERR_BUSY) {
         rs_warn("endpoint %p: unexpected handshake reply (ignored)", (void *)ep);
         return;
     }
-    if (!hs_parse(data, len, &hdr, &peer)) {
+    if (!rs__hs_parse(data, len, &token, &token_len, &peer)) {
         rs_error("endpoint %p: malformed handshake reply", (void *)ep);
         rs__ep_kill(ep, RS_ERR_PROTOCOL);
         return;

@@ -171,6 +171,14 @@ void rs__peer_unwatch(rs_ep_t *ep);
 /* Handshake (handshake.c). */
 void rs__hs_start_client(rs_ep_t *ep);
 void rs__hs_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len);
+/*
+ * Decodes a HELLO, WELCOME or REJECT from a peer: 1 with the token it
+ * carries (*token_p points into data) and the sender's identity, or 0 when
+ * the header, version or exact length is wrong. Peer bytes: the fuzz
+ * target fuzz_handshake calls it directly.
+ */
+int rs__hs_parse(const void *data, size_t len, const char **token_p, uint16_t *token_len_p,
+                 rs_proc_id_t *id_p);
 
 /* Progress (progress.c): one round with the lock held. */
 unsigned rs__progress_locked(rs_ctx_t *ctx);
