@@ -202,6 +202,11 @@ void rs__ep_connected(rs_ep_t *ep);
 /* The backend saw ep die (peer gone, QP error, disconnect). */
 void rs__ep_failed(rs_ep_t *ep, rs_status_t status);
 
+/* The peer closed the connection in order (its goodbye, a CM disconnect): fails
+ * the endpoint as rs__ep_failed(ep, RS_ERR_UNREACHABLE) does, but is no death
+ * worth a log line above debug. */
+void rs__ep_peer_closed(rs_ep_t *ep);
+
 /* A message arrived on ep (any type, internal ones included). */
 void rs__msg_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len);
 

@@ -92,6 +92,12 @@ void rs__ep_failed(rs_ep_t *ep, rs_status_t status)
     rs__ep_kill(ep, status);
 }
 
+void rs__ep_peer_closed(rs_ep_t *ep)
+{
+    RS_EP_PRIV(ep)->peer_closed = 1;
+    rs__ep_kill(ep, RS_ERR_UNREACHABLE);
+}
+
 void rs__ep_tell_user(rs_ep_t *ep, rs_status_t status)
 {
     rs_ctx_t *ctx = ep->ctx;
@@ -128,7 +134,9 @@ void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
          * (a front door refuses it while CONNECTING). */
         ep->hs_result = prev == RS_EP_CONNECTING && status != RS_ERR_AUTH ? RS_ERR_REFUSED : status;
     /* The endpoint handler hears of it; a peer closing is no warning. */
-    if (prev == RS_EP_READY)
+    if (p->peer_closed)
+        rs_debug("endpoint %p: closed by the peer", (void *)ep);
+    else if (prev == RS_EP_READY)
         rs_info("endpoint %p died: %s", (void *)ep, rs_strerror(status));
     else
         rs_debug("endpoint %p failed while connecting: %s", (void *)ep, rs_strerror(status));

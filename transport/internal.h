@@ -46,9 +46,10 @@ typedef struct rs_ep_priv {
     unsigned told : 1;    /* the user knows the endpoint (connect returned it, or accept event) */
     unsigned reap : 1;    /* close it from progress (internal endpoints, deferred closes) */
     unsigned hs_client : 1;
-    unsigned be_failed : 1; /* backend ep_fail was called (once only) */
-    unsigned peer_gone : 1; /* the peer's process exited */
-    int peer_pidfd;         /* the peer's process, when it runs on this host; else -1 */
+    unsigned be_failed : 1;   /* backend ep_fail was called (once only) */
+    unsigned peer_gone : 1;   /* the peer's process exited */
+    unsigned peer_closed : 1; /* the peer closed it in order: not logged as a death */
+    int peer_pidfd;           /* the peer's process, when it runs on this host; else -1 */
 } rs_ep_priv_t;
 
 #define RS_EP_PRIV(e) ((rs_ep_priv_t *)(e))

@@ -123,6 +123,21 @@ static void test_wrong_token(void **state)
     server_close(&s);
 }
 
+/* Counts the endpoint deaths and orderly closes the library logs. */
+static int logged_died, logged_closed;
+
+static void count_log(void *arg, rs_log_level_t level, const char *file, int line, const char *msg)
+{
+    (void)arg;
+    (void)level;
+    (void)file;
+    (void)line;
+    if (strstr(msg, "died") != NULL)
+        __atomic_add_fetch(&logged_died, 1, __ATOMIC_RELAXED);
+    if (strstr(msg, "closed by the peer") != NULL)
+        __atomic_add_fetch(&logged_closed, 1, __ATOMIC_RELAXED);
+}
+
 static void test_connect_address(void **state)
 {
     (void)state;
@@ -143,12 +158,20 @@ static void test_connect_address(void **state)
     assert_int_equal(s.msgs, 10);
     assert_int_equal(s.accepted, 1);
 
-    /* The client closes: the server is told the endpoint died. */
+    /* The client closes: the server is told the endpoint is gone, and its
+     * log says the peer closed it, not that it died. */
+    rs_log_level_t level = rs_log_level();
+    rs_log_set_level(RS_LOG_DEBUG);
+    rs_log_set_handler(count_log, NULL);
     rs_ep_close(ep);
     end = tt_now_ms() + 3000;
     while (__atomic_load_n(&s.errors, __ATOMIC_ACQUIRE) == 0 && tt_now_ms() < end)
         rs_progress(cli);
+    rs_log_set_handler(NULL, NULL);
+    rs_log_set_level(level);
     assert_int_equal(s.errors, 1);
+    assert_int_equal(__atomic_load_n(&logged_died, __ATOMIC_RELAXED), 0);
+    assert_true(__atomic_load_n(&logged_closed, __ATOMIC_RELAXED) >= 1);
     rs__lock(s.ctx);
     assert_int_equal(rs_ep_status(s.last), RS_ERR_UNREACHABLE);
     assert_int_equal(rs_msg_send(s.last, 0, "x", 1, NULL, NULL), RS_ERR_UNREACHABLE);

@@ -323,6 +323,7 @@ void rs_ucx_on_bye(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr)
     rs_debug("endpoint %p: the peer closed it", (void *)uep->ep);
     uep->fail_status = UCS_ERR_CONNECTION_RESET;
     uep->fail_pending = 1;
+    uep->bye = 1;
     rs_list_add_tail(&rs_ucx_ctx(ctx)->pending, &uep->pend_link);
 }
 
@@ -352,7 +353,9 @@ unsigned rs_ucx_conn_progress(rs_ctx_t *ctx)
         rs_ucx_ep_t *uep = rs_list_first(&uc->pending, rs_ucx_ep_t, pend_link);
         rs_list_del(&uep->pend_link);
         uep->fail_pending = 0;
-        if (uep->ep != NULL) {
+        if (uep->ep != NULL && uep->bye) {
+            rs__ep_peer_closed(uep->ep);
+        } else if (uep->ep != NULL) {
             rs_status_t st = rs_ucx_status(uep->fail_status);
             rs__ep_failed(uep->ep, st == RS_ERR_TIMEOUT ? RS_ERR_TIMEOUT : RS_ERR_UNREACHABLE);
         }

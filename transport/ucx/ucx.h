@@ -80,6 +80,7 @@ typedef struct rs_ucx_ep {
     ucp_ep_h uep;
     uint32_t id, peer_id;
     unsigned fail_pending : 1;  /* on pending list: report failure */
+    unsigned bye : 1;           /* the failure is the peer's goodbye: an orderly close */
     unsigned ucp_failed : 1;    /* UCX reported an error on uep */
     unsigned close_pending : 1; /* force-close uep after worker progress */
     unsigned released : 1;      /* the generic layer is done with it (zombie) */

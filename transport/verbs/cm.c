@@ -591,7 +591,11 @@ static void on_ep_event(rs_vep_t *v, const struct rdma_cm_event *ev)
             rs_debug("verbs: %s (status %d)", rdma_event_str(ev->event), ev->status);
             vep_fail(v, RS_ERR_UNREACHABLE);
             break;
-        case RDMA_CM_EVENT_DISCONNECTED:
+        case RDMA_CM_EVENT_DISCONNECTED: /* the peer closed in order */
+            rs_debug("verbs: %s on QP %u", rdma_event_str(ev->event), v->qp_num);
+            if (!v->failed)
+                rs__ep_peer_closed(v->ep);
+            break;
         case RDMA_CM_EVENT_DEVICE_REMOVAL:
             rs_debug("verbs: %s on QP %u", rdma_event_str(ev->event), v->qp_num);
             vep_fail(v, RS_ERR_UNREACHABLE);
