@@ -121,6 +121,8 @@ struct rs_bpeer {
     rs_status_t err;
     uint32_t reads; /* reads in flight to this peer (atomic) */
     rs_bepinfo_t info;
+    rs_list_t rcache;    /* unpacked keys of its object regions (rcache.c; info.lock) */
+    uint64_t rcache_max; /* bytes of unused regions those may keep mapped */
 };
 
 /* ---------------------------------------------------------------- regions */

@@ -1,0 +1,64 @@
+/*
+ * A getter's wait. Left to the transport's progress thread, every answer a
+ * getter waits for costs two thread hops: the progress thread wakes from its
+ * poll to run the callback, and the callback wakes the getter. On a machine
+ * with no spare core each hop is a context switch on the critical path
+ * (tens of microseconds on a loaded VM, against a 1-2 us round trip over
+ * shared memory). So, as MPI and UCX applications do, the thread that waits
+ * drives the transport itself: rs_progress on the node's context runs the
+ * callbacks (the reply, the read completion) on this thread, and the getter
+ * sees its answer as soon as it lands.
+ *
+ * Bounded: it spins only while an answer is due soon (a read in flight, or
+ * the first reply), yields the core between empty rounds (another process
+ * on this core may be the one that must answer), and after RS_BGET_SPIN_NS
+ * without any event it sleeps on the entry's condition as before, the
+ * progress thread running the callbacks. Every wait ends by `until`.
+ */
+#include "broadcast/internal.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include "broadcast/getwait.h"
+#include "common/clock.h"
+
+/* Longest spin without an event before sleeping: covers a source's wake-up on a loaded host. */
+#define RS_BGET_SPIN_NS 2000000ull
+/* Empty rounds before yielding the core between rounds. */
+#define RS_BGET_TIGHT 32u
+
+/* An answer this getter waits for is due soon (e->lock held). */
+static int answer_due(const rs_bentry_t *e)
+{
+    if (e->state != RS_BENT_FETCHING)
+        return 0;
+    return e->reads_inflight > 0 || (e->req_inflight && !e->have_manifest);
+}
+
+void rs_bentry_wait(rs_bentry_t *e, uint64_t until)
+{
+    uint64_t now = rs_now_ns();
+    uint64_t stop = now + RS_BGET_SPIN_NS < until ? now + RS_BGET_SPIN_NS : until;
+    unsigned empty = 0;
+
+    while (answer_due(e)) {
+        pthread_mutex_unlock(&e->lock);
+        /* Not under e->lock: callbacks take it (lock order: context -> entry). */
+        unsigned n = rs_progress(e->node->ctx);
+        pthread_mutex_lock(&e->lock);
+        if (n > 0)
+            return; /* something happened: the caller re-plans */
+        if (rs_now_ns() >= stop)
+            break;
+        if (++empty >= RS_BGET_TIGHT) {
+            pthread_mutex_unlock(&e->lock);
+            sched_yield();
+            pthread_mutex_lock(&e->lock);
+        }
+    }
+    if (!answer_due(e) && e->state != RS_BENT_FETCHING)
+        return;
+    struct timespec ts = rs_ns_to_timespec(until);
+    pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+}
