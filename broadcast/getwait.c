@@ -36,29 +36,41 @@ static int answer_due(const rs_bentry_t *e)
     return e->reads_inflight > 0 || (e->req_inflight && !e->have_manifest);
 }
 
+/*
+ * What the fetch loop plans from (e->lock held). The progress thread may run
+ * a callback while this thread spins (its broadcast of e->cond then wakes
+ * nobody): a changed snapshot tells.
+ */
+static uint64_t snapshot(const rs_bentry_t *e)
+{
+    return (uint64_t)e->state ^ ((uint64_t)e->reads_inflight << 4) ^
+           ((uint64_t)e->req_inflight << 24) ^ ((uint64_t)e->have_manifest << 25) ^
+           ((uint64_t)e->n_landed << 26) ^ ((uint64_t)e->n_holders << 40) ^
+           ((uint64_t)e->version << 48) ^ ((uint64_t)e->ops << 56);
+}
+
 void rs_bentry_wait(rs_bentry_t *e, uint64_t until)
 {
     uint64_t now = rs_now_ns();
     uint64_t stop = now + RS_BGET_SPIN_NS < until ? now + RS_BGET_SPIN_NS : until;
+    uint64_t seen = snapshot(e);
     unsigned empty = 0;
 
     while (answer_due(e)) {
         pthread_mutex_unlock(&e->lock);
         /* Not under e->lock: callbacks take it (lock order: context -> entry). */
         unsigned n = rs_progress(e->node->ctx);
+        if (n == 0 && ++empty >= RS_BGET_TIGHT)
+            sched_yield();
         pthread_mutex_lock(&e->lock);
-        if (n > 0)
+        if (n > 0 || snapshot(e) != seen)
             return; /* something happened: the caller re-plans */
         if (rs_now_ns() >= stop)
             break;
-        if (++empty >= RS_BGET_TIGHT) {
-            pthread_mutex_unlock(&e->lock);
-            sched_yield();
-            pthread_mutex_lock(&e->lock);
-        }
     }
-    if (!answer_due(e) && e->state != RS_BENT_FETCHING)
+    if (snapshot(e) != seen)
         return;
+    /* e->lock held since the last look: a callback's broadcast cannot slip in before the wait. */
     struct timespec ts = rs_ns_to_timespec(until);
     pthread_cond_timedwait(&e->cond, &e->lock, &ts);
 }
