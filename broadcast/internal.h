@@ -79,6 +79,8 @@ void rs_bslots_init(rs_bslots_t *s, rs_ctx_t *ctx, unsigned access, size_t slot_
                     uint32_t per_slab);
 /* A slot of at least need bytes. Not from a transport callback (it may register memory). */
 rs_status_t rs_bslots_get(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p);
+/* A free slot of at least need bytes, never registering (callbacks allowed); RS_ERR_BUSY: none. */
+rs_status_t rs_bslots_try(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p);
 /* Returns a slot (callbacks allowed). */
 void rs_bslots_put(rs_bslots_t *s, rs_bslot_t *slot);
 /* Frees the slot structures once the context (which frees the memory) is destroyed. */
@@ -439,6 +441,7 @@ struct rs_bcast_node {
     pthread_mutex_t work_lock;
     pthread_cond_t work_cond;
     rs_list_t work;
+    uint32_t work_queued; /* events queued or being handled (atomic) */
 
     rs_bslots_t replies; /* reader: reply slots peers write into */
     rs_bslots_t staging; /* source: replies are built here */
