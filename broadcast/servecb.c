@@ -104,18 +104,21 @@ int rs_bsrc_serve_cb(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t 
                                         : upd;
     if (q->kind != RS_BREQ_ANNOUNCE && cap > q->reply_cap)
         cap = q->reply_cap;
-    need = q->kind == RS_BREQ_ANNOUNCE ? parked : 2;
+    need = q->kind == RS_BREQ_ANNOUNCE ? parked : 1;
     if (need > RS_BSTASH_MAX)
         return 0;
     stash.n = 0;
     while (stash.n < need) {
-        size_t want = q->kind != RS_BREQ_ANNOUNCE && stash.n == 1 ? RS_BREPLY_MIN_LEN : cap;
-        if (rs_bslots_try(&node->staging, want, &stash.slot[stash.n]) != RS_OK) {
+        if (rs_bslots_try(&node->staging, cap, &stash.slot[stash.n]) != RS_OK) {
             stash_return(node);
             return 0; /* the service thread registers more */
         }
         stash.n++;
     }
+    /* A manifest that does not fit is answered with a status: a small slot, if one is free. */
+    if (q->kind != RS_BREQ_ANNOUNCE &&
+        rs_bslots_try(&node->staging, RS_BREPLY_MIN_LEN, &stash.slot[stash.n]) == RS_OK)
+        stash.n++;
     stash.slots = &node->staging;
     rs_bsrc_serve(node, info, q);
     stash_return(node);
