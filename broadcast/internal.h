@@ -187,6 +187,7 @@ struct rs_bcast {
     uint32_t block_size, nblocks;
     int is_inline;
     rs_mr_t *mr;
+    int user_mr;      /* mr is the caller's (rs_bcast_publish_mr): never cached or freed */
     uint8_t *data;    /* the object's bytes */
     size_t reply_len; /* inline: the prebuilt reply at the region's start */
     uint64_t *sums;
