@@ -375,7 +375,7 @@ typedef struct rs_bpending {
 /* The reply to a request arrived (progress thread) or failed (service thread). */
 void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t status);
 
-/* News of the readers fetching an object. Service thread. */
+/* News of the readers fetching an object. Transport callback (or the service thread). */
 void rs_bentry_news(rs_bcast_node_t *node, const rs_bnews_t *news);
 
 /* A destroy notice for (node_id, seq). Service thread, or the destroying thread. */

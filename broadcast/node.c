@@ -80,7 +80,13 @@ static void on_destroy(void *arg, rs_ep_t *ep, const void *data, size_t len)
 
 static void on_news(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
-    work_push(arg, RS_BWORK_NEWS, ep, RS_OK, data, len);
+    rs_bnews_t news;
+    /* Applied at once: it only moves entry state (no transport call, no registration). */
+    if (rs_bnews_decode(data, len, &news) == RS_OK) {
+        rs_bentry_news(arg, &news);
+        return;
+    }
+    work_push(arg, RS_BWORK_NEWS, ep, RS_OK, data, len); /* malformed: reported there */
 }
 
 /* A reply landed: applied here, in the callback (no allocation of registered memory). */
