@@ -25,8 +25,8 @@
 
 /* Longest spin without an event before sleeping: covers a source's wake-up on a loaded host. */
 #define RS_BGET_SPIN_NS 2000000ull
-/* Empty rounds before yielding the core between rounds. */
-#define RS_BGET_TIGHT 32u
+/* Empty rounds after which each further empty round yields the core (1: every one). */
+#define RS_BGET_TIGHT 1u
 
 /* An answer this getter waits for is due soon (e->lock held). */
 static int answer_due(const rs_bentry_t *e)
