@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "broadcast/blocks.h"
+#include "broadcast/rcache.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -20,7 +21,7 @@ static void holder_free(rs_bholder_t *h, int force)
     if (h == NULL)
         return;
     if (h->rkey != NULL && !force)
-        rs_rkey_destroy(h->rkey);
+        rs_brcache_put(h->peer, h->rkey);
     free(h->rkey_blob);
     free(h->bitmap);
     free(h->claims);
@@ -469,7 +470,7 @@ static rs_status_t source_key(rs_bentry_t *e, const rs_breply_t *r, rs_rkey_t **
     while (rs_breply_next_holder(r, &off, &w)) {
         if (!(w.flags & RS_BHOLDER_F_SOURCE))
             continue;
-        return rs_rkey_unpack(e->src_peer->ep, w.rkey.p, w.rkey.len, rkey_p);
+        return rs_brcache_get(e->node, e->src_peer, w.rkey.p, w.rkey.len, rkey_p);
     }
     return RS_ERR_PROTOCOL;
 }
@@ -589,7 +590,7 @@ void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t sta
     pthread_mutex_unlock(&e->lock);
 
     if (src_rkey != NULL)
-        rs_rkey_destroy(src_rkey);
+        rs_brcache_put(e->src_peer, src_rkey);
     if (status == RS_ERR_TIMEOUT || status == RS_ERR_UNREACHABLE || status == RS_ERR_CANCELED) {
         /* A put may still land in the slot: never reuse it. */
         pthread_mutex_lock(&node->lock);

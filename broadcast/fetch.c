@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "broadcast/blocks.h"
+#include "broadcast/getwait.h"
+#include "broadcast/rcache.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -466,7 +468,7 @@ static void prepare_holder(rs_bentry_t *e, rs_bholder_t *h)
     if (st == RS_OK)
         st = rs_bpeer_connect(node, h->peer, &connected);
     if (st == RS_OK)
-        st = rs_rkey_unpack(h->peer->ep, h->rkey_blob, h->rkey_len, &rkey);
+        st = rs_brcache_get(node, h->peer, h->rkey_blob, h->rkey_len, &rkey);
     pthread_mutex_lock(&e->lock);
     h->preparing = 0;
     h->rkey = rkey;
@@ -611,8 +613,7 @@ static rs_status_t fetch_run(rs_bentry_t *e, uint64_t deadline)
             until = now + RS_MS_TO_NS(100);
         if (until > deadline)
             until = deadline;
-        struct timespec ts = rs_ns_to_timespec(until);
-        pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+        rs_bentry_wait(e, until); /* drives the transport while an answer is due */
     }
     pthread_mutex_unlock(&e->lock);
     return st;

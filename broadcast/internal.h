@@ -79,6 +79,8 @@ void rs_bslots_init(rs_bslots_t *s, rs_ctx_t *ctx, unsigned access, size_t slot_
                     uint32_t per_slab);
 /* A slot of at least need bytes. Not from a transport callback (it may register memory). */
 rs_status_t rs_bslots_get(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p);
+/* A free slot of at least need bytes, never registering (callbacks allowed); RS_ERR_BUSY: none. */
+rs_status_t rs_bslots_try(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p);
 /* Returns a slot (callbacks allowed). */
 void rs_bslots_put(rs_bslots_t *s, rs_bslot_t *slot);
 /* Frees the slot structures once the context (which frees the memory) is destroyed. */
@@ -121,6 +123,8 @@ struct rs_bpeer {
     rs_status_t err;
     uint32_t reads; /* reads in flight to this peer (atomic) */
     rs_bepinfo_t info;
+    rs_list_t rcache;    /* unpacked keys of its object regions (rcache.c; info.lock) */
+    uint64_t rcache_max; /* bytes of unused regions those may keep mapped */
 };
 
 /* ---------------------------------------------------------------- regions */
@@ -183,6 +187,7 @@ struct rs_bcast {
     uint32_t block_size, nblocks;
     int is_inline;
     rs_mr_t *mr;
+    int user_mr;      /* mr is the caller's (rs_bcast_publish_mr): never cached or freed */
     uint8_t *data;    /* the object's bytes */
     size_t reply_len; /* inline: the prebuilt reply at the region's start */
     uint64_t *sums;
@@ -370,7 +375,7 @@ typedef struct rs_bpending {
 /* The reply to a request arrived (progress thread) or failed (service thread). */
 void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t status);
 
-/* News of the readers fetching an object. Service thread. */
+/* News of the readers fetching an object. Transport callback (or the service thread). */
 void rs_bentry_news(rs_bcast_node_t *node, const rs_bnews_t *news);
 
 /* A destroy notice for (node_id, seq). Service thread, or the destroying thread. */
@@ -437,6 +442,7 @@ struct rs_bcast_node {
     pthread_mutex_t work_lock;
     pthread_cond_t work_cond;
     rs_list_t work;
+    uint32_t work_queued; /* events queued or being handled (atomic) */
 
     rs_bslots_t replies; /* reader: reply slots peers write into */
     rs_bslots_t staging; /* source: replies are built here */

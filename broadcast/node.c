@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "broadcast/blocks.h"
+#include "broadcast/servecb.h"
 #include "common/clock.h"
 #include "common/env.h"
 #include "common/log.h"
@@ -48,6 +49,7 @@ static void work_push(rs_bcast_node_t *node, int kind, rs_ep_t *ep, rs_status_t 
     if (len > 0)
         memcpy(w->data, data, len);
     pthread_mutex_lock(&node->work_lock);
+    __atomic_fetch_add(&node->work_queued, 1, __ATOMIC_RELEASE);
     rs_list_add_tail(&node->work, &w->link);
     pthread_cond_signal(&node->work_cond);
     pthread_mutex_unlock(&node->work_lock);
@@ -56,14 +58,17 @@ static void work_push(rs_bcast_node_t *node, int kind, rs_ep_t *ep, rs_status_t 
 static rs_bepinfo_t *epinfo_of(rs_bcast_node_t *node, rs_ep_t *ep);
 static void handle_notify(rs_bcast_node_t *node, uint32_t imm);
 
-/* Inline GETs are answered at once; everything else goes to the service thread. */
+/*
+ * Requests are answered at once when that needs no registration (inline
+ * GETs; others when staging slots are free); the rest go to the service thread.
+ */
 static void on_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_bcast_node_t *node = arg;
     rs_breq_t q;
     rs_bepinfo_t *info;
-    if (rs_breq_decode(data, len, &q) == RS_OK && q.kind == RS_BREQ_GET &&
-        (info = epinfo_of(node, ep)) != NULL && rs_bsrc_serve_fast(node, info, &q))
+    if (rs_breq_decode(data, len, &q) == RS_OK && (info = epinfo_of(node, ep)) != NULL &&
+        (rs_bsrc_serve_fast(node, info, &q) || rs_bsrc_serve_cb(node, info, &q)))
         return;
     work_push(arg, RS_BWORK_REQ, ep, RS_OK, data, len);
 }
@@ -75,7 +80,13 @@ static void on_destroy(void *arg, rs_ep_t *ep, const void *data, size_t len)
 
 static void on_news(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
-    work_push(arg, RS_BWORK_NEWS, ep, RS_OK, data, len);
+    rs_bnews_t news;
+    /* Applied at once: it only moves entry state (no transport call, no registration). */
+    if (rs_bnews_decode(data, len, &news) == RS_OK) {
+        rs_bentry_news(arg, &news);
+        return;
+    }
+    work_push(arg, RS_BWORK_NEWS, ep, RS_OK, data, len); /* malformed: reported there */
 }
 
 /* A reply landed: applied here, in the callback (no allocation of registered memory). */
@@ -275,6 +286,7 @@ static unsigned work_drain(rs_bcast_node_t *node)
                 break;
         }
         free(w);
+        __atomic_fetch_sub(&node->work_queued, 1, __ATOMIC_RELEASE);
         n++;
     }
     return n;

@@ -1,5 +1,6 @@
 /* Peers this node connects to, endpoint state, and remote-key caches. */
 #include "broadcast/internal.h"
+#include "broadcast/rcache.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -205,6 +206,7 @@ void rs_bpeers_fini(rs_bcast_node_t *node)
     {
         rs_bpeer_t *p = RS_CONTAINER_OF(pos, rs_bpeer_t, link);
         rs_list_del(&p->link);
+        rs_brcache_fini(p);
         epinfo_fini(&p->info);
         rs_baddr_release(&p->addr);
         free(p);

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "broadcast/servecb.h"
 #include "common/log.h"
 
 void rs_bslots_init(rs_bslots_t *s, rs_ctx_t *ctx, unsigned access, size_t slot_size,
@@ -84,6 +85,9 @@ static rs_bslot_t *slot_take(rs_bslots_t *s, size_t need)
 
 rs_status_t rs_bslots_get(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p)
 {
+    int stashed = rs_bslots_stash_take(s, need, slot_p); /* serving in a callback */
+    if (stashed != 0)
+        return stashed > 0 ? RS_OK : RS_ERR_BUSY;
     for (;;) {
         pthread_mutex_lock(&s->lock);
         rs_bslot_t *slot = slot_take(s, need);
@@ -98,6 +102,17 @@ rs_status_t rs_bslots_get(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p)
         if (st != RS_OK)
             return st;
     }
+}
+
+rs_status_t rs_bslots_try(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p)
+{
+    pthread_mutex_lock(&s->lock);
+    rs_bslot_t *slot = slot_take(s, need);
+    pthread_mutex_unlock(&s->lock);
+    if (slot == NULL)
+        return RS_ERR_BUSY;
+    *slot_p = slot;
+    return RS_OK;
 }
 
 void rs_bslots_put(rs_bslots_t *s, rs_bslot_t *slot)

@@ -202,6 +202,8 @@ void rs_bcast_destroy(rs_bcast_t *src)
             __atomic_fetch_sub(&node->sends, 1, __ATOMIC_RELEASE);
     }
     free(eps);
+    /* Its region back in the cache now, for the next object (else a new one, faulted in). */
+    rs_bsrc_reap(node, rs_now_ns(), 0);
 }
 
 void rs_bsrc_reap(rs_bcast_node_t *node, uint64_t now, int force)
@@ -234,7 +236,7 @@ void rs_bsrc_reap(rs_bcast_node_t *node, uint64_t now, int force)
             rs_bsrc_park_release(node, src, 0, 1, NULL, RS_ERR_DESTROYED);
             if (src->is_inline)
                 rs_mem_free(src->mr);
-            else
+            else if (!src->user_mr)
                 rs_bregion_put(node, src->mr, src->rkey, src->rkey_len);
         }
         rs_list_t *ppos, *ptmp;

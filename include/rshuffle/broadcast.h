@@ -153,6 +153,38 @@ RS_API rs_status_t rs_bcast_publish(rs_bcast_node_t *node, const void *data, siz
                                     rs_bcast_t **bc_p);
 
 /*
+ * The node's transport context: memory for rs_bcast_publish_mr comes from
+ * rs_mem_alloc(rs_bcast_node_context(node), len, RS_MEM_REMOTE_READ, &mr).
+ * Owned by the node (valid until rs_bcast_node_destroy, which also frees
+ * memory still registered on it); use it for memory only, never for its
+ * handlers, its progress or rs_ctx_destroy.
+ */
+RS_API rs_ctx_t *rs_bcast_node_context(rs_bcast_node_t *node);
+
+/*
+ * Publishes the first len bytes of mr, already written, without copying
+ * them: readers read them straight from mr; their block checksums are
+ * computed once, here. mr must come from rs_mem_alloc or rs_mem_reg on
+ * rs_bcast_node_context(node) with RS_MEM_REMOTE_READ. Objects of at most
+ * inline_max bytes travel inside the reply and are copied once (as
+ * rs_bcast_publish does) into the node's own reply region.
+ *
+ * Ownership: mr stays the caller's. Keep it registered and the len bytes
+ * unchanged until rs_bcast_destroy(*bc_p) has returned; after that the node
+ * no longer touches mr (a reader still reading it then fails its checksum or
+ * learns RS_ERR_DESTROYED) and the caller may change or free it. Remote
+ * readers may keep the region mapped (cached keys) after it is freed; they
+ * can only read bytes that fail their checksums.
+ *
+ * Errors: RS_ERR_INVALID (node, mr or bc_p NULL, len larger than mr, more
+ * blocks than RS_BCAST_BLOCKS_MAX), RS_ERR_NOMEM, and the transport's error
+ * when mr's key cannot be packed (e.g. no remote access). Nothing is
+ * published on error.
+ */
+RS_API rs_status_t rs_bcast_publish_mr(rs_bcast_node_t *node, rs_mr_t *mr, size_t len,
+                                       rs_bcast_t **bc_p);
+
+/*
  * Writes the sealed object's descriptor into buf (<= RS_BCAST_DESC_MAX
  * bytes); *len_p receives its length. RS_ERR_NO_SPACE when buflen is short.
  */

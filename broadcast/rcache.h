@@ -1,0 +1,24 @@
+/* Unpacked remote keys of peers' object regions, cached across objects (rcache.c). */
+#ifndef RS_BROADCAST_RCACHE_H
+#define RS_BROADCAST_RCACHE_H
+
+#include <stddef.h>
+
+#include "broadcast/internal.h"
+
+/*
+ * The unpacked key for blob on peer's endpoint, shared and counted: from the
+ * cache when the peer sent the same blob before (its region came from its
+ * region cache), else unpacked now. Release it with rs_brcache_put. Callable
+ * from transport callbacks (as rs_rkey_unpack is).
+ */
+rs_status_t rs_brcache_get(rs_bcast_node_t *node, rs_bpeer_t *peer, const void *blob, size_t len,
+                           rs_rkey_t **rkey_p);
+
+/* Drops a reference taken by rs_brcache_get; unused keys beyond the cache's bounds go. */
+void rs_brcache_put(rs_bpeer_t *peer, rs_rkey_t *rkey);
+
+/* Frees the cache's structures once the context (which frees the keys) is destroyed. */
+void rs_brcache_fini(rs_bpeer_t *peer);
+
+#endif

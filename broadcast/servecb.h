@@ -1,0 +1,27 @@
+/* Serving requests inside the transport callback, with reserved staging slots (servecb.c). */
+#ifndef RS_BROADCAST_SERVECB_H
+#define RS_BROADCAST_SERVECB_H
+
+#include <stddef.h>
+
+#include "broadcast/internal.h"
+
+/*
+ * Serves a request (GET, UPDATE, ANNOUNCE of a multi-block object) at once,
+ * from the transport callback that delivered it, when that needs no memory
+ * registration: the staging slots its replies need (the manifest, the long
+ * polls an announcement releases) are free now. Returns 0, having done
+ * nothing, otherwise, or when earlier requests still wait in the service
+ * thread's queue (requests of one endpoint are served in order): queue it.
+ */
+int rs_bsrc_serve_cb(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q);
+
+/*
+ * For rs_bslots_get: 1 and *slot_p when this thread serves a request from a
+ * callback and reserved a slot that fits s and need; -1 when it serves from
+ * a callback but reserved none that fits (the caller must not register
+ * memory: fail); 0 when this thread is not serving from a callback.
+ */
+int rs_bslots_stash_take(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p);
+
+#endif
