@@ -11,8 +11,12 @@
 #include "common/log.h"
 #include "shuffle/proto.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A reply is waited for by polling this long before sleeping (as the worker and push engine do). */
+#define RSESS_SPIN_NS 100000
 
 void rs_reader_config_defaults(rs_reader_config_t *cfg)
 {
@@ -85,7 +89,7 @@ static void on_op(void *arg, rs_status_t status)
 static rs_status_t wait_for(rs_reader_session_t *s, rconn_t *c, volatile int *flag,
                             const char *what)
 {
-    uint64_t deadline = 0;
+    uint64_t deadline = 0, spin_end = rs_now_ns() + RSESS_SPIN_NS;
     while (!*flag) {
         rs_status_t es = rs_ep_status(c->ep);
         if (es != RS_OK) {
@@ -100,7 +104,11 @@ static rs_status_t wait_for(rs_reader_session_t *s, rconn_t *c, volatile int *fl
                      s->cfg.wait_ms);
             return RS_ERR_TIMEOUT;
         }
-        if (rs_progress(s->ctx) == 0 && !*flag)
+        if (rs_progress(s->ctx) > 0 || *flag)
+            continue;
+        if (rs_now_ns() < spin_end)
+            sched_yield(); /* an answer is a few µs away: a sleep costs a wake-up per request */
+        else
             rs_wait(s->ctx, 10);
     }
     return RS_OK;
