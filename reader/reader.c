@@ -165,15 +165,20 @@ static rs_status_t request_retry(rs_reader_t *r, unsigned type, const void *m, s
     }
 }
 
-static rs_status_t open_snapshot(rs_reader_t *r)
+static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claimed_p)
 {
     rs_reader_session_t *s = r->sess;
     rs_smsg_read_open_t o = {.shuffle_id = s->desc.shuffle_id, .partition = r->partition};
     rs_smsg_init(&o.h, RS_SMSG_READ_OPEN, RS_OK);
-    rs_status_t st = request_retry(r, RS_SMSG_READ_OPEN, &o, sizeof(o), &o.tag, RS_SMSG_READ_REPLY,
-                                   sizeof(rs_smsg_read_reply_t), "open");
+    int claimed = 0;
+    rs_status_t st = may_claim ? rs__rsess_ahead_claim(s, r->conn, r->partition, &claimed) : RS_OK;
+    *claimed_p = claimed;
+    if (st == RS_OK && !claimed)
+        st = request_retry(r, RS_SMSG_READ_OPEN, &o, sizeof(o), &o.tag, RS_SMSG_READ_REPLY,
+                           sizeof(rs_smsg_read_reply_t), "open");
     if (st != RS_OK)
         return st;
+    rs__rsess_ahead_issue(s, r->partition); /* answered while this one is read */
     rs_smsg_read_reply_t rr;
     memcpy(&rr, s->reply, sizeof(rr));
     r->snap_id = rr.snap_id;
@@ -193,6 +198,34 @@ static rs_status_t open_snapshot(rs_reader_t *r)
     if (st != RS_OK)
         return st;
     return plan(r, r->buf, rr.index_len);
+}
+
+/* As rs_reader_close does; the reader stays usable for another snapshot. */
+static void snapshot_close(rs_reader_t *r)
+{
+    if (r->snap_open && r->conn != NULL && r->conn->gen == r->conn_gen &&
+        rs_ep_status(r->conn->ep) == RS_OK) {
+        rs_smsg_read_close_t m = {.snap_id = r->snap_id};
+        rs_smsg_init(&m.h, RS_SMSG_READ_CLOSE, RS_OK);
+        rs_msg_send(r->conn->ep, RS_SMSG_READ_CLOSE, &m, sizeof(m), NULL, NULL);
+    }
+    r->snap_open = 0;
+}
+
+/*
+ * A snapshot read ahead was taken before its open: a map that committed in
+ * between is missing from it (RS_ERR_STATE), so that one is asked again.
+ */
+static rs_status_t open_snapshot(rs_reader_t *r)
+{
+    int claimed;
+    rs_status_t st = open_snapshot_once(r, 1, &claimed);
+    if (st == RS_ERR_STATE && claimed) {
+        snapshot_close(r);
+        memset(r->maps, 0, (r->sess->n_maps ? r->sess->n_maps : 1) * sizeof(*r->maps));
+        st = open_snapshot_once(r, 0, &claimed);
+    }
+    return st;
 }
 
 rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_reader_t **reader_p)

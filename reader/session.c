@@ -42,6 +42,8 @@ static void on_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_reader_session_t *s = arg;
     rs_smsg_hdr_t h;
+    if (rs__rsess_ahead_reply(s, ep, data, len))
+        return;
     if (len < sizeof(h) || ep != s->want_ep || s->got)
         return;
     memcpy(&h, data, sizeof(h));
@@ -85,9 +87,7 @@ static void on_op(void *arg, rs_status_t status)
     o->done = 1;
 }
 
-/* Progresses until *flag is set, the endpoint dies or wait_ms passes. */
-static rs_status_t wait_for(rs_reader_session_t *s, rconn_t *c, volatile int *flag,
-                            const char *what)
+rs_status_t rs__rsess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *flag, const char *what)
 {
     uint64_t deadline = 0, spin_end = rs_now_ns() + RSESS_SPIN_NS;
     while (!*flag) {
@@ -124,7 +124,7 @@ rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type,
     s->got = 0;
     rs_status_t st = rs_msg_send(c->ep, type, m, len, NULL, NULL);
     if (st == RS_OK)
-        st = wait_for(s, c, &s->got, what);
+        st = rs__rsess_wait(s, c, &s->got, what);
     s->want_ep = NULL;
     if (st == RS_OK)
         st = s->got_status;
@@ -146,7 +146,7 @@ rs_status_t rs__rsess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t 
         return st;
     }
     /* Once posted, the callback runs exactly once: wait for it even past an error. */
-    st = wait_for(s, c, &o.done, "a read");
+    st = rs__rsess_wait(s, c, &o.done, "a read");
     while (!o.done)
         rs_wait(s->ctx, 10); /* the endpoint failed: its ops complete within a bound */
     return st != RS_OK ? st : o.status;
@@ -297,6 +297,7 @@ void rs_reader_session_close(rs_reader_session_t *s)
         return;
     if (s->open_readers > 0)
         rs_warn("reader: session closed with %u readers still open", s->open_readers);
+    rs__rsess_ahead_drop(s);
     for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++)
         conn_close(&s->conns[i]);
     for (uint32_t i = 0; i < s->n_bufs; i++)

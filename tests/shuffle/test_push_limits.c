@@ -1,7 +1,8 @@
 /*
  * The pusher at its limits, against a real rshuffled child: records of
  * megabytes with every codec, the record size limit, 100,000 partitions of
- * tiny records, a hung (SIGSTOPped) worker, and stats after a failed close.
+ * tiny records (and the reader's read-ahead that makes reading them cheap),
+ * a hung (SIGSTOPped) worker, and stats after a failed close.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -292,6 +293,70 @@ static void test_many_partitions(void **state)
     free(sum);
 }
 
+/* ------------------------------------------------------------- read-ahead */
+
+static rs_status_t count_partition(rs_reader_session_t *sess, uint32_t part, uint64_t *n)
+{
+    rs_reader_t *r;
+    rs_status_t s = rs_reader_open_in(sess, part, &r);
+    if (s != RS_OK)
+        return s;
+    const void *rv;
+    uint32_t rl;
+    *n = 0;
+    while ((s = rs_reader_next(r, &rv, &rl)) == RS_OK && rv != NULL)
+        (*n)++;
+    rs_reader_close(r);
+    return s;
+}
+
+/*
+ * A session opening partitions in order asks for the next ones ahead; a
+ * snapshot taken ahead before a map committed is asked again at its open
+ * instead of failing it, and snapshots never opened are released.
+ */
+static void test_read_ahead_stale(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_worker("64M");
+    enum { P = 8, N = 800 };
+    rs_shuffle_desc_t d = desc(70, P);
+    rs_pusher_t *p0, *p1;
+    uint8_t rec[32] = {0};
+    assert_int_equal(rs_pusher_open(&d, 0, 0, NULL, &p0), RS_OK);
+    assert_int_equal(rs_pusher_open(&d, 1, 0, NULL, &p1), RS_OK);
+    for (uint32_t i = 0; i < N; i++) {
+        assert_int_equal(rs_pusher_append(p0, i % P, rec, sizeof(rec)), RS_OK);
+        assert_int_equal(rs_pusher_append(p1, i % P, rec, sizeof(rec)), RS_OK);
+    }
+    assert_int_equal(rs_pusher_close(p0, NULL), RS_OK);
+    uint32_t attempts[2] = {0, 0};
+    rs_reader_session_t *sess;
+    assert_int_equal(rs_reader_session_open(&d, 2, attempts, NULL, &sess), RS_OK);
+    uint64_t n;
+    /* Map 1 has not committed: in-order opens fail, and ask ahead for 3..7. */
+    for (uint32_t part = 0; part < 3; part++)
+        assert_int_equal(count_partition(sess, part, &n), RS_ERR_STATE);
+    assert_int_equal(rs_pusher_close(p1, NULL), RS_OK);
+    rs_pusher_destroy(p0);
+    rs_pusher_destroy(p1);
+    for (uint32_t part = 3; part < P; part++) {
+        assert_int_equal(count_partition(sess, part, &n), RS_OK);
+        assert_int_equal(n, 2 * N / P);
+    }
+    assert_int_equal(count_partition(sess, 0, &n), RS_OK);
+    assert_int_equal(n, 2 * N / P);
+    rs_reader_session_close(sess);
+    /* In order again, then closed early: what was asked ahead is released, the worker unharmed. */
+    assert_int_equal(rs_reader_session_open(&d, 2, attempts, NULL, &sess), RS_OK);
+    for (uint32_t part = 0; part < 3; part++)
+        assert_int_equal(count_partition(sess, part, &n), RS_OK);
+    rs_reader_session_close(sess);
+    rs_shuffle_desc_t dd = desc(70, P);
+    assert_int_equal(rs_shuffle_drop(&dd, NULL), RS_OK);
+}
+
 /* ------------------------------------------------------------ hung worker */
 
 /*
@@ -384,6 +449,7 @@ int main(void)
         cmocka_unit_test_teardown(test_record_limit, teardown),
         cmocka_unit_test_teardown(test_hung_worker, teardown),
         cmocka_unit_test_teardown(test_large_records, teardown),
+        cmocka_unit_test_teardown(test_read_ahead_stale, teardown),
         cmocka_unit_test_teardown(test_many_partitions, teardown),
     };
     const char *only = getenv("RS_TEST_ONLY"); /* e.g. test_many_partitions, for measuring */

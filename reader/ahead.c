@@ -1,0 +1,163 @@
+/*
+ * Read-ahead of partition snapshots: a session that opens partitions in
+ * order sends the READ_OPENs of the next ones before they are asked for,
+ * so 100,000 small partitions cost a few waits instead of 100,000 round
+ * trips (docs/shuffle.md, "Many partitions").
+ */
+#include "reader/internal.h"
+
+#include "common/log.h"
+#include "shuffle/proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Sequential opens seen before reading ahead (one in-order pair is not a pattern yet). */
+#define AHEAD_AFTER 2
+
+static rahead_t *ahead_find(rs_reader_session_t *s, uint32_t partition)
+{
+    for (uint32_t i = 0; i < RS_READ_AHEAD; i++)
+        if (s->ahead[i].state != RAHEAD_FREE && s->ahead[i].partition == partition)
+            return &s->ahead[i];
+    return NULL;
+}
+
+static rahead_t *ahead_find_free(rs_reader_session_t *s)
+{
+    for (uint32_t i = 0; i < RS_READ_AHEAD; i++)
+        if (s->ahead[i].state == RAHEAD_FREE)
+            return &s->ahead[i];
+    return NULL;
+}
+
+static void ahead_free(rahead_t *a)
+{
+    a->state = RAHEAD_FREE;
+    a->got = 0;
+    a->len = 0;
+}
+
+int rs__rsess_ahead_reply(rs_reader_session_t *s, rs_ep_t *ep, const void *data, size_t len)
+{
+    rs_smsg_read_reply_t rr;
+    if (len < sizeof(rr)) /* refusals carry the whole header too (the tag) */
+        return 0;
+    memcpy(&rr, data, sizeof(rr));
+    if (rr.h.type != RS_SMSG_READ_REPLY)
+        return 0;
+    for (uint32_t i = 0; i < RS_READ_AHEAD; i++) {
+        rahead_t *a = &s->ahead[i];
+        if (a->state != RAHEAD_SENT || a->tag != rr.tag || a->conn->ep != ep)
+            continue;
+        if (len > a->cap) {
+            uint8_t *n = realloc(a->reply, len);
+            if (n == NULL) { /* claimed as not there: the open asks again */
+                a->len = 0;
+                a->state = RAHEAD_GOT;
+                a->got = 1;
+                return 1;
+            }
+            a->reply = n;
+            a->cap = len;
+        }
+        memcpy(a->reply, data, len);
+        a->len = len;
+        a->state = RAHEAD_GOT;
+        a->got = 1;
+        return 1;
+    }
+    return 0;
+}
+
+rs_status_t rs__rsess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t partition,
+                                  int *claimed_p)
+{
+    *claimed_p = 0;
+    rahead_t *a = ahead_find(s, partition);
+    if (a == NULL)
+        return RS_OK;
+    if (a->conn != c || a->gen != c->gen) { /* asked on a connection since replaced */
+        ahead_free(a);
+        return RS_OK;
+    }
+    rs_status_t st = rs__rsess_wait(s, c, &a->got, "an open read ahead");
+    if (st != RS_OK) {
+        ahead_free(a);
+        return st;
+    }
+    /* A refusal (e.g. no room for the index yet) is asked again by the open itself. */
+    if (a->len >= sizeof(rs_smsg_read_reply_t) &&
+        rs_smsg_status(a->reply, a->len, RS_SMSG_READ_REPLY) == RS_OK &&
+        rs_smsg_check(a->reply, a->len, RS_SMSG_READ_REPLY, sizeof(rs_smsg_read_reply_t), 0, 0) ==
+            RS_OK) {
+        if (a->len > s->reply_cap) {
+            uint8_t *n = realloc(s->reply, a->len);
+            if (n == NULL) {
+                ahead_free(a);
+                return RS_ERR_NOMEM; /* its snapshot goes with the connection */
+            }
+            s->reply = n;
+            s->reply_cap = a->len;
+        }
+        memcpy(s->reply, a->reply, a->len);
+        s->reply_len = a->len;
+        *claimed_p = 1;
+    }
+    ahead_free(a);
+    return RS_OK;
+}
+
+void rs__rsess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
+{
+    s->ahead_run = opened == s->ahead_next ? s->ahead_run + 1 : 0;
+    s->ahead_next = opened + 1;
+    if (s->ahead_run < AHEAD_AFTER)
+        return;
+    for (uint32_t q = opened + 1; q < s->desc.n_partitions && q <= opened + RS_READ_AHEAD; q++) {
+        if (ahead_find(s, q) != NULL)
+            continue;
+        rahead_t *a = ahead_find_free(s);
+        if (a == NULL)
+            return;
+        uint32_t w;
+        if (rs_shuffle_place(&s->desc, q, &w) != RS_OK)
+            return;
+        rconn_t *c = &s->conns[w];
+        if (c->rkey == NULL || rs_ep_status(c->ep) != RS_OK)
+            continue; /* never connects for a guess: the open does */
+        rs_smsg_read_open_t o = {
+            .shuffle_id = s->desc.shuffle_id, .partition = q, .tag = ++s->next_tag};
+        rs_smsg_init(&o.h, RS_SMSG_READ_OPEN, RS_OK);
+        if (rs_msg_send(c->ep, RS_SMSG_READ_OPEN, &o, sizeof(o), NULL, NULL) != RS_OK)
+            return;
+        *a = (rahead_t){.partition = q,
+                        .tag = o.tag,
+                        .gen = c->gen,
+                        .conn = c,
+                        .state = RAHEAD_SENT,
+                        .reply = a->reply,
+                        .cap = a->cap};
+    }
+}
+
+void rs__rsess_ahead_drop(rs_reader_session_t *s)
+{
+    for (uint32_t i = 0; i < RS_READ_AHEAD; i++) {
+        rahead_t *a = &s->ahead[i];
+        if (a->state == RAHEAD_GOT && a->len >= sizeof(rs_smsg_read_reply_t) &&
+            a->gen == a->conn->gen && rs_ep_status(a->conn->ep) == RS_OK &&
+            rs_smsg_status(a->reply, a->len, RS_SMSG_READ_REPLY) == RS_OK) {
+            rs_smsg_read_reply_t rr;
+            memcpy(&rr, a->reply, sizeof(rr));
+            rs_smsg_read_close_t m = {.snap_id = rr.snap_id};
+            rs_smsg_init(&m.h, RS_SMSG_READ_CLOSE, RS_OK);
+            rs_msg_send(a->conn->ep, RS_SMSG_READ_CLOSE, &m, sizeof(m), NULL, NULL);
+        }
+        /* Sent and not answered: the snapshot goes when the connection closes. */
+        ahead_free(a);
+        free(a->reply);
+        a->reply = NULL;
+        a->cap = 0;
+    }
+}
