@@ -365,7 +365,8 @@ void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
     if (s == RS_OK && listed != c->distinct)
         s = RS_ERR_PROTOCOL;
     if (s == RS_OK) {
-        qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);
+        if (c->commit_n > 0) /* a map with nothing for this worker commits no entries */
+            qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);
         wstore_commit(&w->st, c->sh, c->map_id, c->attempt, c->commit, c->commit_n);
         c->commit = NULL; /* the store owns the entries now */
         grants_retire_all(w, c);
