@@ -198,7 +198,12 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
         if (wt.retire_slot != RS_SLOT_NONE)
             grant_retire(w, c, wt.retire_slot, wt.partition, wt.retire_used);
         wgrant_t *g = NULL;
-        s = wt.want == 0 ? RS_OK : wstore_grant(&w->st, c->sh, wt.partition, wt.want, wt.flags, &g);
+        if (wt.want == 0)
+            s = RS_OK;
+        else if (c->n_free == 0 && c->n_slots == RS_GRANT_SLOTS)
+            s = RS_ERR_BUSY; /* no slot: carve nothing (the pusher asks again later) */
+        else
+            s = wstore_grant(&w->st, c->sh, wt.partition, wt.want, wt.flags, &g);
         if (s == RS_OK && g != NULL) {
             s = slot_alloc(c, g);
             if (s != RS_OK) {
