@@ -98,27 +98,27 @@ static void request_grants(pworker_t *w)
     if (max_req < max_n)
         max_n = max_req;
     uint8_t *buf = p->msg_buf;
-    uint32_t n = 0, n_ret = 0;
-    for (; n_ret < w->n_retires && n < max_n; n_ret++, n++)
+    /* Retires first (the worker frees before it grants), but leave room for what waits. */
+    uint32_t n = 0, n_ret = 0, ret_max = w->n_needy > 0 ? (uint32_t)max_n / 2 : (uint32_t)max_n;
+    for (; w->ret_head + n_ret < w->n_retires && n < ret_max; n_ret++, n++) {
+        const pretire_t *rt = &w->retires[w->ret_head + n_ret];
         rs_sproto_grant_want_put(buf, p->msg_max, n,
-                                 &(rs_grant_want_t){.partition = w->retires[n_ret].partition,
-                                                    .retire_slot = w->retires[n_ret].slot,
-                                                    .retire_used = w->retires[n_ret].used});
-    rs_list_t *pos, *tmp;
-    rs_list_for_each_safe(pos, tmp, &w->pending)
-    {
-        if (backoff)
-            break;
-        rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
-        ppart_t *pp = &w->parts[b->partition];
+                                 &(rs_grant_want_t){.partition = rt->partition,
+                                                    .retire_slot = rt->slot,
+                                                    .retire_used = rt->used});
+    }
+    /* Partitions whose first blocked batch needs space, in the order they blocked. */
+    while (!backoff && w->n_needy > 0 && n < max_n) {
+        uint32_t part = w->needy[w->needy_head];
+        w->needy_head = (w->needy_head + 1) % p->desc.n_partitions;
+        w->n_needy--;
+        ppart_t *pp = &w->parts[part];
+        pp->needy = 0;
+        if (pp->in_req || rs_list_empty(&pp->blocked))
+            continue; /* asked for already, or unblocked meanwhile */
+        rs_pbuf_int_t *b = rs_list_first(&pp->blocked, rs_pbuf_int_t, link);
         uint64_t need = rs_sproto_round(b->frame_len);
-        if (pp->in_req)
-            continue; /* asked for already: bulk room covers the batches behind */
-        if (room(&pp->cur) >= need || room(&pp->next) >= need)
-            continue; /* it has room: only waiting behind others */
-        if (n == max_n)
-            break;
-        rs_grant_want_t wt = {.partition = b->partition,
+        rs_grant_want_t wt = {.partition = part,
                               .flags = b->full ? RS_GRANT_BULK : 0,
                               .want = need,
                               .retire_slot = RS_SLOT_NONE};
@@ -127,7 +127,7 @@ static void request_grants(pworker_t *w)
             wt.retire_used = pp->cur.used;
             pp->cur = (pgrant_t){0};
         }
-        retire(w, b->partition, &pp->next); /* too small for this batch */
+        retire(w, part, &pp->next); /* too small for this batch */
         rs_sproto_grant_want_put(buf, p->msg_max, n++, &wt);
         pp->in_req = 1;
     }
@@ -165,9 +165,14 @@ static void request_grants(pworker_t *w)
         rs__pusher_fail(p, s, "grant request");
         return;
     }
-    if (n_ret > 0) {
-        memmove(w->retires, w->retires + n_ret, (w->n_retires - n_ret) * sizeof(*w->retires));
-        w->n_retires -= n_ret;
+    w->ret_head += n_ret;
+    if (w->ret_head == w->n_retires) {
+        w->ret_head = w->n_retires = 0;
+    } else if (w->ret_head > w->n_retires / 2) { /* compact now and then, not per request */
+        memmove(w->retires, w->retires + w->ret_head,
+                (w->n_retires - w->ret_head) * sizeof(*w->retires));
+        w->n_retires -= w->ret_head;
+        w->ret_head = 0;
     }
     w->req_out = 1;
     p->stats.grant_requests++;
@@ -177,10 +182,10 @@ static void request_grants(pworker_t *w)
 
 static void try_post(pworker_t *w);
 
-static void drop_pending(pworker_t *w)
+static void drop_list(pworker_t *w, rs_list_t *list)
 {
     rs_list_t *pos, *tmp;
-    rs_list_for_each_safe(pos, tmp, &w->pending)
+    rs_list_for_each_safe(pos, tmp, list)
     {
         rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
         rs_list_del(&b->link);
@@ -190,20 +195,53 @@ static void drop_pending(pworker_t *w)
     }
 }
 
+static void drop_pending(pworker_t *w)
+{
+    drop_list(w, &w->pending);
+    for (uint32_t i = 0; w->n_blocked > 0 && i < w->p->desc.n_partitions; i++) {
+        drop_list(w, &w->parts[i].blocked);
+        w->n_blocked -= w->parts[i].n_blocked;
+        w->parts[i].n_blocked = 0;
+    }
+    w->n_blocked = 0;
+}
+
+/* A partition whose batches wait for space joins the queue of those to ask for (once). */
+static void needs_grant(pworker_t *w, uint32_t part, ppart_t *pp)
+{
+    if (pp->needy || pp->in_req || pp->n_blocked == 0)
+        return;
+    pp->needy = 1;
+    w->needy[(w->needy_head + w->n_needy++) % w->p->desc.n_partitions] = part;
+}
+
+/* A grant came: the partition's blocked batches go back to pending, in order. */
+static void unblock(pworker_t *w, ppart_t *pp)
+{
+    while (!rs_list_empty(&pp->blocked)) {
+        rs_pbuf_int_t *b = rs_list_first(&pp->blocked, rs_pbuf_int_t, link);
+        rs_list_del(&b->link);
+        rs_list_add_tail(&w->pending, &b->link);
+    }
+    w->n_blocked -= pp->n_blocked;
+    pp->n_blocked = 0;
+}
+
 static void on_put_done(void *arg, rs_status_t status)
 {
     rs_pbuf_int_t *b = arg;
     pworker_t *w = b->user;
     rs_pusher_t *p = w->p;
     w->inflight -= b->frame_len;
+    w->heard_at = rs_now_coarse_ns();
     if (status != RS_OK)
         rs__pusher_fail(p, status, "write to a worker");
     if (--b->refs == 0 && rs_list_empty(&b->link))
         batch_release(p, b);
     if (perr(p) != RS_OK)
         drop_pending(w);
-    else
-        try_post(w);
+    else if (w->inflight_full || w->n_retires > w->ret_head || w->reclaim)
+        try_post(w); /* else nothing waits for this room: no scan per completion */
 }
 
 /* Queues a streaming partition for a next grant once half of its current one is used. */
@@ -229,30 +267,34 @@ static void try_post(pworker_t *w)
         drop_pending(w);
         return;
     }
-    int blocked, again;
+    w->inflight_full = 0;
+    int again;
     do {
-        uint32_t pass = ++w->pass;
-        blocked = again = 0;
+        again = 0;
         rs_list_t *pos, *tmp;
         rs_list_for_each_safe(pos, tmp, &w->pending)
         {
             rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
             ppart_t *pp = &w->parts[b->partition];
-            if (pp->pass == pass)
-                continue;
             uint64_t need = rs_sproto_round(b->frame_len);
-            if (room(&pp->cur) < need && room(&pp->next) >= need) {
+            if (pp->n_blocked == 0 && room(&pp->cur) < need && room(&pp->next) >= need) {
                 retire(w, b->partition, &pp->cur);
                 pp->cur = pp->next;
                 pp->next = (pgrant_t){0};
             }
-            if (room(&pp->cur) < need) {
-                pp->pass = pass;
-                blocked = 1;
+            if (pp->n_blocked > 0 || room(&pp->cur) < need) {
+                /* Waits for a grant, behind the partition's earlier batches: not scanned again. */
+                rs_list_del(&b->link);
+                rs_list_add_tail(&pp->blocked, &b->link);
+                pp->n_blocked++;
+                w->n_blocked++;
+                needs_grant(w, b->partition, pp);
                 continue;
             }
-            if (w->inflight > 0 && w->inflight + b->frame_len > p->cfg.max_inflight)
+            if (w->inflight > 0 && w->inflight + b->frame_len > p->cfg.max_inflight) {
+                w->inflight_full = 1;
                 break;
+            }
             pgrant_t *g = &pp->cur;
             uint64_t roff = g->off + g->used;
             uint32_t imm = rs_imm_make(g->slot, g->used);
@@ -286,17 +328,49 @@ static void try_post(pworker_t *w)
                 drop_pending(w);
                 return;
             }
-            if (b->full)
+            if (b->full) {
                 maybe_ahead(w, b->partition, pp, need);
+            } else if (pp->n_pending == 0) {
+                /*
+                 * A partition that does not stream gives its grant back once
+                 * nothing of it waits: with many small partitions, held
+                 * grants would pin a slot and an extent each until commit.
+                 */
+                retire(w, b->partition, &pp->cur);
+                retire(w, b->partition, &pp->next);
+            }
             if (again)
                 break; /* the copy goes in the next pass */
         }
     } while (again);
-    if (blocked || w->n_ahead > 0 || w->n_retires > 0 || w->reclaim)
+    if (w->n_needy > 0 || w->n_ahead > 0 || w->n_retires > w->ret_head || w->reclaim)
         request_grants(w);
 }
 
 /* ----------------------------------------------------------------- take */
+
+/*
+ * Room for b's compressed frame: 1 with *s_p RS_OK (*out_p the output
+ * buffer), RS_ERR_BUSY (wait: compressed batches in flight free room as they
+ * complete) or another error; 0 when b goes uncompressed instead (frames
+ * carry their codec). Uncompressed: a frame bound no grant holds, or no room
+ * while the engine holds no output of its own, since then the slab is full
+ * of the writer's buffers and nothing the engine does frees any (waiting
+ * deadlocked the writer until wait_ms).
+ */
+static int compress_room(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b, rs_pbuf_int_t **out_p,
+                         rs_status_t *s_p)
+{
+    size_t bound = rs_frame_bound(p->cfg.codec, b->used);
+    if (bound == 0 || bound > RS_GRANT_MAX)
+        return 0;
+    *s_p = rs__pushq_alloc_now(q, bound, out_p);
+    if (*s_p == RS_ERR_BUSY && rs__pushq_transients(q) == 0) {
+        rs__pushq_unstarve(q);
+        return 0;
+    }
+    return 1;
+}
 
 static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
 {
@@ -325,14 +399,12 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
         out->frame = b->pub.data - RS_FRAME_HEADER_SIZE;
         flen = b->frame_len;
         s = RS_OK;
-    } else if (p->cfg.codec == RS_CODEC_NONE) {
+    } else if (p->cfg.codec == RS_CODEC_NONE || !compress_room(p, q, b, &out, &s)) {
         /* Zero copy: the header goes into the room before the records. */
         uint8_t *frame = b->pub.data - RS_FRAME_HEADER_SIZE;
         s = rs_frame_seal(frame, RS_FRAME_HEADER_SIZE + b->pub.len, b->used, 0, &ids, &flen);
         out->frame = frame;
     } else {
-        size_t bound = rs_frame_bound(p->cfg.codec, b->used);
-        s = rs__pushq_alloc_now(q, bound, &out);
         if (s == RS_ERR_BUSY)
             return RS_ERR_BUSY; /* in-flight batches free room as they complete */
         if (s == RS_OK) {
@@ -428,7 +500,8 @@ static void commit_progress(rs_pusher_t *p)
         return;
     /* Compressed batches outlive their raw buffers: wait for them too. */
     for (uint32_t i = 0; perr(p) == RS_OK && i < p->desc.n_workers; i++)
-        if (!rs_list_empty(&p->workers[i].pending) || p->workers[i].inflight != 0)
+        if (!rs_list_empty(&p->workers[i].pending) || p->workers[i].n_blocked != 0 ||
+            p->workers[i].inflight != 0)
             return;
     int all = 1;
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
@@ -451,6 +524,35 @@ static void commit_progress(rs_pusher_t *p)
 
 /* ---------------------------------------------------------------- hooks */
 
+/*
+ * A worker that owes an answer (a grant, a write's completion, the commit's
+ * reply) and sent nothing for peer_timeout_ms is taken as gone: a stopped
+ * process keeps its connection up, so the transport alone never says so.
+ */
+static void check_alive(pworker_t *w, uint64_t now)
+{
+    rs_pusher_t *p = w->p;
+    int owed = w->req_out || w->inflight > 0 || (w->commit_sent && !w->commit_done);
+    if (!owed || perr(p) != RS_OK) {
+        w->wait_since = 0;
+        return;
+    }
+    if (w->wait_since == 0)
+        w->wait_since = now;
+    uint64_t since = w->heard_at > w->wait_since ? w->heard_at : w->wait_since;
+    if (now - since <= RS_MS_TO_NS(rs_ctx_config(p->ctx)->peer_timeout_ms))
+        return;
+    rs_error("pusher: worker %s answered nothing for %u ms (peer timeout)",
+             p->desc.workers[w->index], rs_ctx_config(p->ctx)->peer_timeout_ms);
+    rs__pusher_fail(p, RS_ERR_TIMEOUT, "worker not answering");
+    w->req_out = 0;
+    drop_pending(w);
+    if (!w->commit_done) {
+        w->commit_done = 1;
+        w->commit_status = RS_ERR_TIMEOUT;
+    }
+}
+
 static unsigned engine_poll(void *arg)
 {
     rs_pusher_t *p = arg;
@@ -458,6 +560,7 @@ static unsigned engine_poll(void *arg)
     uint64_t now = rs_now_coarse_ns();
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];
+        check_alive(w, now);
         if (!w->req_out && w->retry_at != 0 && now >= w->retry_at) {
             w->retry_at = 0;
             try_post(w);
@@ -516,12 +619,13 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
     if (s == RS_OK)
         s = r.status;
     w->req_out = 0;
+    w->heard_at = rs_now_coarse_ns();
     if (s != RS_OK) {
         rs__pusher_fail(p, s, "grant request refused by a worker");
         drop_pending(w);
         return;
     }
-    int backpressure = 0, granted = 0;
+    int backpressure = 0, granted = 0, busy = 0;
     for (uint32_t i = 0; i < r.n; i++) {
         rs_grant_t g = rs_sproto_grant_get(&r, i);
         if (g.partition >= p->desc.n_partitions) {
@@ -535,10 +639,13 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
         pp->ahead_out = 0;
         if (g.status == RS_ERR_BACKPRESSURE) {
             backpressure = 1;
+            needs_grant(w, g.partition, pp); /* asked again after retry_ms */
             continue;
         }
         if (g.status == RS_ERR_BUSY) { /* no grant ahead while the worker is short */
             pp->ahead_refused = 1;
+            busy |= !ahead; /* no slot free for a batch that waits: ask again a little later */
+            needs_grant(w, g.partition, pp);
             continue;
         }
         if (g.status != RS_OK || g.len > RS_GRANT_MAX || g.slot >= RS_GRANT_SLOTS) {
@@ -547,9 +654,12 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
             drop_pending(w);
             return;
         }
-        if (g.len == 0)
-            continue; /* a retire only */
+        if (g.len == 0) {
+            needs_grant(w, g.partition, pp); /* a retire only: what waits still asks */
+            continue;
+        }
         pgrant_t ng = {.slot = g.slot, .off = g.off, .len = g.len};
+        unblock(w, pp);
         if (pp->cur.len == 0)
             pp->cur = ng;
         else if (pp->next.len == 0)
@@ -576,6 +686,10 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
     } else if (granted) {
         w->bp_since = 0;
     }
+    if (busy && !backpressure) {
+        w->retry_at = now + RS_MS_TO_NS(10);
+        w->reclaim = 1; /* idle grants hold slots too */
+    }
     try_post(w);
 }
 
@@ -588,6 +702,7 @@ static void on_reclaim(void *arg, rs_ep_t *ep, const void *data, size_t len)
     if (w == NULL || rs_sproto_status_decode(data, len, RS_SMSG_RECLAIM, &carried) != RS_OK)
         return;
     w->reclaim = 1;
+    w->heard_at = rs_now_coarse_ns();
     if (perr(p) == RS_OK)
         try_post(w);
 }
@@ -618,6 +733,7 @@ static void on_commit_reply(void *arg, rs_ep_t *ep, const void *data, size_t len
                  p->desc.workers[w->index], p->map_id, p->attempt, rs_strerror(s));
     w->commit_status = s;
     w->commit_done = 1;
+    w->heard_at = rs_now_coarse_ns();
 }
 
 static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)

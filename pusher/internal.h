@@ -20,9 +20,11 @@ typedef struct pgrant {
 typedef struct ppart {
     pgrant_t cur, next;
     uint64_t ahead_want; /* streaming: the size of its batches, asked for ahead */
-    uint32_t n_pending;  /* its batches waiting in pending */
-    uint32_t pass;       /* try_post pass in which it was found blocked */
+    uint32_t n_pending;  /* its batches waiting (pending or blocked) */
+    uint32_t n_blocked;  /* of those, in blocked: later ones queue behind them */
     uint8_t ahead_queued, ahead_out, ahead_refused, in_req;
+    uint8_t needy;     /* queued in the worker's needy ring */
+    rs_list_t blocked; /* its batches waiting for a grant, in order */
 } ppart_t;
 
 typedef struct pretire {
@@ -38,22 +40,27 @@ typedef struct pworker {
     rs_rkey_t *rkey;
     int attached;
     rs_status_t attach_status;
-    rs_list_t pending; /* framed batches waiting for space or in-flight room */
+    rs_list_t pending;  /* framed batches waiting for in-flight room (or not yet looked at) */
+    uint64_t n_blocked; /* batches in the partitions' blocked lists */
+    uint32_t *needy;    /* ring (n_partitions long): partitions with blocked batches to ask for */
+    uint32_t needy_head, n_needy;
     uint64_t inflight;
     ppart_t *parts;            /* per partition */
     rs_commit_entry_t *counts; /* per partition: what this worker should hold */
     uint64_t batches;          /* sends, retries included */
     pretire_t *retires;        /* grants done with, to tell the worker in the next request */
-    uint32_t n_retires, cap_retires;
-    uint32_t *ahead; /* partitions whose next grant should be asked for */
+    uint32_t ret_head, n_retires, cap_retires; /* [ret_head, n_retires) not yet sent */
+    uint32_t *ahead;                           /* partitions whose next grant should be asked for */
     uint32_t n_ahead;
-    uint32_t pass;
-    int reclaim; /* the worker is short of memory: give back idle grants */
+    int reclaim;       /* the worker is short of memory: give back idle grants */
+    int inflight_full; /* try_post stopped at max_inflight: a completion resumes it */
     int req_out;
     uint32_t req_id;
     uint64_t bp_since, retry_at;
     int commit_sent, commit_done;
     rs_status_t commit_status;
+    uint64_t heard_at;   /* last message or write completion from the worker */
+    uint64_t wait_since; /* since when an answer is owed (0: none) */
 } pworker_t;
 
 /* Test-only faults (compiled with RS_FAULT_INJECTION). */
@@ -72,7 +79,8 @@ struct rs_pusher {
     rs_pbuf_t **cur; /* per partition, append mode */
     size_t *fill;
     size_t *next_len;
-    size_t part_cap; /* append buffers grow to this: all partitions' buffers fit half the pool */
+    size_t part_cap;  /* append buffers grow to this: all partitions' buffers fit half the pool */
+    size_t first_len; /* a partition's first buffer: min_buf, or part_cap when smaller */
     uint64_t records;
     uint64_t next_seq; /* batch numbers, given at hand-off */
 

@@ -46,6 +46,8 @@ rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
     return RS_OK;
 }
 
+#define PART_BUF_MIN 64 /* smallest partition buffer, bytes (+ RS_PBUF_HEAD_ROOM) */
+
 static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
 {
     char host[RS_SHUFFLE_ADDR_MAX];
@@ -111,6 +113,7 @@ static void pusher_free(rs_pusher_t *p)
         free(p->workers[i].counts);
         free(p->workers[i].retires);
         free(p->workers[i].ahead);
+        free(p->workers[i].needy);
     }
     free(p->workers);
     free(p->msg_buf);
@@ -151,11 +154,19 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
     }
     p->desc = *desc;
     p->desc.placement = NULL; /* resolved once into p->place */
-    p->part_cap = p->cfg.pool_bytes / 2 / desc->n_partitions;
-    if (p->part_cap > p->cfg.buf_len)
-        p->part_cap = p->cfg.buf_len;
-    if (p->part_cap < p->cfg.min_buf)
-        p->part_cap = p->cfg.min_buf;
+    /*
+     * Every partition's buffer fits half the pool. With many partitions the
+     * share is below min_buf: buffers then start (and stay) at the share,
+     * header room included, down to 64 bytes, so 100,000 partitions hold
+     * 100,000 small buffers instead of flushing one-record batches.
+     */
+    size_t share = p->cfg.pool_bytes / 2 / desc->n_partitions;
+    p->part_cap = share < p->cfg.buf_len ? share : p->cfg.buf_len;
+    if (p->part_cap < p->cfg.min_buf) {
+        size_t small = share > RS_PBUF_HEAD_ROOM ? (share - RS_PBUF_HEAD_ROOM) & ~(size_t)63 : 0;
+        p->part_cap = small > PART_BUF_MIN ? small : PART_BUF_MIN;
+    }
+    p->first_len = p->cfg.min_buf < p->part_cap ? p->cfg.min_buf : p->part_cap;
     p->map_id = map_id;
     p->attempt = attempt;
     uint32_t np = desc->n_partitions, nw = desc->n_workers;
@@ -180,10 +191,13 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
         w->parts = calloc(np, sizeof(*w->parts));
         w->counts = calloc(np, sizeof(*w->counts));
         w->ahead = calloc(np, sizeof(*w->ahead));
-        if (w->parts == NULL || w->counts == NULL || w->ahead == NULL) {
+        w->needy = calloc(np, sizeof(*w->needy));
+        if (w->parts == NULL || w->counts == NULL || w->ahead == NULL || w->needy == NULL) {
             s = RS_ERR_NOMEM;
             goto err_free;
         }
+        for (uint32_t k = 0; k < np; k++)
+            rs_list_init(&w->parts[k].blocked);
     }
     if ((s = rs_ctx_create(p->cfg.transport, &p->ctx)) != RS_OK)
         goto err_free;
@@ -216,6 +230,12 @@ err_free:
     return s;
 }
 
+/* The limit is what one grant holds: one frame of one record. */
+_Static_assert((uint64_t)RS_PUSH_RECORD_MAX + RS_RECORD_HDR + RS_FRAME_HEADER_SIZE == RS_GRANT_MAX,
+               "RS_PUSH_RECORD_MAX must match the grant size");
+_Static_assert(RS_PUSH_RECORD_MAX + RS_RECORD_HDR <= RS_CODEC_RAW_MAX,
+               "a record fits a codec call");
+
 static rs_status_t werr(rs_pusher_t *p)
 {
     return (rs_status_t)atomic_load(&p->error);
@@ -246,7 +266,7 @@ static rs_status_t flush_partition(rs_pusher_t *p, uint32_t part)
  */
 static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
 {
-    size_t len = p->next_len[part] ? p->next_len[part] : p->cfg.min_buf;
+    size_t len = p->next_len[part] ? p->next_len[part] : p->first_len;
     if (len < need)
         len = need;
     rs_status_t s;
@@ -292,8 +312,16 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
     if (partition >= p->desc.n_partitions || (rec == NULL && len > 0))
         return RS_ERR_INVALID;
     size_t need = rs_record_size(len);
-    if (need + RS_FRAME_HEADER_SIZE > RS_GRANT_MAX || need > RS_CODEC_RAW_MAX)
+    if (len > RS_PUSH_RECORD_MAX) {
+        rs_error("pusher: a record of %u bytes is over the limit (RS_PUSH_RECORD_MAX, %u bytes)",
+                 len, RS_PUSH_RECORD_MAX);
         return RS_ERR_INVALID;
+    }
+    if (!rs__pushq_fits(p->q, need)) {
+        rs_error("pusher: a record of %u bytes does not fit the push pool (%zu bytes)", len,
+                 p->cfg.pool_bytes);
+        return RS_ERR_INVALID;
+    }
     rs_pbuf_t *b = p->cur[partition];
     if (b != NULL && p->fill[partition] + need > b->len) {
         size_t grown = b->len * 2 < p->part_cap ? b->len * 2 : p->part_cap;
@@ -391,7 +419,10 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
         for (uint32_t i = 0; i < p->desc.n_workers && s == RS_OK; i++)
             s = p->workers[i].commit_status;
     }
-    if (stats != NULL && s == RS_OK) {
+    /* A failed attempt is over: stop the engine, so its counts can be read (and stay put). */
+    if (!finished || s != RS_OK)
+        rs__pushq_stop(p->q);
+    if (stats != NULL) { /* also after a failure: what was done */
         *stats = p->stats;
         stats->records = p->records;
     }

@@ -727,6 +727,21 @@ uint64_t rs__pushq_engine_held(rs_pushq_t *q)
     return rs__pushq_outstanding(q) + atomic_load(&q->transients);
 }
 
+uint64_t rs__pushq_transients(rs_pushq_t *q)
+{
+    return atomic_load(&q->transients);
+}
+
+void rs__pushq_unstarve(rs_pushq_t *q)
+{
+    atomic_store(&q->engine_starved, 0);
+}
+
+int rs__pushq_fits(const rs_pushq_t *q, size_t len)
+{
+    return block_len(len) <= q->ra.size;
+}
+
 int rs__pushq_starved(rs_pushq_t *q)
 {
     return atomic_load(&q->engine_starved);

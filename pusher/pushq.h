@@ -59,6 +59,9 @@ rs_status_t rs__pushq_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_
  */
 rs_status_t rs__pushq_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p);
 
+/* Can the slab ever hold a buffer of len bytes? */
+int rs__pushq_fits(const rs_pushq_t *q, size_t len);
+
 /* Hands a buffer to the engine without taking one back (append mode). */
 rs_status_t rs__pushq_submit(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, size_t used);
 
@@ -82,6 +85,12 @@ uint64_t rs__pushq_outstanding(rs_pushq_t *q);
 
 /* Buffers the engine holds: handed over, plus its own (compressed output). */
 uint64_t rs__pushq_engine_held(rs_pushq_t *q);
+
+/* Engine-made buffers (rs__pushq_alloc_now) not yet released. */
+uint64_t rs__pushq_transients(rs_pushq_t *q);
+
+/* The engine no longer waits for slab room (it went on without the buffer). */
+void rs__pushq_unstarve(rs_pushq_t *q);
 
 /* Does the engine wait for slab room (for compressed output)? */
 int rs__pushq_starved(rs_pushq_t *q);

@@ -1,7 +1,8 @@
 /*
  * Reader internals. session.c: the session (context, one connection per
- * worker, read buffers, request/reply matching). reader.c: one partition
- * (plan, reads, verification, records).
+ * worker, read buffers, request/reply matching). ahead.c: snapshots asked
+ * for ahead of their opens. reader.c: one partition (plan, reads,
+ * verification, records).
  */
 #ifndef RS_READER_INTERNAL_H
 #define RS_READER_INTERNAL_H
@@ -10,6 +11,9 @@
 #include <rshuffle/transport.h>
 
 #include "shuffle/proto.h"
+/* A snapshot asked for ahead of its open (ahead.c). */
+enum { RAHEAD_FREE = 0, RAHEAD_SENT, RAHEAD_GOT };
+#define RS_READ_AHEAD 32 /* partitions whose READ_OPEN goes out before they are opened */
 
 /* The session's link to one worker. */
 typedef struct rconn {
@@ -18,6 +22,15 @@ typedef struct rconn {
     const char *addr;
     uint32_t gen; /* counts (re)connections: a reader's snapshot lives on one of them */
 } rconn_t;
+
+typedef struct rahead {
+    uint32_t partition, tag, gen;
+    rconn_t *conn;
+    int state;
+    int got; /* the reply is here (set with state RAHEAD_GOT) */
+    uint8_t *reply;
+    size_t len, cap;
+} rahead_t;
 
 struct rs_reader_session {
     rs_reader_config_t cfg;
@@ -40,6 +53,9 @@ struct rs_reader_session {
     uint8_t *reply;
     size_t reply_len, reply_cap;
     rs_smsg_t rep; /* the reply decoded (its views point into reply) */
+    /* read-ahead: the partition after the last one opened, in-order opens so far */
+    uint32_t ahead_next, ahead_run;
+    rahead_t ahead[RS_READ_AHEAD];
 };
 
 /* The connection to worker w, made and attached on first use. */
@@ -61,6 +77,26 @@ rs_status_t rs__rsess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t 
 /* A registered read buffer of cfg.read_max bytes (reused across readers). */
 rs_status_t rs__rsess_buf_get(rs_reader_session_t *s, rs_mr_t **mr_p);
 void rs__rsess_buf_put(rs_reader_session_t *s, rs_mr_t *mr);
+
+/* Progresses until *flag is set, c's endpoint dies or the session's wait_ms passes. */
+rs_status_t rs__rsess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *flag,
+                           const char *what);
+
+/*
+ * Read-ahead (ahead.c). reply: a READ_REPLY for a snapshot asked ahead is
+ * kept (returns 1), anything else is not ours (0). claim: partition's reply
+ * asked ahead on c, waited for, into s->reply (*claimed_p 1), or nothing to
+ * claim (0: ask as usual); a claimed reply is decoded in s->rep as
+ * rs__rsess_request leaves it. issue: after partition opened, once opens go in
+ * order, asks for the next RS_READ_AHEAD partitions on open connections.
+ * drop: closes the snapshots asked ahead and never claimed.
+ */
+int rs__rsess_ahead_reply(rs_reader_session_t *s, rs_ep_t *ep, unsigned type, const void *data,
+                          size_t len);
+rs_status_t rs__rsess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t partition,
+                                  int *claimed_p);
+void rs__rsess_ahead_issue(rs_reader_session_t *s, uint32_t opened);
+void rs__rsess_ahead_drop(rs_reader_session_t *s);
 
 /* Sleeps about ms while keeping the session's context progressing. */
 void rs__rsess_pause(rs_reader_session_t *s, uint32_t ms);

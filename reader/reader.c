@@ -161,14 +161,19 @@ static rs_status_t request_retry(rs_reader_t *r, unsigned type, const void *m, u
     }
 }
 
-static rs_status_t open_snapshot(rs_reader_t *r)
+static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claimed_p)
 {
     rs_reader_session_t *s = r->sess;
     rs_smsg_read_open_t o = {
         .status = RS_OK, .shuffle_id = s->desc.shuffle_id, .partition = r->partition};
-    rs_status_t st = request_retry(r, RS_SMSG_READ_OPEN, &o, &o.tag, RS_SMSG_READ_REPLY, "open");
+    int claimed = 0;
+    rs_status_t st = may_claim ? rs__rsess_ahead_claim(s, r->conn, r->partition, &claimed) : RS_OK;
+    *claimed_p = claimed;
+    if (st == RS_OK && !claimed)
+        st = request_retry(r, RS_SMSG_READ_OPEN, &o, &o.tag, RS_SMSG_READ_REPLY, "open");
     if (st != RS_OK)
         return st;
+    rs__rsess_ahead_issue(s, r->partition); /* answered while this one is read */
     rs_smsg_read_reply_t rr = s->rep.u.read_reply;
     r->snap_id = rr.snap_id;
     r->snap_open = 1;
@@ -184,6 +189,36 @@ static rs_status_t open_snapshot(rs_reader_t *r)
     if (st != RS_OK)
         return st;
     return plan(r, r->buf, rr.index_len);
+}
+
+/* Sends READ_CLOSE for r's snapshot, if it is open on a live connection. */
+static void snapshot_close(rs_reader_t *r)
+{
+    if (r->snap_open && r->conn != NULL && r->conn->gen == r->conn_gen &&
+        rs_ep_status(r->conn->ep) == RS_OK) {
+        rs_smsg_read_close_t m = {.status = RS_OK, .snap_id = r->snap_id};
+        uint8_t buf[RS_SPROTO_READ_CLOSE_LEN];
+        size_t len;
+        if (rs_sproto_read_close_encode(&m, buf, sizeof(buf), &len) == RS_OK)
+            rs_msg_send(r->conn->ep, RS_SMSG_READ_CLOSE, buf, len, NULL, NULL);
+    }
+    r->snap_open = 0;
+}
+
+/*
+ * A snapshot read ahead was taken before its open: a map that committed in
+ * between is missing from it (RS_ERR_STATE), so that one is asked again.
+ */
+static rs_status_t open_snapshot(rs_reader_t *r)
+{
+    int claimed;
+    rs_status_t st = open_snapshot_once(r, 1, &claimed);
+    if (st == RS_ERR_STATE && claimed) {
+        snapshot_close(r);
+        memset(r->maps, 0, (r->sess->n_maps ? r->sess->n_maps : 1) * sizeof(*r->maps));
+        st = open_snapshot_once(r, 0, &claimed);
+    }
+    return st;
 }
 
 rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_reader_t **reader_p)
@@ -442,14 +477,7 @@ void rs_reader_close(rs_reader_t *r)
     if (r == NULL)
         return;
     rs_reader_session_t *s = r->sess;
-    if (r->snap_open && r->conn != NULL && r->conn->gen == r->conn_gen &&
-        rs_ep_status(r->conn->ep) == RS_OK) {
-        rs_smsg_read_close_t m = {.status = RS_OK, .snap_id = r->snap_id};
-        uint8_t buf[RS_SPROTO_READ_CLOSE_LEN];
-        size_t len;
-        if (rs_sproto_read_close_encode(&m, buf, sizeof(buf), &len) == RS_OK)
-            rs_msg_send(r->conn->ep, RS_SMSG_READ_CLOSE, buf, len, NULL, NULL);
-    }
+    snapshot_close(r);
     if (r->buf_mr != NULL)
         rs__rsess_buf_put(s, r->buf_mr);
     s->open_readers--;

@@ -11,8 +11,12 @@
 #include "common/log.h"
 #include "shuffle/proto.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A reply is waited for by polling this long before sleeping (as the worker and push engine do). */
+#define RSESS_SPIN_NS 100000
 
 void rs_reader_config_defaults(rs_reader_config_t *cfg)
 {
@@ -38,6 +42,8 @@ static void on_reply(rs_reader_session_t *s, unsigned type, rs_ep_t *ep, const v
                      size_t len)
 {
     rs_smsg_t m;
+    if (rs__rsess_ahead_reply(s, ep, type, data, len))
+        return;
     if (ep != s->want_ep || s->got || type != s->want_type)
         return;
     rs_status_t st = rs_sproto_decode(data, len, type, &m);
@@ -94,11 +100,9 @@ static void on_op(void *arg, rs_status_t status)
     o->done = 1;
 }
 
-/* Progresses until *flag is set, the endpoint dies or wait_ms passes. */
-static rs_status_t wait_for(rs_reader_session_t *s, rconn_t *c, volatile int *flag,
-                            const char *what)
+rs_status_t rs__rsess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *flag, const char *what)
 {
-    uint64_t deadline = 0;
+    uint64_t deadline = 0, spin_end = rs_now_ns() + RSESS_SPIN_NS;
     while (!*flag) {
         rs_status_t es = rs_ep_status(c->ep);
         if (es != RS_OK) {
@@ -113,7 +117,11 @@ static rs_status_t wait_for(rs_reader_session_t *s, rconn_t *c, volatile int *fl
                      s->cfg.wait_ms);
             return RS_ERR_TIMEOUT;
         }
-        if (rs_progress(s->ctx) == 0 && !*flag)
+        if (rs_progress(s->ctx) > 0 || *flag)
+            continue;
+        if (rs_now_ns() < spin_end)
+            sched_yield(); /* an answer is a few µs away: a sleep costs a wake-up per request */
+        else
             rs_wait(s->ctx, 10);
     }
     return RS_OK;
@@ -128,7 +136,7 @@ rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type,
     s->got = 0;
     rs_status_t st = rs_msg_send(c->ep, type, m, len, NULL, NULL);
     if (st == RS_OK)
-        st = wait_for(s, c, &s->got, what);
+        st = rs__rsess_wait(s, c, &s->got, what);
     s->want_ep = NULL;
     if (st == RS_OK)
         st = s->got_status;
@@ -150,7 +158,7 @@ rs_status_t rs__rsess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t 
         return st;
     }
     /* Once posted, the callback runs exactly once: wait for it even past an error. */
-    st = wait_for(s, c, &o.done, "a read");
+    st = rs__rsess_wait(s, c, &o.done, "a read");
     while (!o.done)
         rs_wait(s->ctx, 10); /* the endpoint failed: its ops complete within a bound */
     return st != RS_OK ? st : o.status;
@@ -301,6 +309,7 @@ void rs_reader_session_close(rs_reader_session_t *s)
         return;
     if (s->open_readers > 0)
         rs_warn("reader: session closed with %u readers still open", s->open_readers);
+    rs__rsess_ahead_drop(s);
     for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++)
         conn_close(&s->conns[i]);
     for (uint32_t i = 0; i < s->n_bufs; i++)

@@ -109,6 +109,8 @@ typedef struct wconn {
     uint32_t map_id, attempt;
     wgrant_t **slots; /* by slot number */
     uint32_t n_slots;
+    uint32_t *free_slots; /* free slot numbers, a stack (n_slots long) */
+    uint32_t n_free;
     uint32_t open_grants; /* not yet retired by the pusher */
     uint64_t reclaim_at;  /* last RECLAIM sent (coarse ns) */
     wpstat_t *stats;      /* per partition, batches that arrived from this pusher */
@@ -187,6 +189,7 @@ void wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used);
 /* Frees g; bytes that never arrived are given up (the pusher is gone). */
 void wstore_grant_free(wstore_t *st, wgrant_t *g);
 rs_status_t wstore_add_entry(wstore_t *st, wgrant_t *g, const rs_snap_entry_t *e);
+/* Keeps a map's commit: entries (sorted by partition, owned from now on). */
 void wstore_commit(wstore_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
                    rs_commit_entry_t *entries, uint32_t n);
 /* Spills unpinned settled extents until the data area is below the mark and need bytes fit. */

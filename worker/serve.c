@@ -79,31 +79,35 @@ static void slot_maybe_free(rs_worker_t *w, wconn_t *c, wgrant_t *g)
     if (!g->retired || !g->released)
         return;
     c->slots[g->slot] = NULL;
+    c->free_slots[c->n_free++] = g->slot;
     wstore_grant_free(&w->st, g);
 }
 
+/* A free slot in O(1): grants come and go by the hundred thousand with many partitions. */
 static rs_status_t slot_alloc(wconn_t *c, wgrant_t *g)
 {
-    for (uint32_t i = 0; i < c->n_slots; i++) {
-        if (c->slots[i] == NULL) {
-            c->slots[i] = g;
-            g->slot = i;
-            return RS_OK;
-        }
+    if (c->n_free == 0) {
+        if (c->n_slots == RS_GRANT_SLOTS)
+            return RS_ERR_BUSY;
+        uint32_t n = c->n_slots ? 2 * c->n_slots : 64;
+        if (n > RS_GRANT_SLOTS)
+            n = RS_GRANT_SLOTS;
+        wgrant_t **s = realloc(c->slots, n * sizeof(*s));
+        if (s == NULL)
+            return RS_ERR_NOMEM;
+        c->slots = s;
+        uint32_t *f = realloc(c->free_slots, n * sizeof(*f));
+        if (f == NULL)
+            return RS_ERR_NOMEM; /* slots grown, none added: the next call tries again */
+        c->free_slots = f;
+        memset(s + c->n_slots, 0, (n - c->n_slots) * sizeof(*s));
+        for (uint32_t i = n; i > c->n_slots; i--) /* lowest numbers on top */
+            f[c->n_free++] = i - 1;
+        c->n_slots = n;
     }
-    if (c->n_slots == RS_GRANT_SLOTS)
-        return RS_ERR_BUSY;
-    uint32_t n = c->n_slots ? 2 * c->n_slots : 64;
-    if (n > RS_GRANT_SLOTS)
-        n = RS_GRANT_SLOTS;
-    wgrant_t **s = realloc(c->slots, n * sizeof(*s));
-    if (s == NULL)
-        return RS_ERR_NOMEM;
-    memset(s + c->n_slots, 0, (n - c->n_slots) * sizeof(*s));
-    c->slots = s;
-    g->slot = c->n_slots;
-    s[c->n_slots] = g;
-    c->n_slots = n;
+    uint32_t slot = c->free_slots[--c->n_free];
+    c->slots[slot] = g;
+    g->slot = slot;
     return RS_OK;
 }
 
@@ -190,7 +194,12 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
         if (wt.retire_slot != RS_SLOT_NONE)
             grant_retire(w, c, wt.retire_slot, wt.partition, wt.retire_used);
         wgrant_t *g = NULL;
-        s = wt.want == 0 ? RS_OK : wstore_grant(&w->st, c->sh, wt.partition, wt.want, wt.flags, &g);
+        if (wt.want == 0)
+            s = RS_OK;
+        else if (c->n_free == 0 && c->n_slots == RS_GRANT_SLOTS)
+            s = RS_ERR_BUSY; /* no slot: carve nothing (the pusher asks again later) */
+        else
+            s = wstore_grant(&w->st, c->sh, wt.partition, wt.want, wt.flags, &g);
         if (s == RS_OK && g != NULL) {
             s = slot_alloc(c, g);
             if (s != RS_OK) {
@@ -360,7 +369,8 @@ void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
     if (s == RS_OK && listed != c->distinct)
         s = RS_ERR_PROTOCOL;
     if (s == RS_OK) {
-        qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);
+        if (c->commit_n > 0) /* a map with nothing for this worker commits no entries */
+            qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);
         wstore_commit(&w->st, c->sh, c->map_id, c->attempt, c->commit, c->commit_n);
         c->commit = NULL; /* the store owns the entries now */
         grants_retire_all(w, c);
@@ -386,7 +396,9 @@ static void on_commit(void *arg, rs_ep_t *ep, const void *data, size_t len)
             s = RS_ERR_NOT_FOUND;
     }
     if (s == RS_OK && c->commit_n + m.n > c->commit_cap) {
-        uint32_t cap = c->commit_n + m.n + 64;
+        /* Doubling: a commit of 100,000 partitions comes in hundreds of chunks. */
+        uint32_t cap =
+            c->commit_n + m.n > 2 * c->commit_cap ? c->commit_n + m.n + 64 : 2 * c->commit_cap;
         rs_commit_entry_t *n = realloc(c->commit, cap * sizeof(*n));
         if (n == NULL)
             s = RS_ERR_NOMEM;
@@ -556,6 +568,7 @@ void rs__worker_conn_free(rs_worker_t *w, wconn_t *c)
     if (c->sh != NULL)
         wstore_pusher_detach(&w->st, c->sh);
     free(c->slots);
+    free(c->free_slots);
     free(c->stats);
     free(c->commit);
     free(c->seen);

@@ -67,6 +67,8 @@ wshuffle_t *wstore_find(wstore_t *st, uint32_t shuffle_id)
     return NULL;
 }
 
+#define EXTENT_FIRST_MIN 256 /* smallest first extent of a partition, bytes */
+
 rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitions,
                           wshuffle_t **sh_p)
 {
@@ -94,9 +96,17 @@ rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitio
     sh->n_partitions = n_partitions;
     sh->spill_fd = -1;
     rs_list_init(&sh->commits);
+    /*
+     * First extents sized to the shuffle: all partitions' first extents fit
+     * a quarter of the data area (100,000 partitions of 64 KiB would need
+     * 6.4 GB for a few bytes each); they double from there as before.
+     */
+    uint64_t first = st->cfg.extent_min, share = (st->data_len / 4 / n_partitions) & ~63ull;
+    if (share < first)
+        first = share > EXTENT_FIRST_MIN ? share : EXTENT_FIRST_MIN;
     for (uint32_t p = 0; p < n_partitions; p++) {
         sh->parts[p].sh = sh;
-        sh->parts[p].next_extent = st->cfg.extent_min;
+        sh->parts[p].next_extent = first;
         rs_list_init(&sh->parts[p].extents);
     }
     rs_list_add_tail(&st->shuffles, &sh->link);
@@ -573,13 +583,20 @@ static rs_status_t snap_build(wshuffle_t *sh, uint32_t p, uint8_t **buf_p, size_
     {
         wcommit_t *c = RS_CONTAINER_OF(pos, wcommit_t, link);
         rs_snap_commit_t x = {.map_id = c->map_id, .attempt = c->attempt};
-        for (uint32_t i = 0; i < c->n; i++) {
-            if (c->entries[i].partition == p) {
-                x.batches = c->entries[i].batches;
-                x.bytes = c->entries[i].bytes;
-                x.checksum = c->entries[i].checksum;
-                break;
-            }
+        /* Entries are sorted by partition: a read of one of 100,000 partitions must not scan all.
+         */
+        uint32_t lo = 0, hi = c->n;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (c->entries[mid].partition < p)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < c->n && c->entries[lo].partition == p) {
+            x.batches = c->entries[lo].batches;
+            x.bytes = c->entries[lo].bytes;
+            x.checksum = c->entries[lo].checksum;
         }
         rs_sproto_snap_commit_put(buf, len, k++, &x);
     }

@@ -108,7 +108,8 @@ typedef struct rs_pusher rs_pusher_t;
 typedef struct rs_pusher_config {
     rs_codec_t codec;         /* RSHUFFLE_CODEC: none|lz4|snappy (none) */
     size_t buf_len;           /* RSHUFFLE_PUSH_BUF: a full push buffer, bytes (256 KiB) */
-    size_t min_buf;           /* first buffer of a partition; doubles up to buf_len (4 KiB) */
+    size_t min_buf;           /* first buffer of a partition; doubles up to buf_len (4 KiB);
+                                 smaller when pool_bytes / 2 / P is (many partitions) */
     size_t pool_bytes;        /* RSHUFFLE_PUSH_POOL: the registered slab, bytes (32 MiB) */
     uint32_t queue_depth;     /* full buffers queued for the engine (16) */
     uint64_t max_inflight;    /* RSHUFFLE_PUSH_INFLIGHT: bytes in flight per worker (4 MiB) */
@@ -132,9 +133,19 @@ RS_API rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id
                                   const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p);
 
 /*
+ * The largest record a pusher takes, bytes: its batch (frame header +
+ * record header + record) must fit one grant of a worker (16 MiB), whatever
+ * the codec (a batch that would not shrink is sent uncompressed).
+ */
+#define RS_PUSH_RECORD_MAX ((16u << 20) - 48u - 4u)
+
+/*
  * Appends one record (framed as in shuffle.h) to the partition's current
  * registered buffer: the only copy of its bytes. A full buffer goes to the
  * engine. A partition's buffers start small and double up to buf_len.
+ * RS_ERR_INVALID, before anything is pushed, for a record longer than
+ * RS_PUSH_RECORD_MAX or whose buffer (len + 68 bytes) does not fit the pool
+ * (pool_bytes); the pusher stays usable.
  */
 RS_API rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec,
                                     uint32_t len);
@@ -167,7 +178,11 @@ typedef struct rs_pusher_stats {
  * complete, sends per-partition counts to every worker and waits for their
  * answers. The first error of the pusher's life is returned (a worker that
  * died: RS_ERR_UNREACHABLE / RS_ERR_TIMEOUT; backpressure beyond the bound:
- * RS_ERR_BACKPRESSURE; a refused batch: its reason). stats may be NULL.
+ * RS_ERR_BACKPRESSURE; a worker that answers nothing for the transport's
+ * peer_timeout_ms: RS_ERR_TIMEOUT; a refused batch: its reason). stats
+ * (may be NULL) is filled in either case with what was done: records
+ * appended, batches framed and handed to the writes, grant requests sent;
+ * after a failure the engine is stopped and the pusher can only be destroyed.
  */
 RS_API rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats);
 

@@ -1,0 +1,167 @@
+/*
+ * Read-ahead of partition snapshots: a session that opens partitions in
+ * order sends the READ_OPENs of the next ones before they are asked for,
+ * so 100,000 small partitions cost a few waits instead of 100,000 round
+ * trips (docs/shuffle.md, "Many partitions").
+ */
+#include "reader/internal.h"
+
+#include "common/log.h"
+#include "shuffle/proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Sequential opens seen before reading ahead (one in-order pair is not a pattern yet). */
+#define AHEAD_AFTER 2
+
+static rahead_t *ahead_find(rs_reader_session_t *s, uint32_t partition)
+{
+    for (uint32_t i = 0; i < RS_READ_AHEAD; i++)
+        if (s->ahead[i].state != RAHEAD_FREE && s->ahead[i].partition == partition)
+            return &s->ahead[i];
+    return NULL;
+}
+
+static rahead_t *ahead_find_free(rs_reader_session_t *s)
+{
+    for (uint32_t i = 0; i < RS_READ_AHEAD; i++)
+        if (s->ahead[i].state == RAHEAD_FREE)
+            return &s->ahead[i];
+    return NULL;
+}
+
+static void ahead_free(rahead_t *a)
+{
+    a->state = RAHEAD_FREE;
+    a->got = 0;
+    a->len = 0;
+}
+
+int rs__rsess_ahead_reply(rs_reader_session_t *s, rs_ep_t *ep, unsigned type, const void *data,
+                          size_t len)
+{
+    rs_smsg_read_reply_t rr;
+    if (type != RS_SMSG_READ_REPLY || rs_sproto_read_reply_decode(data, len, &rr) != RS_OK)
+        return 0; /* a malformed reply fails the request waiting for it, if any */
+    for (uint32_t i = 0; i < RS_READ_AHEAD; i++) {
+        rahead_t *a = &s->ahead[i];
+        if (a->state != RAHEAD_SENT || a->tag != rr.tag || a->conn->ep != ep)
+            continue;
+        if (len > a->cap) {
+            uint8_t *n = realloc(a->reply, len);
+            if (n == NULL) { /* claimed as not there: the open asks again */
+                a->len = 0;
+                a->state = RAHEAD_GOT;
+                a->got = 1;
+                return 1;
+            }
+            a->reply = n;
+            a->cap = len;
+        }
+        memcpy(a->reply, data, len);
+        a->len = len;
+        a->state = RAHEAD_GOT;
+        a->got = 1;
+        return 1;
+    }
+    return 0;
+}
+
+rs_status_t rs__rsess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t partition,
+                                  int *claimed_p)
+{
+    *claimed_p = 0;
+    rahead_t *a = ahead_find(s, partition);
+    if (a == NULL)
+        return RS_OK;
+    if (a->conn != c || a->gen != c->gen) { /* asked on a connection since replaced */
+        ahead_free(a);
+        return RS_OK;
+    }
+    rs_status_t st = rs__rsess_wait(s, c, &a->got, "an open read ahead");
+    if (st != RS_OK) {
+        ahead_free(a);
+        return st;
+    }
+    /* A refusal (e.g. no room for the index yet) is asked again by the open itself. */
+    rs_smsg_read_reply_t rr;
+    if (a->len > 0 && rs_sproto_read_reply_decode(a->reply, a->len, &rr) == RS_OK &&
+        rr.status == RS_OK) {
+        if (a->len > s->reply_cap) {
+            uint8_t *n = realloc(s->reply, a->len);
+            if (n == NULL) {
+                ahead_free(a);
+                return RS_ERR_NOMEM; /* its snapshot goes with the connection */
+            }
+            s->reply = n;
+            s->reply_cap = a->len;
+        }
+        memcpy(s->reply, a->reply, a->len);
+        s->reply_len = a->len;
+        /* decoded again where it now lies: the views point into s->reply */
+        if (rs_sproto_decode(s->reply, s->reply_len, RS_SMSG_READ_REPLY, &s->rep) == RS_OK)
+            *claimed_p = 1;
+    }
+    ahead_free(a);
+    return RS_OK;
+}
+
+void rs__rsess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
+{
+    s->ahead_run = opened == s->ahead_next ? s->ahead_run + 1 : 0;
+    s->ahead_next = opened + 1;
+    if (s->ahead_run < AHEAD_AFTER)
+        return;
+    for (uint32_t q = opened + 1; q < s->desc.n_partitions && q <= opened + RS_READ_AHEAD; q++) {
+        if (ahead_find(s, q) != NULL)
+            continue;
+        rahead_t *a = ahead_find_free(s);
+        if (a == NULL)
+            return;
+        uint32_t w;
+        if (rs_shuffle_place(&s->desc, q, &w) != RS_OK)
+            return;
+        rconn_t *c = &s->conns[w];
+        if (c->rkey == NULL || rs_ep_status(c->ep) != RS_OK)
+            continue; /* never connects for a guess: the open does */
+        rs_smsg_read_open_t o = {.status = RS_OK,
+                                 .shuffle_id = s->desc.shuffle_id,
+                                 .partition = q,
+                                 .tag = ++s->next_tag};
+        uint8_t buf[RS_SPROTO_READ_OPEN_LEN];
+        size_t len;
+        if (rs_sproto_read_open_encode(&o, buf, sizeof(buf), &len) != RS_OK ||
+            rs_msg_send(c->ep, RS_SMSG_READ_OPEN, buf, len, NULL, NULL) != RS_OK)
+            return;
+        *a = (rahead_t){.partition = q,
+                        .tag = o.tag,
+                        .gen = c->gen,
+                        .conn = c,
+                        .state = RAHEAD_SENT,
+                        .reply = a->reply,
+                        .cap = a->cap};
+    }
+}
+
+void rs__rsess_ahead_drop(rs_reader_session_t *s)
+{
+    for (uint32_t i = 0; i < RS_READ_AHEAD; i++) {
+        rahead_t *a = &s->ahead[i];
+        rs_smsg_read_reply_t rr;
+        if (a->state == RAHEAD_GOT && a->len > 0 && a->gen == a->conn->gen &&
+            rs_ep_status(a->conn->ep) == RS_OK &&
+            rs_sproto_read_reply_decode(a->reply, a->len, &rr) == RS_OK && rr.status == RS_OK) {
+            rs_smsg_read_close_t m = {.status = RS_OK, .snap_id = rr.snap_id};
+            uint8_t buf[RS_SPROTO_READ_CLOSE_LEN];
+            size_t len;
+            if (rs_sproto_read_close_encode(&m, buf, sizeof(buf), &len) == RS_OK)
+                rs_msg_send(a->conn->ep, RS_SMSG_READ_CLOSE, buf, len, NULL, NULL);
+        }
+        /* Sent and not answered: the snapshot goes when the connection closes. */
+        ahead_free(a);
+        free(a->reply);
+        a->reply = NULL;
+        a->cap = 0;
+    }
+}
