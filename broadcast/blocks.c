@@ -3,22 +3,22 @@
 
 #include "common/checksum.h"
 
-uint64_t rs_bblock_sum(const void *data, size_t len, uint32_t index)
+uint64_t rs_bc_block_sum(const void *data, size_t len, uint32_t index)
 {
     return rs_checksum64_seeded(data, len, 0x5253424c4b000000ull | index);
 }
 
-uint32_t rs_bmap_count(const uint8_t *m, uint32_t nbits)
+uint32_t rs_bc_map_count(const uint8_t *m, uint32_t nbits)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < nbits / 8; i++)
         n += (uint32_t)__builtin_popcount(m[i]);
     for (uint32_t i = nbits / 8 * 8; i < nbits; i++)
-        n += (uint32_t)rs_bmap_test(m, i);
+        n += (uint32_t)rs_bc_map_test(m, i);
     return n;
 }
 
-void rs_border(uint64_t seed, uint32_t start, uint32_t n, uint32_t *order)
+void rs_bc_order(uint64_t seed, uint32_t start, uint32_t n, uint32_t *order)
 {
     uint64_t st = seed;
     if (n == 0)
@@ -28,7 +28,7 @@ void rs_border(uint64_t seed, uint32_t start, uint32_t n, uint32_t *order)
     for (uint32_t i = 0; i < n; i++)
         order[i] = i;
     for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = rs_brand_below(&st, i + 1);
+        uint32_t j = rs_bc_rand_below(&st, i + 1);
         uint32_t t = order[i];
         order[i] = order[j];
         order[j] = t;
@@ -53,8 +53,8 @@ void rs_border(uint64_t seed, uint32_t start, uint32_t n, uint32_t *order)
     }
 }
 
-uint32_t rs_bown_count(uint32_t ticket, uint32_t start, const rs_bactive_t *active,
-                       uint32_t n_active, uint32_t n)
+uint32_t rs_bc_own_count(uint32_t ticket, uint32_t start, const rs_bc_active_t *active,
+                         uint32_t n_active, uint32_t n)
 {
     uint32_t next = n;
     if (n == 0)
@@ -76,7 +76,7 @@ uint32_t rs_bown_count(uint32_t ticket, uint32_t start, const rs_bactive_t *acti
     return next;
 }
 
-uint32_t rs_bstart_pick(const uint8_t *busy, uint32_t n)
+uint32_t rs_bc_start_pick(const uint8_t *busy, uint32_t n)
 {
     uint32_t first_busy = n, best_len = 0, best_at = 0;
     for (uint32_t i = 0; i < n && first_busy == n; i++)

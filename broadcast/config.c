@@ -56,7 +56,7 @@ rs_status_t rs_bcast_config_from_env(rs_bcast_config_t *cfg)
         (st = rs_env_str("RSHUFFLE_BCAST_HOST", c.host, sizeof(c.host))) != RS_OK ||
         (st = rs_env_u32("RSHUFFLE_BCAST_PORT", 0, 65535, &port)) != RS_OK)
         return st;
-    if (rs_bhost_check(c.host, strlen(c.host)) != RS_OK) {
+    if (rs_bc_host_check(c.host, strlen(c.host)) != RS_OK) {
         rs_error("RSHUFFLE_BCAST_HOST='%s' is invalid: expected a host name or address", c.host);
         return RS_ERR_CONFIG;
     }
@@ -93,7 +93,7 @@ rs_status_t rs_bcast_config_validate(const rs_bcast_config_t *cfg)
         return RS_ERR_CONFIG;
     }
     if (memchr(cfg->host, '\0', sizeof(cfg->host)) == NULL ||
-        rs_bhost_check(cfg->host, strlen(cfg->host)) != RS_OK) {
+        rs_bc_host_check(cfg->host, strlen(cfg->host)) != RS_OK) {
         rs_error("broadcast config field host must be a host name or address of 1..%d bytes",
                  RS_BCAST_HOST_MAX);
         return RS_ERR_CONFIG;

@@ -16,29 +16,29 @@
 
 /* ------------------------------------------------------------- creation */
 
-static void holder_free(rs_bholder_t *h, int force)
+static void holder_free(rs_bc_holder_t *h, int force)
 {
     if (h == NULL)
         return;
     if (h->rkey != NULL && !force)
-        rs_brcache_put(h->peer, h->rkey);
+        rs_bc_rcache_put(h->peer, h->rkey);
     free(h->rkey_blob);
     free(h->bitmap);
     free(h->claims);
-    rs_baddr_release(&h->addr);
+    rs_bc_addr_release(&h->addr);
     free(h);
 }
 
-static void entry_free(rs_bentry_t *e, int force)
+static void entry_free(rs_bc_entry_t *e, int force)
 {
     for (uint32_t i = 0; i < e->n_holders; i++)
         holder_free(e->holders[i], force);
     free(e->holders);
     if (!force) {
         if (e->mr != NULL)
-            rs_bregion_put(e->node, e->mr, e->rkey, e->rkey_len);
+            rs_bc_region_put(e->node, e->mr, e->rkey, e->rkey_len);
         if (e->inline_slot != NULL)
-            rs_bslots_put(&e->node->replies, e->inline_slot);
+            rs_bc_slots_put(&e->node->replies, e->inline_slot);
     }
     free(e->sums);
     free(e->blocks);
@@ -47,15 +47,15 @@ static void entry_free(rs_bentry_t *e, int force)
     free(e->order);
     free(e->landed);
     free(e->active);
-    rs_baddr_release(&e->src_addr);
+    rs_bc_addr_release(&e->src_addr);
     pthread_cond_destroy(&e->cond);
     pthread_mutex_destroy(&e->lock);
     free(e);
 }
 
-static rs_bentry_t *entry_new(rs_bcast_node_t *node, const rs_bdesc_t *d)
+static rs_bc_entry_t *entry_new(rs_bcast_node_t *node, const rs_bc_desc_t *d)
 {
-    rs_bentry_t *e = calloc(1, sizeof(*e));
+    rs_bc_entry_t *e = calloc(1, sizeof(*e));
     if (e == NULL)
         return NULL;
     rs_cond_init_monotonic(&e->cond);
@@ -68,15 +68,15 @@ static rs_bentry_t *entry_new(rs_bcast_node_t *node, const rs_bdesc_t *d)
     e->nblocks = d->nblocks;
     e->is_inline = (d->flags & RS_BDESC_F_INLINE) != 0;
     e->state = RS_BENT_FETCHING;
-    e->rng = rs_brandom64();
+    e->rng = rs_bc_random64();
     size_t nb = e->nblocks > 0 ? e->nblocks : 1;
-    if (rs_baddr_copy(&e->src_addr, &d->src) != RS_OK)
+    if (rs_bc_addr_copy(&e->src_addr, &d->src) != RS_OK)
         goto err_free;
     if (!e->is_inline) {
         e->sums = calloc(nb, sizeof(*e->sums));
         e->blocks = calloc(nb, sizeof(*e->blocks));
-        e->bitmap = calloc(1, rs_bmap_bytes(e->nblocks) + 1);
-        e->claimed = calloc(1, rs_bmap_bytes(e->nblocks) + 1);
+        e->bitmap = calloc(1, rs_bc_map_bytes(e->nblocks) + 1);
+        e->claimed = calloc(1, rs_bc_map_bytes(e->nblocks) + 1);
         e->order = calloc(nb, sizeof(*e->order));
         e->landed = calloc(nb, sizeof(*e->landed));
         if (e->sums == NULL || e->blocks == NULL || e->bitmap == NULL || e->claimed == NULL ||
@@ -87,7 +87,7 @@ static rs_bentry_t *entry_new(rs_bcast_node_t *node, const rs_bdesc_t *d)
             e->blocks[i].index = i;
         }
     }
-    e->src_peer = rs_bpeer_get(node, &d->src);
+    e->src_peer = rs_bc_peer_get(node, &d->src);
     if (e->src_peer == NULL)
         goto err_free;
     return e;
@@ -102,14 +102,14 @@ err_free:
  * *e_p set, RS_ERR_DESTROYED for a destroyed object, RS_ERR_NOT_FOUND when
  * there is none yet.
  */
-static rs_status_t table_join(rs_bcast_node_t *node, const rs_bdesc_t *d, rs_bentry_t **e_p)
+static rs_status_t table_join(rs_bcast_node_t *node, const rs_bc_desc_t *d, rs_bc_entry_t **e_p)
 {
     rs_list_t *pos, *tmp;
-    if (rs_bnode_tomb_has(node, d->node_id, d->seq))
+    if (rs_bc_node_tomb_has(node, d->node_id, d->seq))
         return RS_ERR_DESTROYED;
     rs_list_for_each_safe(pos, tmp, &node->entries)
     {
-        rs_bentry_t *e = RS_CONTAINER_OF(pos, rs_bentry_t, link);
+        rs_bc_entry_t *e = RS_CONTAINER_OF(pos, rs_bc_entry_t, link);
         if (e->node_id == d->node_id && e->seq == d->seq) {
             e->refs++;
             *e_p = e;
@@ -119,8 +119,8 @@ static rs_status_t table_join(rs_bcast_node_t *node, const rs_bdesc_t *d, rs_ben
     return RS_ERR_NOT_FOUND;
 }
 
-rs_status_t rs_bentry_acquire(rs_bcast_node_t *node, const rs_bdesc_t *d, rs_bentry_t **e_p,
-                              int *joined)
+rs_status_t rs_bc_entry_acquire(rs_bcast_node_t *node, const rs_bc_desc_t *d, rs_bc_entry_t **e_p,
+                                int *joined)
 {
     *joined = 1;
     pthread_mutex_lock(&node->lock);
@@ -129,7 +129,7 @@ rs_status_t rs_bentry_acquire(rs_bcast_node_t *node, const rs_bdesc_t *d, rs_ben
     if (st != RS_ERR_NOT_FOUND)
         return st;
     /* Allocated outside the table lock (malloc-heavy), then looked up again. */
-    rs_bentry_t *fresh = entry_new(node, d);
+    rs_bc_entry_t *fresh = entry_new(node, d);
     if (fresh == NULL) {
         rs_error("out of memory allocating a broadcast fetch");
         return RS_ERR_NOMEM;
@@ -150,7 +150,7 @@ rs_status_t rs_bentry_acquire(rs_bcast_node_t *node, const rs_bdesc_t *d, rs_ben
     return st;
 }
 
-void rs_bentry_fail(rs_bentry_t *e, rs_status_t st)
+void rs_bc_entry_fail(rs_bc_entry_t *e, rs_status_t st)
 {
     if (e->state != RS_BENT_FETCHING)
         return;
@@ -160,27 +160,27 @@ void rs_bentry_fail(rs_bentry_t *e, rs_status_t st)
 }
 
 /* Keeps the newest list of active readers (e->lock held); p holds n (ticket, start) pairs. */
-static void active_take(rs_bentry_t *e, uint32_t rversion, const uint8_t *p, uint32_t n)
+static void active_take(rs_bc_entry_t *e, uint32_t rversion, const uint8_t *p, uint32_t n)
 {
     if (e->active != NULL && rversion <= e->rversion)
         return;
-    rs_bactive_t *a = realloc(e->active, (n + 1u) * sizeof(*a));
+    rs_bc_active_t *a = realloc(e->active, (n + 1u) * sizeof(*a));
     if (a == NULL)
         return;
     for (uint32_t i = 0; i < n; i++)
-        a[i] = rs_bactive_at(p, i);
+        a[i] = rs_bc_active_at(p, i);
     e->active = a;
     e->n_active = n;
     e->rversion = rversion;
 }
 
 /* Recomputes which leading blocks of our order are ours to take from the source (e->lock held). */
-static void own_update(rs_bentry_t *e)
+static void own_update(rs_bc_entry_t *e)
 {
     if (e->node->cfg.mode != RS_BCAST_TORRENT || e->nblocks < 2 || e->active == NULL)
         e->own_count = e->nblocks; /* nothing to share out */
     else
-        e->own_count = rs_bown_count(e->ticket, e->start, e->active, e->n_active, e->nblocks);
+        e->own_count = rs_bc_own_count(e->ticket, e->start, e->active, e->n_active, e->nblocks);
 }
 
 /* ------------------------------------------------------------ retiring */
@@ -190,7 +190,7 @@ static void own_update(rs_bentry_t *e)
  * stay: failed, destroyed, inline (it serves nothing), its source gone, or
  * fetched in source mode. A fetch nobody waits for any more is abandoned.
  */
-static void entry_maybe_retire(rs_bentry_t *e)
+static void entry_maybe_retire(rs_bc_entry_t *e)
 {
     rs_bcast_node_t *node = e->node;
     pthread_mutex_lock(&e->lock);
@@ -209,12 +209,12 @@ static void entry_maybe_retire(rs_bentry_t *e)
     pthread_mutex_unlock(&node->lock);
     if (retire) {
         pthread_mutex_lock(&e->lock);
-        rs_bentry_fail(e, RS_ERR_TIMEOUT); /* abandoned: late completions change nothing */
+        rs_bc_entry_fail(e, RS_ERR_TIMEOUT); /* abandoned: late completions change nothing */
         pthread_mutex_unlock(&e->lock);
     }
 }
 
-void rs_bentry_unref(rs_bentry_t *e)
+void rs_bc_entry_unref(rs_bc_entry_t *e)
 {
     rs_bcast_node_t *node = e->node;
     pthread_mutex_lock(&node->lock);
@@ -223,7 +223,7 @@ void rs_bentry_unref(rs_bentry_t *e)
     entry_maybe_retire(e);
 }
 
-void rs_bentry_reap(rs_bcast_node_t *node, uint64_t now, int force)
+void rs_bc_entry_reap(rs_bcast_node_t *node, uint64_t now, int force)
 {
     rs_list_t *pos, *tmp, due;
     rs_list_init(&due);
@@ -237,7 +237,7 @@ void rs_bentry_reap(rs_bcast_node_t *node, uint64_t now, int force)
     }
     rs_list_for_each_safe(pos, tmp, &node->retired)
     {
-        rs_bentry_t *e = RS_CONTAINER_OF(pos, rs_bentry_t, link);
+        rs_bc_entry_t *e = RS_CONTAINER_OF(pos, rs_bc_entry_t, link);
         if (force || now >= e->retire_ns) {
             rs_list_del(pos);
             rs_list_add_tail(&due, pos);
@@ -246,7 +246,7 @@ void rs_bentry_reap(rs_bcast_node_t *node, uint64_t now, int force)
     pthread_mutex_unlock(&node->lock);
     rs_list_for_each_safe(pos, tmp, &due)
     {
-        rs_bentry_t *e = RS_CONTAINER_OF(pos, rs_bentry_t, link);
+        rs_bc_entry_t *e = RS_CONTAINER_OF(pos, rs_bc_entry_t, link);
         rs_list_del(pos);
         pthread_mutex_lock(&e->lock);
         uint32_t ops = e->ops;
@@ -262,22 +262,22 @@ void rs_bentry_reap(rs_bcast_node_t *node, uint64_t now, int force)
 }
 
 /* Runs f on every entry in the table, each under a temporary reference. */
-static void entries_each(rs_bcast_node_t *node, int (*match)(rs_bentry_t *, const void *),
-                         const void *key, void (*f)(rs_bentry_t *, const void *))
+static void entries_each(rs_bcast_node_t *node, int (*match)(rs_bc_entry_t *, const void *),
+                         const void *key, void (*f)(rs_bc_entry_t *, const void *))
 {
     rs_list_t *pos, *tmp;
     uint32_t n = 0, cap = 16;
-    rs_bentry_t **list = malloc(cap * sizeof(*list));
+    rs_bc_entry_t **list = malloc(cap * sizeof(*list));
     if (list == NULL)
         return;
     pthread_mutex_lock(&node->lock);
     rs_list_for_each_safe(pos, tmp, &node->entries)
     {
-        rs_bentry_t *e = RS_CONTAINER_OF(pos, rs_bentry_t, link);
+        rs_bc_entry_t *e = RS_CONTAINER_OF(pos, rs_bc_entry_t, link);
         if (!match(e, key))
             continue;
         if (n == cap) {
-            rs_bentry_t **l = realloc(list, 2 * cap * sizeof(*l));
+            rs_bc_entry_t **l = realloc(list, 2 * cap * sizeof(*l));
             if (l == NULL)
                 break;
             list = l;
@@ -289,7 +289,7 @@ static void entries_each(rs_bcast_node_t *node, int (*match)(rs_bentry_t *, cons
     pthread_mutex_unlock(&node->lock);
     for (uint32_t i = 0; i < n; i++) {
         f(list[i], key);
-        rs_bentry_unref(list[i]);
+        rs_bc_entry_unref(list[i]);
     }
     free(list);
 }
@@ -298,27 +298,27 @@ static void entries_each(rs_bcast_node_t *node, int (*match)(rs_bentry_t *, cons
 
 typedef struct {
     uint64_t node_id, seq;
-} rs_bobj_key_t;
+} rs_bc_obj_key_t;
 
-static int match_obj(rs_bentry_t *e, const void *key)
+static int match_obj(rs_bc_entry_t *e, const void *key)
 {
-    const rs_bobj_key_t *k = key;
+    const rs_bc_obj_key_t *k = key;
     return e->node_id == k->node_id && e->seq == k->seq;
 }
 
-static void mark_destroyed(rs_bentry_t *e, const void *key)
+static void mark_destroyed(rs_bc_entry_t *e, const void *key)
 {
     (void)key;
     pthread_mutex_lock(&e->lock);
     e->destroyed = 1;
-    rs_bentry_fail(e, RS_ERR_DESTROYED);
+    rs_bc_entry_fail(e, RS_ERR_DESTROYED);
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
 }
 
-static void apply_news(rs_bentry_t *e, const void *arg)
+static void apply_news(rs_bc_entry_t *e, const void *arg)
 {
-    const rs_bnews_t *news = arg;
+    const rs_bc_news_t *news = arg;
     pthread_mutex_lock(&e->lock);
     active_take(e, news->rversion, news->tickets.p, news->n_active);
     if (e->have_manifest)
@@ -327,36 +327,36 @@ static void apply_news(rs_bentry_t *e, const void *arg)
     pthread_mutex_unlock(&e->lock);
 }
 
-static int match_news(rs_bentry_t *e, const void *key)
+static int match_news(rs_bc_entry_t *e, const void *key)
 {
-    const rs_bnews_t *news = key;
+    const rs_bc_news_t *news = key;
     return e->node_id == news->node_id && e->seq == news->seq;
 }
 
-void rs_bentry_news(rs_bcast_node_t *node, const rs_bnews_t *news)
+void rs_bc_entry_news(rs_bcast_node_t *node, const rs_bc_news_t *news)
 {
     entries_each(node, match_news, news, apply_news);
 }
 
-void rs_bentry_destroyed(rs_bcast_node_t *node, uint64_t node_id, uint64_t seq)
+void rs_bc_entry_destroyed(rs_bcast_node_t *node, uint64_t node_id, uint64_t seq)
 {
-    rs_bobj_key_t k = {node_id, seq};
+    rs_bc_obj_key_t k = {node_id, seq};
     pthread_mutex_lock(&node->lock);
-    rs_bnode_tomb_add(node, node_id, seq);
+    rs_bc_node_tomb_add(node, node_id, seq);
     pthread_mutex_unlock(&node->lock);
     entries_each(node, match_obj, &k, mark_destroyed);
 }
 
-static int match_any(rs_bentry_t *e, const void *key)
+static int match_any(rs_bc_entry_t *e, const void *key)
 {
     (void)e;
     (void)key;
     return 1;
 }
 
-static void mark_peer_dead(rs_bentry_t *e, const void *key)
+static void mark_peer_dead(rs_bc_entry_t *e, const void *key)
 {
-    const rs_bpeer_t *peer = key;
+    const rs_bc_peer_t *peer = key;
     pthread_mutex_lock(&e->lock);
     for (uint32_t i = 0; i < e->n_holders; i++)
         if (e->holders[i]->peer == peer)
@@ -367,16 +367,16 @@ static void mark_peer_dead(rs_bentry_t *e, const void *key)
     pthread_mutex_unlock(&e->lock);
 }
 
-void rs_bentry_peer_dead(rs_bcast_node_t *node, rs_bpeer_t *peer)
+void rs_bc_entry_peer_dead(rs_bcast_node_t *node, rs_bc_peer_t *peer)
 {
     entries_each(node, match_any, peer, mark_peer_dead);
 }
 
 /* --------------------------------------------------------------- replies */
 
-static rs_bholder_t *holder_new(const rs_bholder_wire_t *w, uint32_t nblocks)
+static rs_bc_holder_t *holder_new(const rs_bc_holder_wire_t *w, uint32_t nblocks)
 {
-    rs_bholder_t *h = calloc(1, sizeof(*h));
+    rs_bc_holder_t *h = calloc(1, sizeof(*h));
     if (h == NULL)
         return NULL;
     h->id = w->id;
@@ -384,9 +384,9 @@ static rs_bholder_t *holder_new(const rs_bholder_wire_t *w, uint32_t nblocks)
     h->complete = (w->flags & RS_BHOLDER_F_COMPLETE) != 0;
     h->rkey_blob = malloc(w->rkey.len);
     if (!h->complete)
-        h->bitmap = calloc(1, rs_bmap_bytes(nblocks) + 1);
+        h->bitmap = calloc(1, rs_bc_map_bytes(nblocks) + 1);
     if (h->rkey_blob == NULL || (!h->complete && h->bitmap == NULL) ||
-        rs_baddr_copy(&h->addr, &w->addr) != RS_OK) {
+        rs_bc_addr_copy(&h->addr, &w->addr) != RS_OK) {
         holder_free(h, 1);
         return NULL;
     }
@@ -399,11 +399,11 @@ static rs_bholder_t *holder_new(const rs_bholder_wire_t *w, uint32_t nblocks)
     return h;
 }
 
-static int holders_push(rs_bentry_t *e, rs_bholder_t *h)
+static int holders_push(rs_bc_entry_t *e, rs_bc_holder_t *h)
 {
     if (e->n_holders == e->cap_holders) {
         uint32_t cap = e->cap_holders ? 2 * e->cap_holders : 8;
-        rs_bholder_t **hs = realloc(e->holders, cap * sizeof(*hs));
+        rs_bc_holder_t **hs = realloc(e->holders, cap * sizeof(*hs));
         if (hs == NULL)
             return 0;
         e->holders = hs;
@@ -414,15 +414,15 @@ static int holders_push(rs_bentry_t *e, rs_bholder_t *h)
 }
 
 /* Folds the reply's holders into the entry (e->lock held; source key unpacked already). */
-static rs_status_t merge_holders(rs_bentry_t *e, const rs_breply_t *r, rs_rkey_t **src_rkey)
+static rs_status_t merge_holders(rs_bc_entry_t *e, const rs_bc_reply_t *r, rs_rkey_t **src_rkey)
 {
-    rs_bholder_wire_t w;
+    rs_bc_holder_wire_t w;
     size_t off = 0;
-    while (rs_breply_next_holder(r, &off, &w)) {
+    while (rs_bc_reply_next_holder(r, &off, &w)) {
         if (w.flags & RS_BHOLDER_F_SOURCE) {
             if (e->n_holders > 0)
                 continue;
-            rs_bholder_t *h = holder_new(&w, e->nblocks);
+            rs_bc_holder_t *h = holder_new(&w, e->nblocks);
             if (h == NULL || !holders_push(e, h)) {
                 holder_free(h, 1);
                 return RS_ERR_NOMEM;
@@ -434,9 +434,9 @@ static rs_status_t merge_holders(rs_bentry_t *e, const rs_breply_t *r, rs_rkey_t
         }
         if (e->n_holders == 0)
             return RS_ERR_PROTOCOL; /* the source comes first */
-        if (rs_baddr_equal(&w.addr, &e->node->self.a))
+        if (rs_bc_addr_equal(&w.addr, &e->node->self.a))
             continue;
-        rs_bholder_t *h = NULL;
+        rs_bc_holder_t *h = NULL;
         for (uint32_t i = 1; i < e->n_holders && h == NULL; i++)
             if (e->holders[i]->id == w.id)
                 h = e->holders[i];
@@ -463,20 +463,20 @@ static rs_status_t merge_holders(rs_bentry_t *e, const rs_breply_t *r, rs_rkey_t
 }
 
 /* The source's part of a GET reply: its region key, unpacked on the source endpoint. */
-static rs_status_t source_key(rs_bentry_t *e, const rs_breply_t *r, rs_rkey_t **rkey_p)
+static rs_status_t source_key(rs_bc_entry_t *e, const rs_bc_reply_t *r, rs_rkey_t **rkey_p)
 {
-    rs_bholder_wire_t w;
+    rs_bc_holder_wire_t w;
     size_t off = 0;
-    while (rs_breply_next_holder(r, &off, &w)) {
+    while (rs_bc_reply_next_holder(r, &off, &w)) {
         if (!(w.flags & RS_BHOLDER_F_SOURCE))
             continue;
-        return rs_brcache_get(e->node, e->src_peer, w.rkey.p, w.rkey.len, rkey_p);
+        return rs_bc_rcache_get(e->node, e->src_peer, w.rkey.p, w.rkey.len, rkey_p);
     }
     return RS_ERR_PROTOCOL;
 }
 
 /* The reply describes the object the descriptor named. */
-static rs_status_t reply_check(const rs_bentry_t *e, const rs_breply_t *r, uint8_t kind)
+static rs_status_t reply_check(const rs_bc_entry_t *e, const rs_bc_reply_t *r, uint8_t kind)
 {
     if (r->kind != kind || r->node_id != e->node_id || r->seq != e->seq)
         return RS_ERR_PROTOCOL;
@@ -493,19 +493,20 @@ static rs_status_t reply_check(const rs_bentry_t *e, const rs_breply_t *r, uint8
 }
 
 /* Verifies an inline object against its block checksums. */
-static int inline_verify(const rs_breply_t *r)
+static int inline_verify(const rs_bc_reply_t *r)
 {
     for (uint32_t i = 0; i < r->nblocks; i++) {
-        uint64_t off = rs_bblock_off(i, r->block_size);
-        if (rs_bblock_sum(r->data.p + off, rs_bblock_len(i, r->size, r->block_size), i) !=
-            rs_breply_sum(r, i))
+        uint64_t off = rs_bc_block_off(i, r->block_size);
+        if (rs_bc_block_sum(r->data.p + off, rs_bc_block_len(i, r->size, r->block_size), i) !=
+            rs_bc_reply_sum(r, i))
             return 0;
     }
     return 1;
 }
 
 /* Applies a decoded, checked, successful reply (e->lock held). Returns 1 to keep the slot. */
-static int reply_apply(rs_bentry_t *e, const rs_breply_t *r, rs_bslot_t *slot, rs_rkey_t **src_rkey)
+static int reply_apply(rs_bc_entry_t *e, const rs_bc_reply_t *r, rs_bc_slot_t *slot,
+                       rs_rkey_t **src_rkey)
 {
     rs_bcast_node_t *node = e->node;
     rs_status_t st;
@@ -519,7 +520,7 @@ static int reply_apply(rs_bentry_t *e, const rs_breply_t *r, rs_bslot_t *slot, r
         if (!inline_verify(r)) {
             rs_error("broadcast: inline object %llu failed its checksum",
                      (unsigned long long)e->seq);
-            rs_bentry_fail(e, RS_ERR_CHECKSUM);
+            rs_bc_entry_fail(e, RS_ERR_CHECKSUM);
             e->stats.checksum_failures++;
             RS_BSTAT_ADD(node->stats.checksum_failures, 1);
             return 0;
@@ -533,17 +534,17 @@ static int reply_apply(rs_bentry_t *e, const rs_breply_t *r, rs_bslot_t *slot, r
     }
     if (r->kind == RS_BREQ_GET) {
         for (uint32_t i = 0; i < e->nblocks; i++)
-            e->sums[i] = rs_breply_sum(r, i);
+            e->sums[i] = rs_bc_reply_sum(r, i);
         e->ticket = r->ticket;
         e->start = r->start;
-        rs_border(r->perm_seed, r->start, e->nblocks, e->order);
+        rs_bc_order(r->perm_seed, r->start, e->nblocks, e->order);
     }
     active_take(e, r->rversion, r->tickets.p, r->n_active);
     own_update(e);
     st = merge_holders(e, r, src_rkey);
     if (st != RS_OK) {
         if (r->kind == RS_BREQ_GET)
-            rs_bentry_fail(e, st);
+            rs_bc_entry_fail(e, st);
         return 0;
     }
     if (r->kind == RS_BREQ_GET)
@@ -551,16 +552,16 @@ static int reply_apply(rs_bentry_t *e, const rs_breply_t *r, rs_bslot_t *slot, r
     return 0;
 }
 
-void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t status)
+void rs_bc_entry_reply(rs_bcast_node_t *node, rs_bc_pending_t *pend, rs_status_t status)
 {
-    rs_bentry_t *e = pend->entry;
-    rs_breply_t r;
+    rs_bc_entry_t *e = pend->entry;
+    rs_bc_reply_t r;
     rs_rkey_t *src_rkey = NULL;
     int keep = 0;
 
     memset(&r, 0, sizeof(r));
     if (status == RS_OK) {
-        status = rs_breply_decode(pend->slot->p, pend->slot->cap, &r);
+        status = rs_bc_reply_decode(pend->slot->p, pend->slot->cap, &r);
         if (status == RS_OK)
             status = reply_check(e, &r, pend->kind);
         if (status != RS_OK)
@@ -575,14 +576,14 @@ void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t sta
     if (status != RS_OK) {
         /* No usable answer: a manifest is fatal, an update just loses the source. */
         if (pend->kind == RS_BREQ_GET)
-            rs_bentry_fail(e, status);
+            rs_bc_entry_fail(e, status);
         else if (e->n_holders > 0)
             e->holders[0]->bad = 1;
     } else if (r.status != 0) {
         if (r.status == RS_ERR_DESTROYED)
             e->destroyed = 1;
         if (pend->kind == RS_BREQ_GET || r.status == RS_ERR_DESTROYED)
-            rs_bentry_fail(e, (rs_status_t)r.status);
+            rs_bc_entry_fail(e, (rs_status_t)r.status);
     } else {
         keep = reply_apply(e, &r, pend->slot, &src_rkey);
     }
@@ -590,20 +591,20 @@ void rs_bentry_reply(rs_bcast_node_t *node, rs_bpending_t *pend, rs_status_t sta
     pthread_mutex_unlock(&e->lock);
 
     if (src_rkey != NULL)
-        rs_brcache_put(e->src_peer, src_rkey);
+        rs_bc_rcache_put(e->src_peer, src_rkey);
     if (status == RS_ERR_TIMEOUT || status == RS_ERR_UNREACHABLE || status == RS_ERR_CANCELED) {
         /* A put may still land in the slot: never reuse it. */
         pthread_mutex_lock(&node->lock);
         rs_list_add_tail(&node->lost_slots, &pend->slot->link);
         pthread_mutex_unlock(&node->lock);
     } else if (!keep) {
-        rs_bslots_put(&node->replies, pend->slot);
+        rs_bc_slots_put(&node->replies, pend->slot);
     }
     if (status == RS_OK && r.status == RS_ERR_DESTROYED) {
         pthread_mutex_lock(&node->lock);
-        rs_bnode_tomb_add(node, e->node_id, e->seq);
+        rs_bc_node_tomb_add(node, e->node_id, e->seq);
         pthread_mutex_unlock(&node->lock);
     }
     free(pend);
-    rs_bentry_unref(e); /* the request's reference */
+    rs_bc_entry_unref(e); /* the request's reference */
 }

@@ -22,27 +22,27 @@
 
 #define RS_BREADS_BATCH 32 /* reads planned per round */
 
-typedef struct rs_bact {
+typedef struct rs_bc_act {
     int send_get;
     int send_update;   /* a long poll for news about other holders */
     int send_announce; /* blocks verified since the last announcement (bitmap below) */
     int send_complete; /* the final announcement */
     int verify;
     uint32_t vblock;
-    rs_bholder_t *prepare;
+    rs_bc_holder_t *prepare;
     uint32_t n_reads;
     uint32_t rblock[RS_BREADS_BATCH];
-    rs_bholder_t *rholder[RS_BREADS_BATCH];
+    rs_bc_holder_t *rholder[RS_BREADS_BATCH];
     uint8_t *bitmap; /* snapshot for an update */
-} rs_bact_t;
+} rs_bc_act_t;
 
-static int act_empty(const rs_bact_t *a)
+static int act_empty(const rs_bc_act_t *a)
 {
     return !a->send_get && !a->send_update && !a->send_announce && !a->send_complete &&
            !a->verify && a->prepare == NULL && a->n_reads == 0;
 }
 
-static void stat_add(rs_bentry_t *e, size_t field_off, uint64_t v)
+static void stat_add(rs_bc_entry_t *e, size_t field_off, uint64_t v)
 {
     /* Entry counters under e->lock by the callers that hold it; node totals atomically. */
     RS_BSTAT_ADD(*(uint64_t *)((char *)&e->node->stats + field_off), v);
@@ -58,11 +58,11 @@ static void stat_add(rs_bentry_t *e, size_t field_off, uint64_t v)
 
 static void read_done(void *arg, rs_status_t status)
 {
-    rs_bblock_t *b = arg;
-    rs_bentry_t *e = b->entry;
+    rs_bc_block_t *b = arg;
+    rs_bc_entry_t *e = b->entry;
     pthread_mutex_lock(&e->lock);
-    rs_bholder_t *h = e->holders[b->holder];
-    rs_bpeer_t *peer = h->peer; /* outlives e, which may be freed once ops reaches 0 */
+    rs_bc_holder_t *h = e->holders[b->holder];
+    rs_bc_peer_t *peer = h->peer; /* outlives e, which may be freed once ops reaches 0 */
     e->ops--;
     e->reads_inflight--;
     if (h->is_source)
@@ -73,7 +73,7 @@ static void read_done(void *arg, rs_status_t status)
         e->progress_ns = now;
         e->read_ns = e->read_ns == 0 ? took : (3 * e->read_ns + took) / 4;
         e->landed[e->n_landed++] = b->index;
-        ESTAT(e, bytes_read, rs_bblock_len(b->index, e->size, e->block_size));
+        ESTAT(e, bytes_read, rs_bc_block_len(b->index, e->size, e->block_size));
     } else {
         b->state = RS_BLK_MISSING;
         h->bad = 1;
@@ -83,15 +83,16 @@ static void read_done(void *arg, rs_status_t status)
     }
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
-    rs_bpeer_put_read(peer);
+    rs_bc_peer_put_read(peer);
 }
 
 /* -------------------------------------------------------------- planning */
 
 /* A holder (not the source) that can serve block b now: prepared, good, below its cap. */
-static int holder_can_serve(rs_bentry_t *e, rs_bholder_t *h, uint32_t b, rs_bact_t *a, int *any)
+static int holder_can_serve(rs_bc_entry_t *e, rs_bc_holder_t *h, uint32_t b, rs_bc_act_t *a,
+                            int *any)
 {
-    if (h->bad || !(h->complete || rs_bmap_test(h->bitmap, b)))
+    if (h->bad || !(h->complete || rs_bc_map_test(h->bitmap, b)))
         return 0;
     *any = 1;
     if (h->rkey == NULL) {
@@ -105,11 +106,11 @@ static int holder_can_serve(rs_bentry_t *e, rs_bholder_t *h, uint32_t b, rs_bact
 }
 
 /* Another good holder is reading block b from the source: it will serve it soon. */
-static int claimed_elsewhere(const rs_bentry_t *e, uint32_t b)
+static int claimed_elsewhere(const rs_bc_entry_t *e, uint32_t b)
 {
     for (uint32_t i = 1; i < e->n_holders; i++) {
-        const rs_bholder_t *h = e->holders[i];
-        if (!h->bad && !h->complete && h->claims != NULL && rs_bmap_test(h->claims, b))
+        const rs_bc_holder_t *h = e->holders[i];
+        if (!h->bad && !h->complete && h->claims != NULL && rs_bc_map_test(h->claims, b))
             return 1;
     }
     return 0;
@@ -122,10 +123,10 @@ static int claimed_elsewhere(const rs_bentry_t *e, uint32_t b)
  * first own_count of its order) unless patience ran out: the others are
  * being fetched by the readers that own them, and come from them soon.
  */
-static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
+static void plan_reads(rs_bc_entry_t *e, rs_bc_act_t *a)
 {
     const rs_bcast_config_t *cfg = &e->node->cfg;
-    rs_bholder_t *src = e->holders[0];
+    rs_bc_holder_t *src = e->holders[0];
     int torrent = cfg->mode == RS_BCAST_TORRENT;
     uint32_t src_cap = torrent ? cfg->source_reads : cfg->reads_per_ep;
     uint64_t now = rs_now_ns();
@@ -133,14 +134,14 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
     e->waiting = 0;
     for (uint32_t k = 0; k < e->nblocks && a->n_reads < RS_BREADS_BATCH; k++) {
         uint32_t bi = e->order[k];
-        rs_bblock_t *b = &e->blocks[bi];
+        rs_bc_block_t *b = &e->blocks[bi];
         if (b->state != RS_BLK_MISSING)
             continue;
         int any = 0;
         uint32_t chosen = 0, seen = 0;
         for (uint32_t i = 1; torrent && i < e->n_holders; i++) {
             if (holder_can_serve(e, e->holders[i], bi, a, &any) &&
-                rs_brand_below(&e->rng, ++seen) == 0)
+                rs_bc_rand_below(&e->rng, ++seen) == 0)
                 chosen = i;
         }
         if (!src->bad)
@@ -148,7 +149,7 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
         if (seen == 0) {
             if (!any) {
                 /* Nobody left who has it: the source is gone or failed, so no new holders. */
-                rs_bentry_fail(e, e->last_err != RS_OK ? e->last_err : RS_ERR_UNREACHABLE);
+                rs_bc_entry_fail(e, e->last_err != RS_OK ? e->last_err : RS_ERR_UNREACHABLE);
                 return;
             }
             if (src->bad)
@@ -168,8 +169,8 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
             }
             chosen = 0;
         }
-        rs_bholder_t *h = e->holders[chosen];
-        if (!rs_bpeer_take_read(e->node, h->peer))
+        rs_bc_holder_t *h = e->holders[chosen];
+        if (!rs_bc_peer_take_read(e->node, h->peer))
             continue;
         b->state = RS_BLK_READING;
         b->holder = chosen;
@@ -179,7 +180,7 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
         if (chosen == 0) {
             e->source_inflight++;
             if (torrent && e->nblocks > 1) { /* claim it, so others wait instead of duplicating */
-                rs_bmap_set(e->claimed, bi);
+                rs_bc_map_set(e->claimed, bi);
                 e->announce_due = 1;
             }
         }
@@ -189,9 +190,9 @@ static void plan_reads(rs_bentry_t *e, rs_bact_t *a)
 }
 
 /* Snapshots of the held and claimed bitmaps, back to back (e->lock held); NULL: no memory. */
-static uint8_t *bitmap_copy(const rs_bentry_t *e)
+static uint8_t *bitmap_copy(const rs_bc_entry_t *e)
 {
-    size_t n = rs_bmap_bytes(e->nblocks);
+    size_t n = rs_bc_map_bytes(e->nblocks);
     uint8_t *m = malloc(2 * n + 1);
     if (m != NULL) {
         memcpy(m, e->bitmap, n);
@@ -201,7 +202,7 @@ static uint8_t *bitmap_copy(const rs_bentry_t *e)
 }
 
 /* Decides this getter's next steps (e->lock held). */
-static void plan(rs_bentry_t *e, rs_bact_t *a)
+static void plan(rs_bc_entry_t *e, rs_bc_act_t *a)
 {
     const rs_bcast_config_t *cfg = &e->node->cfg;
     int torrent = cfg->mode == RS_BCAST_TORRENT;
@@ -252,16 +253,16 @@ static void plan(rs_bentry_t *e, rs_bact_t *a)
 /* ------------------------------------------------------------- requests */
 
 /* Encodes q into a new message for the source (*msg_p: free it). */
-static rs_status_t req_encode(const rs_bcast_node_t *node, const rs_breq_t *q, uint8_t **msg_p,
+static rs_status_t req_encode(const rs_bcast_node_t *node, const rs_bc_req_t *q, uint8_t **msg_p,
                               size_t *len_p)
 {
-    size_t len = rs_breq_len(q);
+    size_t len = rs_bc_req_len(q);
     if (len > node->msg_max)
         return RS_ERR_MSG_SIZE;
     uint8_t *msg = malloc(len);
     if (msg == NULL)
         return RS_ERR_NOMEM;
-    rs_status_t st = rs_breq_encode(q, msg, len, len_p);
+    rs_status_t st = rs_bc_req_encode(q, msg, len, len_p);
     if (st != RS_OK) {
         free(msg);
         return st;
@@ -271,21 +272,21 @@ static rs_status_t req_encode(const rs_bcast_node_t *node, const rs_breq_t *q, u
 }
 
 /* Sends a request whose reply lands in a fresh slot of need bytes (getter thread). */
-static rs_status_t request_send(rs_bentry_t *e, rs_breq_t *q, size_t need)
+static rs_status_t request_send(rs_bc_entry_t *e, rs_bc_req_t *q, size_t need)
 {
     rs_bcast_node_t *node = e->node;
-    rs_bpending_t *pend = calloc(1, sizeof(*pend));
-    rs_bslot_t *slot = NULL;
+    rs_bc_pending_t *pend = calloc(1, sizeof(*pend));
+    rs_bc_slot_t *slot = NULL;
     uint8_t *msg = NULL;
     size_t len;
     rs_status_t st = RS_ERR_NOMEM;
 
     if (pend == NULL)
         goto err_free;
-    st = rs_bslots_get(&node->replies, need, &slot);
+    st = rs_bc_slots_get(&node->replies, need, &slot);
     if (st != RS_OK)
         goto err_free;
-    q->req_id = rs_bnode_req_id(node);
+    q->req_id = rs_bc_node_req_id(node);
     q->reply_off = slot->off;
     q->reply_cap = (uint32_t)(slot->cap < UINT32_MAX ? slot->cap : UINT32_MAX);
     q->reply_rkey.p = slot->slab->rkey;
@@ -336,7 +337,7 @@ static rs_status_t request_send(rs_bentry_t *e, rs_breq_t *q, size_t need)
     return RS_OK;
 
 err_put_slot:
-    rs_bslots_put(&node->replies, slot);
+    rs_bc_slots_put(&node->replies, slot);
 err_free:
     free(msg);
     free(pend);
@@ -344,7 +345,7 @@ err_free:
 }
 
 /* A request about entry e; as a holder, it names us and the key to our copy. */
-static void req_init(rs_bentry_t *e, rs_breq_t *q, uint8_t kind, uint16_t flags)
+static void req_init(rs_bc_entry_t *e, rs_bc_req_t *q, uint8_t kind, uint16_t flags)
 {
     memset(q, 0, sizeof(*q));
     q->kind = kind;
@@ -360,26 +361,26 @@ static void req_init(rs_bentry_t *e, rs_breq_t *q, uint8_t kind, uint16_t flags)
 }
 
 /* The first request: the manifest (or the whole inline object). */
-static rs_status_t send_get(rs_bentry_t *e)
+static rs_status_t send_get(rs_bc_entry_t *e)
 {
     rs_bcast_node_t *node = e->node;
     int connected = 0, holder = 0;
-    rs_breq_t q;
+    rs_bc_req_t q;
     size_t need;
 
-    rs_status_t st = rs_bpeer_connect(node, e->src_peer, &connected);
+    rs_status_t st = rs_bc_peer_connect(node, e->src_peer, &connected);
     if (st != RS_OK)
         return st;
     if (!e->is_inline) {
-        st = rs_bregion_get(node, e->size, &e->mr, e->rkey, &e->rkey_len);
+        st = rs_bc_region_get(node, e->size, &e->mr, e->rkey, &e->rkey_len);
         if (st != RS_OK)
             return st;
         e->data = rs_mr_addr(e->mr);
         holder = node->cfg.mode == RS_BCAST_TORRENT;
     }
     req_init(e, &q, RS_BREQ_GET, holder ? RS_BREQ_F_HOLDER : 0);
-    need = e->is_inline ? rs_breply_data_off(rs_breply_meta_len(e->nblocks)) + e->size
-                        : rs_breply_meta_len(e->nblocks) + RS_BREPLY_HOLDER_BUDGET;
+    need = e->is_inline ? rs_bc_reply_data_off(rs_bc_reply_meta_len(e->nblocks)) + e->size
+                        : rs_bc_reply_meta_len(e->nblocks) + RS_BREPLY_HOLDER_BUDGET;
     pthread_mutex_lock(&e->lock);
     if (connected)
         ESTAT(e, connects, 1);
@@ -397,16 +398,16 @@ static rs_status_t send_get(rs_bentry_t *e)
 }
 
 /* A long poll: the holders the source knows, once they changed since our last reply. */
-static void send_update(rs_bentry_t *e)
+static void send_update(rs_bc_entry_t *e)
 {
-    rs_breq_t q;
+    rs_bc_req_t q;
     req_init(e, &q, RS_BREQ_UPDATE, RS_BREQ_F_HOLDER | RS_BREQ_F_WAIT);
     pthread_mutex_lock(&e->lock);
     q.known = e->version;
     e->ops++;
     pthread_mutex_unlock(&e->lock);
     rs_status_t st = request_send(
-        e, &q, rs_breply_meta_len(0) + RS_BREPLY_ACTIVE_BUDGET + RS_BREPLY_HOLDER_BUDGET);
+        e, &q, rs_bc_reply_meta_len(0) + RS_BREPLY_ACTIVE_BUDGET + RS_BREPLY_HOLDER_BUDGET);
     if (st != RS_OK) {
         /* No news can come: stop waiting for it and take what is missing from the source. */
         pthread_mutex_lock(&e->lock);
@@ -422,17 +423,17 @@ static void send_update(rs_bentry_t *e)
  * all (bitmap NULL) with what the fetch cost. Best effort: a lost one only
  * means fewer readers learn about this copy.
  */
-static void send_announce(rs_bentry_t *e, const uint8_t *bitmap)
+static void send_announce(rs_bc_entry_t *e, const uint8_t *bitmap)
 {
     rs_bcast_node_t *node = e->node;
-    rs_breq_t q;
+    rs_bc_req_t q;
     uint8_t *msg = NULL;
     size_t len;
     req_init(e, &q, RS_BREQ_ANNOUNCE,
              RS_BREQ_F_HOLDER |
                  (bitmap != NULL ? RS_BREQ_F_BITMAP | RS_BREQ_F_CLAIMS : RS_BREQ_F_COMPLETE));
     q.bitmap.p = bitmap;
-    q.bitmap.len = (uint32_t)rs_bmap_bytes(e->nblocks);
+    q.bitmap.len = (uint32_t)rs_bc_map_bytes(e->nblocks);
     q.claims.p = bitmap != NULL ? bitmap + q.bitmap.len : NULL;
     q.claims.len = q.bitmap.len;
     pthread_mutex_lock(&e->lock);
@@ -453,7 +454,7 @@ static void send_announce(rs_bentry_t *e, const uint8_t *bitmap)
 /* -------------------------------------------------------------- executing */
 
 /* Connects to a holder and unpacks its key; a holder that cannot be prepared is bad. */
-static void prepare_holder(rs_bentry_t *e, rs_bholder_t *h)
+static void prepare_holder(rs_bc_entry_t *e, rs_bc_holder_t *h)
 {
     rs_bcast_node_t *node = e->node;
     rs_rkey_t *rkey = NULL;
@@ -461,14 +462,14 @@ static void prepare_holder(rs_bentry_t *e, rs_bholder_t *h)
     rs_status_t st = RS_OK;
 
     if (h->peer == NULL) {
-        h->peer = rs_bpeer_get(node, &h->addr.a);
+        h->peer = rs_bc_peer_get(node, &h->addr.a);
         if (h->peer == NULL)
             st = RS_ERR_NOMEM;
     }
     if (st == RS_OK)
-        st = rs_bpeer_connect(node, h->peer, &connected);
+        st = rs_bc_peer_connect(node, h->peer, &connected);
     if (st == RS_OK)
-        st = rs_brcache_get(node, h->peer, h->rkey_blob, h->rkey_len, &rkey);
+        st = rs_bc_rcache_get(node, h->peer, h->rkey_blob, h->rkey_len, &rkey);
     pthread_mutex_lock(&e->lock);
     h->preparing = 0;
     h->rkey = rkey;
@@ -482,10 +483,10 @@ static void prepare_holder(rs_bentry_t *e, rs_bholder_t *h)
     pthread_mutex_unlock(&e->lock);
 }
 
-static void post_read(rs_bentry_t *e, uint32_t bi, rs_bholder_t *h)
+static void post_read(rs_bc_entry_t *e, uint32_t bi, rs_bc_holder_t *h)
 {
-    uint64_t off = rs_bblock_off(bi, e->block_size);
-    uint32_t len = rs_bblock_len(bi, e->size, e->block_size);
+    uint64_t off = rs_bc_block_off(bi, e->block_size);
+    uint32_t len = rs_bc_block_len(bi, e->size, e->block_size);
     rs_status_t st =
         rs_get(h->peer->ep, e->data + off, len, e->mr, h->rkey, off, read_done, &e->blocks[bi]);
     pthread_mutex_lock(&e->lock);
@@ -506,24 +507,24 @@ static void post_read(rs_bentry_t *e, uint32_t bi, rs_bholder_t *h)
     h->bad = 1;
     e->last_err = st;
     pthread_mutex_unlock(&e->lock);
-    rs_bpeer_put_read(h->peer);
+    rs_bc_peer_put_read(h->peer);
     rs_warn("broadcast: cannot read block %u: %s", bi, rs_strerror(st));
 }
 
 /* Checksums a landed block; returns 1 when the entry just completed. */
-static int verify_block(rs_bentry_t *e, uint32_t bi)
+static int verify_block(rs_bc_entry_t *e, uint32_t bi)
 {
-    uint64_t off = rs_bblock_off(bi, e->block_size);
-    uint32_t len = rs_bblock_len(bi, e->size, e->block_size);
-    uint64_t sum = rs_bblock_sum(e->data + off, len, bi);
+    uint64_t off = rs_bc_block_off(bi, e->block_size);
+    uint32_t len = rs_bc_block_len(bi, e->size, e->block_size);
+    uint64_t sum = rs_bc_block_sum(e->data + off, len, bi);
     int completed = 0;
 
     pthread_mutex_lock(&e->lock);
-    rs_bblock_t *b = &e->blocks[bi];
-    rs_bholder_t *h = e->holders[b->holder];
+    rs_bc_block_t *b = &e->blocks[bi];
+    rs_bc_holder_t *h = e->holders[b->holder];
     if (sum == e->sums[bi]) {
         b->state = RS_BLK_DONE;
-        rs_bmap_set(e->bitmap, bi);
+        rs_bc_map_set(e->bitmap, bi);
         e->n_done++;
         e->announce_due = 1;
 #ifdef RS_FAULT_INJECTION
@@ -549,13 +550,13 @@ static int verify_block(rs_bentry_t *e, uint32_t bi)
     return completed;
 }
 
-static void execute(rs_bentry_t *e, rs_bact_t *a)
+static void execute(rs_bc_entry_t *e, rs_bc_act_t *a)
 {
     if (a->send_get) {
         rs_status_t st = send_get(e);
         if (st != RS_OK) {
             pthread_mutex_lock(&e->lock);
-            rs_bentry_fail(e, st);
+            rs_bc_entry_fail(e, st);
             pthread_mutex_unlock(&e->lock);
         }
         return;
@@ -581,10 +582,10 @@ static void execute(rs_bentry_t *e, rs_bact_t *a)
 }
 
 /* Runs the fetch until it ends or the deadline passes. */
-static rs_status_t fetch_run(rs_bentry_t *e, uint64_t deadline)
+static rs_status_t fetch_run(rs_bc_entry_t *e, uint64_t deadline)
 {
     rs_status_t st;
-    rs_bact_t a;
+    rs_bc_act_t a;
     pthread_mutex_lock(&e->lock);
     for (;;) {
         if (e->state == RS_BENT_READY) {
@@ -613,7 +614,7 @@ static rs_status_t fetch_run(rs_bentry_t *e, uint64_t deadline)
             until = now + RS_MS_TO_NS(100);
         if (until > deadline)
             until = deadline;
-        rs_bentry_wait(e, until); /* drives the transport while an answer is due */
+        rs_bc_entry_wait(e, until); /* drives the transport while an answer is due */
     }
     pthread_mutex_unlock(&e->lock);
     return st;
@@ -624,14 +625,14 @@ static rs_status_t fetch_run(rs_bentry_t *e, uint64_t deadline)
 rs_status_t rs_bcast_get(rs_bcast_node_t *node, const void *desc, size_t desc_len,
                          rs_bcast_ref_t **ref_p)
 {
-    rs_bdesc_t d;
-    rs_bentry_t *e;
+    rs_bc_desc_t d;
+    rs_bc_entry_t *e;
     int joined;
 
     if (node == NULL || ref_p == NULL)
         return RS_ERR_INVALID;
     uint64_t deadline = rs_now_ns() + RS_MS_TO_NS(node->cfg.timeout_ms);
-    rs_status_t st = rs_bdesc_decode(desc, desc_len, &d);
+    rs_status_t st = rs_bc_desc_decode(desc, desc_len, &d);
     if (st != RS_OK) {
         rs_error("broadcast: invalid descriptor of %zu bytes: %s", desc_len, rs_strerror(st));
         return st;
@@ -641,14 +642,14 @@ rs_status_t rs_bcast_get(rs_bcast_node_t *node, const void *desc, size_t desc_le
         rs_error("out of memory allocating a broadcast reference");
         return RS_ERR_NOMEM;
     }
-    st = rs_bentry_acquire(node, &d, &e, &joined);
+    st = rs_bc_entry_acquire(node, &d, &e, &joined);
     if (st != RS_OK) {
         free(ref);
         return st;
     }
     st = fetch_run(e, deadline);
     if (st != RS_OK) {
-        rs_bentry_unref(e);
+        rs_bc_entry_unref(e);
         free(ref);
         if (st != RS_ERR_DESTROYED)
             rs_warn("broadcast: get of object %llu failed: %s", (unsigned long long)d.seq,
@@ -677,7 +678,7 @@ size_t rs_bcast_ref_len(const rs_bcast_ref_t *ref)
 
 void rs_bcast_ref_stats(const rs_bcast_ref_t *ref, rs_bcast_stats_t *stats)
 {
-    rs_bentry_t *e = ref->entry;
+    rs_bc_entry_t *e = ref->entry;
     pthread_mutex_lock(&e->lock);
     *stats = e->stats;
     pthread_mutex_unlock(&e->lock);
@@ -687,6 +688,6 @@ void rs_bcast_release(rs_bcast_ref_t *ref)
 {
     if (ref == NULL)
         return;
-    rs_bentry_unref(ref->entry);
+    rs_bc_entry_unref(ref->entry);
     free(ref);
 }

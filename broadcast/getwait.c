@@ -29,7 +29,7 @@
 #define RS_BGET_TIGHT 1u
 
 /* An answer this getter waits for is due soon (e->lock held). */
-static int answer_due(const rs_bentry_t *e)
+static int answer_due(const rs_bc_entry_t *e)
 {
     if (e->state != RS_BENT_FETCHING)
         return 0;
@@ -41,7 +41,7 @@ static int answer_due(const rs_bentry_t *e)
  * a callback while this thread spins (its broadcast of e->cond then wakes
  * nobody): a changed snapshot tells.
  */
-static uint64_t snapshot(const rs_bentry_t *e)
+static uint64_t snapshot(const rs_bc_entry_t *e)
 {
     return (uint64_t)e->state ^ ((uint64_t)e->reads_inflight << 4) ^
            ((uint64_t)e->req_inflight << 24) ^ ((uint64_t)e->have_manifest << 25) ^
@@ -49,7 +49,7 @@ static uint64_t snapshot(const rs_bentry_t *e)
            ((uint64_t)e->version << 48) ^ ((uint64_t)e->ops << 56);
 }
 
-void rs_bentry_wait(rs_bentry_t *e, uint64_t until)
+void rs_bc_entry_wait(rs_bc_entry_t *e, uint64_t until)
 {
     uint64_t now = rs_now_ns();
     uint64_t stop = now + RS_BGET_SPIN_NS < until ? now + RS_BGET_SPIN_NS : until;

@@ -12,6 +12,6 @@
  * is due soon it runs rs_progress on the node's context from this thread
  * (bounded spin), then sleeps on e->cond. Never from a transport callback.
  */
-void rs_bentry_wait(rs_bentry_t *e, uint64_t until);
+void rs_bc_entry_wait(rs_bc_entry_t *e, uint64_t until);
 
 #endif

@@ -11,25 +11,25 @@
 
 #define RS_BSRC_HOLDERS_MAX 4096 /* holders registered per object */
 
-void rs_bsrc_holder_free(rs_bsrc_holder_t *h)
+void rs_bc_src_holder_free(rs_bc_src_holder_t *h)
 {
-    rs_baddr_release(&h->addr);
+    rs_bc_addr_release(&h->addr);
     free(h->rkey);
     free(h->bitmap);
     free(h->claims);
     free(h);
 }
 
-int rs_bsrc_holder_find(rs_bcast_t *src, const rs_baddr_t *addr)
+int rs_bc_src_holder_find(rs_bcast_t *src, const rs_bc_addr_t *addr)
 {
     for (uint32_t i = 0; i < src->n_holders; i++)
-        if (rs_baddr_equal(&src->holders[i]->addr.a, addr))
+        if (rs_bc_addr_equal(&src->holders[i]->addr.a, addr))
             return (int)i;
     return -1;
 }
 
 /* The holder with this id (src->lock held). */
-rs_bsrc_holder_t *rs_bsrc_holder_by_id(rs_bcast_t *src, uint32_t id)
+rs_bc_src_holder_t *rs_bc_src_holder_by_id(rs_bcast_t *src, uint32_t id)
 {
     for (uint32_t i = 0; i < src->n_holders; i++)
         if (src->holders[i]->id == id)
@@ -37,7 +37,7 @@ rs_bsrc_holder_t *rs_bsrc_holder_by_id(rs_bcast_t *src, uint32_t id)
     return NULL;
 }
 
-int rs_bsrc_holder_alive(const rs_bsrc_holder_t *h)
+int rs_bc_src_holder_alive(const rs_bc_src_holder_t *h)
 {
     return h->conn == NULL || !RS_BDEAD(h->conn);
 }
@@ -63,7 +63,7 @@ static uint32_t start_pick(rs_bcast_t *src)
             src->perm_pos = NULL;
             return 0;
         }
-        rs_border(src->perm_seed, 0, n, perm);
+        rs_bc_order(src->perm_seed, 0, n, perm);
         for (uint32_t pos = 0; pos < n; pos++)
             src->perm_pos[perm[pos]] = pos;
         free(perm);
@@ -72,16 +72,16 @@ static uint32_t start_pick(rs_bcast_t *src)
     if (busy == NULL)
         return 0;
     for (uint32_t i = 0; i < src->n_holders; i++) {
-        const rs_bsrc_holder_t *h = src->holders[i];
-        if (!rs_bsrc_holder_alive(h))
+        const rs_bc_src_holder_t *h = src->holders[i];
+        if (!rs_bc_src_holder_alive(h))
             continue;
         if (!h->complete)
             busy[h->start] = 1;
         for (uint32_t b = 0; b < n; b++)
-            if (h->complete || rs_bmap_test(h->bitmap, b) || rs_bmap_test(h->claims, b))
+            if (h->complete || rs_bc_map_test(h->bitmap, b) || rs_bc_map_test(h->claims, b))
                 busy[src->perm_pos[b]] = 1;
     }
-    uint32_t start = rs_bstart_pick(busy, n);
+    uint32_t start = rs_bc_start_pick(busy, n);
     free(busy);
     return start;
 }
@@ -91,31 +91,32 @@ static uint32_t start_pick(rs_bcast_t *src)
  * known at that address is replaced under a new id: its region (and key)
  * are new.
  */
-rs_bsrc_holder_t *rs_bsrc_holder_register(rs_bcast_t *src, rs_bepinfo_t *conn, const rs_breq_t *q)
+rs_bc_src_holder_t *rs_bc_src_holder_register(rs_bcast_t *src, rs_bc_epinfo_t *conn,
+                                              const rs_bc_req_t *q)
 {
-    int i = rs_bsrc_holder_find(src, &q->holder_addr);
+    int i = rs_bc_src_holder_find(src, &q->holder_addr);
     if (i >= 0) {
-        rs_bsrc_holder_free(src->holders[i]);
+        rs_bc_src_holder_free(src->holders[i]);
         src->holders[i] = src->holders[--src->n_holders];
     }
     if (src->n_holders >= RS_BSRC_HOLDERS_MAX)
         return NULL;
     if (src->n_holders == src->cap_holders) {
         uint32_t cap = src->cap_holders ? 2 * src->cap_holders : 8;
-        rs_bsrc_holder_t **hs = realloc(src->holders, cap * sizeof(*hs));
+        rs_bc_src_holder_t **hs = realloc(src->holders, cap * sizeof(*hs));
         if (hs == NULL)
             return NULL;
         src->holders = hs;
         src->cap_holders = cap;
     }
-    rs_bsrc_holder_t *h = calloc(1, sizeof(*h));
+    rs_bc_src_holder_t *h = calloc(1, sizeof(*h));
     if (h == NULL)
         return NULL;
     h->rkey = malloc(q->holder_rkey.len);
-    h->bitmap = calloc(1, rs_bmap_bytes(src->nblocks) + 1);
-    h->claims = calloc(1, rs_bmap_bytes(src->nblocks) + 1);
+    h->bitmap = calloc(1, rs_bc_map_bytes(src->nblocks) + 1);
+    h->claims = calloc(1, rs_bc_map_bytes(src->nblocks) + 1);
     if (h->rkey == NULL || h->bitmap == NULL || h->claims == NULL ||
-        rs_baddr_copy(&h->addr, &q->holder_addr) != RS_OK) {
+        rs_bc_addr_copy(&h->addr, &q->holder_addr) != RS_OK) {
         free(h->rkey);
         free(h->bitmap);
         free(h->claims);
@@ -140,9 +141,10 @@ rs_bsrc_holder_t *rs_bsrc_holder_register(rs_bcast_t *src, rs_bepinfo_t *conn, c
  * gained blocks. gained (optional, bitmap bytes) receives the blocks h just
  * announced; returns whether there were any.
  */
-int rs_bsrc_holder_update(rs_bcast_t *src, rs_bsrc_holder_t *h, const rs_breq_t *q, uint8_t *gained)
+int rs_bc_src_holder_update(rs_bcast_t *src, rs_bc_src_holder_t *h, const rs_bc_req_t *q,
+                            uint8_t *gained)
 {
-    size_t nbytes = rs_bmap_bytes(src->nblocks);
+    size_t nbytes = rs_bc_map_bytes(src->nblocks);
     int any = 0;
     if (h->complete)
         return 0;
@@ -174,7 +176,7 @@ int rs_bsrc_holder_update(rs_bcast_t *src, rs_bsrc_holder_t *h, const rs_breq_t 
             any |= g != 0;
         }
         if (any) {
-            h->have = rs_bmap_count(h->bitmap, src->nblocks);
+            h->have = rs_bc_map_count(h->bitmap, src->nblocks);
             src->version++;
         }
     }
@@ -182,14 +184,14 @@ int rs_bsrc_holder_update(rs_bcast_t *src, rs_bsrc_holder_t *h, const rs_breq_t 
 }
 
 /* Remembers an endpoint that asked for the manifest (src->lock held). */
-void rs_bsrc_reader_note(rs_bcast_t *src, rs_bepinfo_t *info)
+void rs_bc_src_reader_note(rs_bcast_t *src, rs_bc_epinfo_t *info)
 {
     for (uint32_t i = 0; i < src->n_readers; i++)
         if (src->readers[i] == info)
             return;
     if (src->n_readers == src->cap_readers) {
         uint32_t cap = src->cap_readers ? 2 * src->cap_readers : 8;
-        rs_bepinfo_t **r = realloc(src->readers, cap * sizeof(*r));
+        rs_bc_epinfo_t **r = realloc(src->readers, cap * sizeof(*r));
         if (r == NULL)
             return; /* that reader then learns of a destroy from the source itself */
         src->readers = r;

@@ -20,7 +20,7 @@
 
 static uint64_t random_u64(void);
 
-uint64_t rs_brandom64(void)
+uint64_t rs_bc_random64(void)
 {
     static __thread uint64_t state;
     static __thread int seeded;
@@ -28,7 +28,7 @@ uint64_t rs_brandom64(void)
         state = random_u64();
         seeded = 1;
     }
-    return rs_brand(&state);
+    return rs_bc_rand(&state);
 }
 
 /* ---------------------------------------------------------------- callbacks */
@@ -37,7 +37,7 @@ uint64_t rs_brandom64(void)
 static void work_push(rs_bcast_node_t *node, int kind, rs_ep_t *ep, rs_status_t status,
                       const void *data, size_t len)
 {
-    rs_bwork_t *w = malloc(sizeof(*w) + len);
+    rs_bc_work_t *w = malloc(sizeof(*w) + len);
     if (w == NULL) {
         rs_error("broadcast: out of memory queueing an event: dropped");
         return;
@@ -55,7 +55,7 @@ static void work_push(rs_bcast_node_t *node, int kind, rs_ep_t *ep, rs_status_t 
     pthread_mutex_unlock(&node->work_lock);
 }
 
-static rs_bepinfo_t *epinfo_of(rs_bcast_node_t *node, rs_ep_t *ep);
+static rs_bc_epinfo_t *epinfo_of(rs_bcast_node_t *node, rs_ep_t *ep);
 static void handle_notify(rs_bcast_node_t *node, uint32_t imm);
 
 /*
@@ -65,10 +65,10 @@ static void handle_notify(rs_bcast_node_t *node, uint32_t imm);
 static void on_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_bcast_node_t *node = arg;
-    rs_breq_t q;
-    rs_bepinfo_t *info;
-    if (rs_breq_decode(data, len, &q) == RS_OK && (info = epinfo_of(node, ep)) != NULL &&
-        (rs_bsrc_serve_fast(node, info, &q) || rs_bsrc_serve_cb(node, info, &q)))
+    rs_bc_req_t q;
+    rs_bc_epinfo_t *info;
+    if (rs_bc_req_decode(data, len, &q) == RS_OK && (info = epinfo_of(node, ep)) != NULL &&
+        (rs_bc_src_serve_fast(node, info, &q) || rs_bc_src_serve_cb(node, info, &q)))
         return;
     work_push(arg, RS_BWORK_REQ, ep, RS_OK, data, len);
 }
@@ -80,10 +80,10 @@ static void on_destroy(void *arg, rs_ep_t *ep, const void *data, size_t len)
 
 static void on_news(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
-    rs_bnews_t news;
+    rs_bc_news_t news;
     /* Applied at once: it only moves entry state (no transport call, no registration). */
-    if (rs_bnews_decode(data, len, &news) == RS_OK) {
-        rs_bentry_news(arg, &news);
+    if (rs_bc_news_decode(data, len, &news) == RS_OK) {
+        rs_bc_entry_news(arg, &news);
         return;
     }
     work_push(arg, RS_BWORK_NEWS, ep, RS_OK, data, len); /* malformed: reported there */
@@ -110,14 +110,14 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
  * (node->lock), not through the endpoint's user pointer, because callbacks
  * and the service thread both ask.
  */
-static rs_bepinfo_t *epinfo_of(rs_bcast_node_t *node, rs_ep_t *ep)
+static rs_bc_epinfo_t *epinfo_of(rs_bcast_node_t *node, rs_ep_t *ep)
 {
     rs_list_t *pos, *tmp;
-    rs_bepinfo_t *info = NULL;
+    rs_bc_epinfo_t *info = NULL;
     pthread_mutex_lock(&node->lock);
     rs_list_for_each_safe(pos, tmp, &node->peers)
     {
-        rs_bpeer_t *p = RS_CONTAINER_OF(pos, rs_bpeer_t, link);
+        rs_bc_peer_t *p = RS_CONTAINER_OF(pos, rs_bc_peer_t, link);
         if (p->ep == ep) {
             info = &p->info;
             goto out;
@@ -125,7 +125,7 @@ static rs_bepinfo_t *epinfo_of(rs_bcast_node_t *node, rs_ep_t *ep)
     }
     rs_list_for_each_safe(pos, tmp, &node->epinfos)
     {
-        rs_bepinfo_t *i = RS_CONTAINER_OF(pos, rs_bepinfo_t, link);
+        rs_bc_epinfo_t *i = RS_CONTAINER_OF(pos, rs_bc_epinfo_t, link);
         if (i->ep == ep) {
             info = i;
             goto out;
@@ -146,14 +146,14 @@ out:
 }
 
 /* Fails every request awaiting a reply from peer (or every expired one when peer is NULL). */
-static void pending_fail(rs_bcast_node_t *node, rs_bpeer_t *peer, uint64_t now, rs_status_t st)
+static void pending_fail(rs_bcast_node_t *node, rs_bc_peer_t *peer, uint64_t now, rs_status_t st)
 {
     rs_list_t failed, *pos, *tmp;
     rs_list_init(&failed);
     pthread_mutex_lock(&node->lock);
     rs_list_for_each_safe(pos, tmp, &node->pending)
     {
-        rs_bpending_t *p = RS_CONTAINER_OF(pos, rs_bpending_t, link);
+        rs_bc_pending_t *p = RS_CONTAINER_OF(pos, rs_bc_pending_t, link);
         if (peer != NULL ? p->peer == peer : now >= p->deadline_ns) {
             rs_list_del(&p->link);
             rs_list_add_tail(&failed, &p->link);
@@ -162,33 +162,33 @@ static void pending_fail(rs_bcast_node_t *node, rs_bpeer_t *peer, uint64_t now, 
     pthread_mutex_unlock(&node->lock);
     rs_list_for_each_safe(pos, tmp, &failed)
     {
-        rs_bpending_t *p = RS_CONTAINER_OF(pos, rs_bpending_t, link);
+        rs_bc_pending_t *p = RS_CONTAINER_OF(pos, rs_bc_pending_t, link);
         rs_list_del(&p->link);
-        rs_bentry_reply(node, p, st);
+        rs_bc_entry_reply(node, p, st);
     }
 }
 
-static void handle_req(rs_bcast_node_t *node, rs_bwork_t *w)
+static void handle_req(rs_bcast_node_t *node, rs_bc_work_t *w)
 {
-    rs_breq_t q;
-    rs_status_t st = rs_breq_decode(w->data, w->len, &q);
+    rs_bc_req_t q;
+    rs_status_t st = rs_bc_req_decode(w->data, w->len, &q);
     if (st != RS_OK) {
         rs_warn("broadcast: dropped a malformed request of %zu bytes: %s", w->len, rs_strerror(st));
         return;
     }
-    rs_bepinfo_t *info = epinfo_of(node, w->ep);
+    rs_bc_epinfo_t *info = epinfo_of(node, w->ep);
     if (info != NULL)
-        rs_bsrc_serve(node, info, &q);
+        rs_bc_src_serve(node, info, &q);
 }
 
 static void handle_notify(rs_bcast_node_t *node, uint32_t imm)
 {
     rs_list_t *pos, *tmp;
-    rs_bpending_t *found = NULL;
+    rs_bc_pending_t *found = NULL;
     pthread_mutex_lock(&node->lock);
     rs_list_for_each_safe(pos, tmp, &node->pending)
     {
-        rs_bpending_t *p = RS_CONTAINER_OF(pos, rs_bpending_t, link);
+        rs_bc_pending_t *p = RS_CONTAINER_OF(pos, rs_bc_pending_t, link);
         if (p->req_id == imm) {
             rs_list_del(&p->link);
             found = p;
@@ -200,25 +200,25 @@ static void handle_notify(rs_bcast_node_t *node, uint32_t imm)
         rs_warn("broadcast: a reply for unknown request %u (late after a timeout?)", imm);
         return;
     }
-    rs_bentry_reply(node, found, RS_OK);
+    rs_bc_entry_reply(node, found, RS_OK);
 }
 
-static void handle_ep(rs_bcast_node_t *node, rs_bwork_t *w)
+static void handle_ep(rs_bcast_node_t *node, rs_bc_work_t *w)
 {
     if (w->status == RS_OK) {
         epinfo_of(node, w->ep); /* a peer connected to us */
         return;
     }
-    rs_bepinfo_t *info = epinfo_of(node, w->ep);
+    rs_bc_epinfo_t *info = epinfo_of(node, w->ep);
     if (info == NULL || __atomic_exchange_n(&info->dead, 1, __ATOMIC_ACQ_REL))
         return; /* told already */
-    rs_bpeer_t *peer = info->peer;
+    rs_bc_peer_t *peer = info->peer;
     if (peer == NULL) {
-        rs_bsrc_conn_dead(node, info); /* a reader of ours is gone */
+        rs_bc_src_conn_dead(node, info); /* a reader of ours is gone */
         return;
     }
     char name[300];
-    rs_baddr_format(&peer->addr.a, name, sizeof(name));
+    rs_bc_addr_format(&peer->addr.a, name, sizeof(name));
     rs_info("broadcast: peer %s is gone: %s", name, rs_strerror(w->status));
     pthread_mutex_lock(&node->lock);
     peer->state = RS_BPEER_DEAD;
@@ -226,29 +226,29 @@ static void handle_ep(rs_bcast_node_t *node, rs_bwork_t *w)
     pthread_cond_broadcast(&node->cond);
     pthread_mutex_unlock(&node->lock);
     pending_fail(node, peer, 0, RS_ERR_UNREACHABLE);
-    rs_bentry_peer_dead(node, peer);
+    rs_bc_entry_peer_dead(node, peer);
 }
 
-static void handle_destroy(rs_bcast_node_t *node, rs_bwork_t *w)
+static void handle_destroy(rs_bcast_node_t *node, rs_bc_work_t *w)
 {
     uint64_t node_id, seq;
-    rs_status_t st = rs_bdestroy_decode(w->data, w->len, &node_id, &seq);
+    rs_status_t st = rs_bc_destroy_decode(w->data, w->len, &node_id, &seq);
     if (st != RS_OK) {
         rs_warn("broadcast: dropped a malformed destroy notice: %s", rs_strerror(st));
         return;
     }
-    rs_bentry_destroyed(node, node_id, seq);
+    rs_bc_entry_destroyed(node, node_id, seq);
 }
 
-static void handle_news(rs_bcast_node_t *node, rs_bwork_t *w)
+static void handle_news(rs_bcast_node_t *node, rs_bc_work_t *w)
 {
-    rs_bnews_t news;
-    rs_status_t st = rs_bnews_decode(w->data, w->len, &news);
+    rs_bc_news_t news;
+    rs_status_t st = rs_bc_news_decode(w->data, w->len, &news);
     if (st != RS_OK) {
         rs_warn("broadcast: dropped malformed news: %s", rs_strerror(st));
         return;
     }
-    rs_bentry_news(node, &news);
+    rs_bc_entry_news(node, &news);
 }
 
 /* Handles every queued event; returns how many. */
@@ -269,7 +269,7 @@ static unsigned work_drain(rs_bcast_node_t *node)
     pthread_mutex_unlock(&node->work_lock);
     rs_list_for_each_safe(pos, tmp, &batch)
     {
-        rs_bwork_t *w = RS_CONTAINER_OF(pos, rs_bwork_t, link);
+        rs_bc_work_t *w = RS_CONTAINER_OF(pos, rs_bc_work_t, link);
         rs_list_del(&w->link);
         switch (w->kind) {
             case RS_BWORK_REQ:
@@ -313,10 +313,10 @@ static void *service_main(void *arg)
         uint64_t now = rs_now_ns();
         if (now >= next_timer) {
             pending_fail(node, NULL, now, RS_ERR_TIMEOUT);
-            rs_bsrc_tick(node, now);
-            rs_bentry_reap(node, now, 0);
-            rs_bsrc_reap(node, now, 0);
-            rs_bregions_tick(node, now);
+            rs_bc_src_tick(node, now);
+            rs_bc_entry_reap(node, now, 0);
+            rs_bc_src_reap(node, now, 0);
+            rs_bc_regions_tick(node, now);
             next_timer = now + RS_MS_TO_NS(RS_BSERVICE_WAIT_MS);
         }
     }
@@ -327,14 +327,14 @@ static void *service_main(void *arg)
 
 static rs_status_t node_self_address(rs_bcast_node_t *node)
 {
-    rs_baddr_t a;
+    rs_bc_addr_t a;
     memset(&a, 0, sizeof(a));
     a.kind = (uint8_t)node->cfg.addr_kind;
     if (node->cfg.addr_kind == RS_BCAST_ADDR_HOSTPORT) {
         a.port = rs_listener_port(node->listener);
         a.bytes.p = (const uint8_t *)node->cfg.host;
         a.bytes.len = (uint32_t)strlen(node->cfg.host);
-        return rs_baddr_copy(&node->self, &a);
+        return rs_bc_addr_copy(&node->self, &a);
     }
     uint8_t *blob = malloc(RS_ADDR_BLOB_MAX);
     size_t len = 0;
@@ -344,7 +344,7 @@ static rs_status_t node_self_address(rs_bcast_node_t *node)
     if (st == RS_OK) {
         a.bytes.p = blob;
         a.bytes.len = (uint32_t)len;
-        st = rs_baddr_copy(&node->self, &a);
+        st = rs_bc_addr_copy(&node->self, &a);
     }
     free(blob);
     return st;
@@ -428,9 +428,9 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
     st = rs_ctx_create(&tc, &node->ctx);
     if (st != RS_OK)
         goto err_free_node;
-    rs_bslots_init(&node->replies, node->ctx, RS_MEM_REMOTE_WRITE,
-                   (size_t)bc.inline_max + RS_BCAST_DATA_ALIGN + RS_BSTAGE_SLOT, RS_BREPLY_SLOTS);
-    rs_bslots_init(&node->staging, node->ctx, RS_MEM_LOCAL, RS_BSTAGE_SLOT, RS_BSTAGE_SLOTS);
+    rs_bc_slots_init(&node->replies, node->ctx, RS_MEM_REMOTE_WRITE,
+                     (size_t)bc.inline_max + RS_BCAST_DATA_ALIGN + RS_BSTAGE_SLOT, RS_BREPLY_SLOTS);
+    rs_bc_slots_init(&node->staging, node->ctx, RS_MEM_LOCAL, RS_BSTAGE_SLOT, RS_BSTAGE_SLOTS);
     rs_set_msg_handler(node->ctx, RS_BMSG_REQ, on_req, node);
     rs_set_msg_handler(node->ctx, RS_BMSG_DESTROY, on_destroy, node);
     rs_set_msg_handler(node->ctx, RS_BMSG_NEWS, on_news, node);
@@ -455,11 +455,11 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
     return RS_OK;
 
 err_release_self:
-    rs_baddr_release(&node->self);
+    rs_bc_addr_release(&node->self);
 err_destroy_ctx:
     rs_ctx_destroy(node->ctx);
-    rs_bslots_fini(&node->staging);
-    rs_bslots_fini(&node->replies);
+    rs_bc_slots_fini(&node->staging);
+    rs_bc_slots_fini(&node->replies);
 err_free_node:
     pthread_cond_destroy(&node->work_cond);
     pthread_cond_destroy(&node->cond);
@@ -498,18 +498,18 @@ void rs_bcast_node_destroy(rs_bcast_node_t *node)
      */
     rs_ctx_destroy(node->ctx);
     pending_fail(node, NULL, UINT64_MAX, RS_ERR_CANCELED);
-    rs_bentry_reap(node, UINT64_MAX, 1);
-    rs_bsrc_reap(node, UINT64_MAX, 1);
-    rs_bpeers_fini(node);
-    rs_bregions_fini(node);
-    rs_bslots_fini(&node->staging);
-    rs_bslots_fini(&node->replies);
+    rs_bc_entry_reap(node, UINT64_MAX, 1);
+    rs_bc_src_reap(node, UINT64_MAX, 1);
+    rs_bc_peers_fini(node);
+    rs_bc_regions_fini(node);
+    rs_bc_slots_fini(&node->staging);
+    rs_bc_slots_fini(&node->replies);
     rs_list_for_each_safe(pos, tmp, &node->work)
     {
         rs_list_del(pos);
-        free(RS_CONTAINER_OF(pos, rs_bwork_t, link));
+        free(RS_CONTAINER_OF(pos, rs_bc_work_t, link));
     }
-    rs_baddr_release(&node->self);
+    rs_bc_addr_release(&node->self);
     pthread_cond_destroy(&node->work_cond);
     pthread_cond_destroy(&node->cond);
     pthread_mutex_destroy(&node->work_lock);
@@ -530,7 +530,7 @@ void rs_bcast_node_stats(rs_bcast_node_t *node, rs_bcast_stats_t *stats)
         dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
-uint32_t rs_bnode_req_id(rs_bcast_node_t *node)
+uint32_t rs_bc_node_req_id(rs_bcast_node_t *node)
 {
     pthread_mutex_lock(&node->lock);
     uint32_t id = node->next_req_id++;
@@ -540,14 +540,14 @@ uint32_t rs_bnode_req_id(rs_bcast_node_t *node)
     return id;
 }
 
-void rs_bnode_tomb_add(rs_bcast_node_t *node, uint64_t node_id, uint64_t seq)
+void rs_bc_node_tomb_add(rs_bcast_node_t *node, uint64_t node_id, uint64_t seq)
 {
     uint32_t i = node->n_tombs++ % RS_BTOMBS;
     node->tombs[i][0] = node_id;
     node->tombs[i][1] = seq;
 }
 
-int rs_bnode_tomb_has(const rs_bcast_node_t *node, uint64_t node_id, uint64_t seq)
+int rs_bc_node_tomb_has(const rs_bcast_node_t *node, uint64_t node_id, uint64_t seq)
 {
     uint32_t n = node->n_tombs < RS_BTOMBS ? node->n_tombs : RS_BTOMBS;
     for (uint32_t i = 0; i < n; i++)

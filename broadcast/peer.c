@@ -9,7 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-rs_status_t rs_baddr_copy(rs_baddr_own_t *dst, const rs_baddr_t *src)
+rs_status_t rs_bc_addr_copy(rs_bc_addr_own_t *dst, const rs_bc_addr_t *src)
 {
     uint8_t *buf = malloc(src->bytes.len + 1u);
     if (buf == NULL) {
@@ -24,26 +24,26 @@ rs_status_t rs_baddr_copy(rs_baddr_own_t *dst, const rs_baddr_t *src)
     return RS_OK;
 }
 
-void rs_baddr_release(rs_baddr_own_t *a)
+void rs_bc_addr_release(rs_bc_addr_own_t *a)
 {
     free(a->buf);
     a->buf = NULL;
 }
 
-rs_bpeer_t *rs_bpeer_get(rs_bcast_node_t *node, const rs_baddr_t *addr)
+rs_bc_peer_t *rs_bc_peer_get(rs_bcast_node_t *node, const rs_bc_addr_t *addr)
 {
     rs_list_t *pos, *tmp;
     pthread_mutex_lock(&node->lock);
     rs_list_for_each_safe(pos, tmp, &node->peers)
     {
-        rs_bpeer_t *p = RS_CONTAINER_OF(pos, rs_bpeer_t, link);
-        if (rs_baddr_equal(&p->addr.a, addr)) {
+        rs_bc_peer_t *p = RS_CONTAINER_OF(pos, rs_bc_peer_t, link);
+        if (rs_bc_addr_equal(&p->addr.a, addr)) {
             pthread_mutex_unlock(&node->lock);
             return p;
         }
     }
-    rs_bpeer_t *p = calloc(1, sizeof(*p));
-    if (p == NULL || rs_baddr_copy(&p->addr, addr) != RS_OK) {
+    rs_bc_peer_t *p = calloc(1, sizeof(*p));
+    if (p == NULL || rs_bc_addr_copy(&p->addr, addr) != RS_OK) {
         pthread_mutex_unlock(&node->lock);
         free(p);
         rs_error("out of memory adding a broadcast peer");
@@ -58,14 +58,14 @@ rs_bpeer_t *rs_bpeer_get(rs_bcast_node_t *node, const rs_baddr_t *addr)
     return p;
 }
 
-static rs_status_t peer_dial(rs_bcast_node_t *node, rs_bpeer_t *p, rs_ep_t **ep_p)
+static rs_status_t peer_dial(rs_bcast_node_t *node, rs_bc_peer_t *p, rs_ep_t **ep_p)
 {
     if (p->addr.a.kind == RS_BCAST_ADDR_HOSTPORT)
         return rs_connect(node->ctx, (const char *)p->addr.buf, p->addr.a.port, ep_p);
     return rs_connect_address(node->ctx, p->addr.buf, p->addr.a.bytes.len, ep_p);
 }
 
-rs_status_t rs_bpeer_connect(rs_bcast_node_t *node, rs_bpeer_t *p, int *connected)
+rs_status_t rs_bc_peer_connect(rs_bcast_node_t *node, rs_bc_peer_t *p, int *connected)
 {
     /* Bounded: a connect attempt ends within connect_timeout_ms. */
     uint64_t deadline =
@@ -92,7 +92,7 @@ rs_status_t rs_bpeer_connect(rs_bcast_node_t *node, rs_bpeer_t *p, int *connecte
                 p->info.ep = ep;
             } else {
                 char name[300];
-                rs_baddr_format(&p->addr.a, name, sizeof(name));
+                rs_bc_addr_format(&p->addr.a, name, sizeof(name));
                 rs_warn("broadcast: cannot connect to %s: %s", name, rs_strerror(st));
             }
             pthread_mutex_lock(&node->lock);
@@ -115,7 +115,7 @@ rs_status_t rs_bpeer_connect(rs_bcast_node_t *node, rs_bpeer_t *p, int *connecte
     return st;
 }
 
-int rs_bpeer_take_read(rs_bcast_node_t *node, rs_bpeer_t *p)
+int rs_bc_peer_take_read(rs_bcast_node_t *node, rs_bc_peer_t *p)
 {
     uint32_t cur = __atomic_load_n(&p->reads, __ATOMIC_RELAXED);
     while (cur < node->cfg.reads_per_ep) {
@@ -133,25 +133,26 @@ int rs_bpeer_take_read(rs_bcast_node_t *node, rs_bpeer_t *p)
     return 0;
 }
 
-void rs_bpeer_put_read(rs_bpeer_t *p)
+void rs_bc_peer_put_read(rs_bc_peer_t *p)
 {
     __atomic_fetch_sub(&p->reads, 1, __ATOMIC_RELAXED);
 }
 
 /* A cached key for blob (info->lock held). */
-static rs_rkey_t *key_find(rs_bepinfo_t *info, const void *blob, size_t len)
+static rs_rkey_t *key_find(rs_bc_epinfo_t *info, const void *blob, size_t len)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &info->rkeys)
     {
-        rs_bkey_cache_t *k = RS_CONTAINER_OF(pos, rs_bkey_cache_t, link);
+        rs_bc_key_cache_t *k = RS_CONTAINER_OF(pos, rs_bc_key_cache_t, link);
         if (k->len == len && memcmp(k->blob, blob, len) == 0)
             return k->rkey;
     }
     return NULL;
 }
 
-rs_status_t rs_bepinfo_rkey(rs_bepinfo_t *info, const void *blob, size_t len, rs_rkey_t **rkey_p)
+rs_status_t rs_bc_epinfo_rkey(rs_bc_epinfo_t *info, const void *blob, size_t len,
+                              rs_rkey_t **rkey_p)
 {
     pthread_mutex_lock(&info->lock);
     rs_rkey_t *found = key_find(info, blob, len);
@@ -160,7 +161,7 @@ rs_status_t rs_bepinfo_rkey(rs_bepinfo_t *info, const void *blob, size_t len, rs
         *rkey_p = found;
         return RS_OK;
     }
-    rs_bkey_cache_t *k = malloc(sizeof(*k) + len);
+    rs_bc_key_cache_t *k = malloc(sizeof(*k) + len);
     if (k == NULL) {
         rs_error("out of memory caching a remote key");
         return RS_ERR_NOMEM;
@@ -188,32 +189,32 @@ rs_status_t rs_bepinfo_rkey(rs_bepinfo_t *info, const void *blob, size_t len, rs
     return RS_OK;
 }
 
-static void epinfo_fini(rs_bepinfo_t *info)
+static void epinfo_fini(rs_bc_epinfo_t *info)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &info->rkeys)
     {
         rs_list_del(pos);
-        free(RS_CONTAINER_OF(pos, rs_bkey_cache_t, link));
+        free(RS_CONTAINER_OF(pos, rs_bc_key_cache_t, link));
     }
     pthread_mutex_destroy(&info->lock);
 }
 
-void rs_bpeers_fini(rs_bcast_node_t *node)
+void rs_bc_peers_fini(rs_bcast_node_t *node)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &node->peers)
     {
-        rs_bpeer_t *p = RS_CONTAINER_OF(pos, rs_bpeer_t, link);
+        rs_bc_peer_t *p = RS_CONTAINER_OF(pos, rs_bc_peer_t, link);
         rs_list_del(&p->link);
-        rs_brcache_fini(p);
+        rs_bc_rcache_fini(p);
         epinfo_fini(&p->info);
-        rs_baddr_release(&p->addr);
+        rs_bc_addr_release(&p->addr);
         free(p);
     }
     rs_list_for_each_safe(pos, tmp, &node->epinfos)
     {
-        rs_bepinfo_t *info = RS_CONTAINER_OF(pos, rs_bepinfo_t, link);
+        rs_bc_epinfo_t *info = RS_CONTAINER_OF(pos, rs_bc_epinfo_t, link);
         rs_list_del(&info->link);
         epinfo_fini(info);
         free(info);

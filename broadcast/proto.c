@@ -11,7 +11,7 @@
 
 /* ------------------------------------------------------------ addresses */
 
-rs_status_t rs_bhost_check(const void *host, size_t len)
+rs_status_t rs_bc_host_check(const void *host, size_t len)
 {
     const uint8_t *h = host;
     if (len == 0 || len > RS_BCAST_HOST_MAX)
@@ -26,13 +26,13 @@ rs_status_t rs_bhost_check(const void *host, size_t len)
     return RS_OK;
 }
 
-int rs_baddr_equal(const rs_baddr_t *a, const rs_baddr_t *b)
+int rs_bc_addr_equal(const rs_bc_addr_t *a, const rs_bc_addr_t *b)
 {
     return a->kind == b->kind && a->port == b->port && a->bytes.len == b->bytes.len &&
            memcmp(a->bytes.p, b->bytes.p, a->bytes.len) == 0;
 }
 
-void rs_baddr_format(const rs_baddr_t *a, char *buf, size_t buflen)
+void rs_bc_addr_format(const rs_bc_addr_t *a, char *buf, size_t buflen)
 {
     if (a->kind == RS_BCAST_ADDR_HOSTPORT)
         snprintf(buf, buflen, "%.*s:%u", (int)a->bytes.len, (const char *)a->bytes.p, a->port);
@@ -40,12 +40,12 @@ void rs_baddr_format(const rs_baddr_t *a, char *buf, size_t buflen)
         snprintf(buf, buflen, "address blob of %u bytes", a->bytes.len);
 }
 
-static size_t addr_wire_len(const rs_baddr_t *a)
+static size_t addr_wire_len(const rs_bc_addr_t *a)
 {
     return 1 + 2 + (a->kind == RS_BCAST_ADDR_HOSTPORT ? 2u : 0u) + a->bytes.len;
 }
 
-static void w_addr(rs_wbuf_t *w, const rs_baddr_t *a)
+static void w_addr(rs_wbuf_t *w, const rs_bc_addr_t *a)
 {
     rs_w_u8(w, a->kind);
     if (a->kind == RS_BCAST_ADDR_HOSTPORT) {
@@ -57,7 +57,7 @@ static void w_addr(rs_wbuf_t *w, const rs_baddr_t *a)
     rs_w_bytes(w, a->bytes.p, a->bytes.len);
 }
 
-static rs_status_t r_addr(rs_rbuf_t *r, rs_baddr_t *a)
+static rs_status_t r_addr(rs_rbuf_t *r, rs_bc_addr_t *a)
 {
     uint8_t kind = rs_r_u8(r);
     uint16_t len = rs_r_u16(r);
@@ -73,7 +73,7 @@ static rs_status_t r_addr(rs_rbuf_t *r, rs_baddr_t *a)
         a->bytes.len = len - 2u;
         if (a->port == 0)
             return RS_ERR_PROTOCOL;
-        return rs_bhost_check(a->bytes.p, a->bytes.len);
+        return rs_bc_host_check(a->bytes.p, a->bytes.len);
     }
     if (kind == RS_BCAST_ADDR_BLOB) {
         if (len == 0 || len > RS_ADDR_BLOB_MAX)
@@ -87,7 +87,7 @@ static rs_status_t r_addr(rs_rbuf_t *r, rs_baddr_t *a)
 }
 
 /* A key blob: u16 length, 1..RS_RKEY_BLOB_MAX bytes. */
-static rs_status_t r_rkey(rs_rbuf_t *r, rs_bview_t *v)
+static rs_status_t r_rkey(rs_rbuf_t *r, rs_bc_view_t *v)
 {
     uint16_t len = rs_r_u16(r);
     const uint8_t *p = rs_r_take(r, len);
@@ -101,9 +101,9 @@ static rs_status_t r_rkey(rs_rbuf_t *r, rs_bview_t *v)
 }
 
 /* A bitmap of nblocks bits: the unused high bits of the last byte must be 0. */
-static rs_status_t r_bitmap(rs_rbuf_t *r, uint32_t nblocks, rs_bview_t *v)
+static rs_status_t r_bitmap(rs_rbuf_t *r, uint32_t nblocks, rs_bc_view_t *v)
 {
-    size_t n = rs_bmap_bytes(nblocks);
+    size_t n = rs_bc_map_bytes(nblocks);
     const uint8_t *p = rs_r_take(r, n);
     if (p == NULL)
         return RS_ERR_TRUNCATED;
@@ -116,7 +116,7 @@ static rs_status_t r_bitmap(rs_rbuf_t *r, uint32_t nblocks, rs_bview_t *v)
 
 /* ----------------------------------------------------------- descriptor */
 
-uint32_t rs_bcast_nblocks(uint64_t size, uint32_t block_size)
+uint32_t rs_bc_nblocks(uint64_t size, uint32_t block_size)
 {
     uint64_t n = (size + block_size - 1) / block_size;
     return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
@@ -129,19 +129,19 @@ static rs_status_t check_geometry(uint64_t size, uint32_t block_size, uint32_t n
         return RS_ERR_BAD_LENGTH;
     if (size > (uint64_t)RS_BCAST_BLOCKS_MAX * block_size || nblocks > RS_BCAST_BLOCKS_MAX)
         return RS_ERR_BAD_LENGTH;
-    if (rs_bcast_nblocks(size, block_size) != nblocks)
+    if (rs_bc_nblocks(size, block_size) != nblocks)
         return RS_ERR_BAD_LENGTH;
     return RS_OK;
 }
 
 #define RS_BDESC_FIXED 40u
 
-size_t rs_bdesc_len(const rs_bdesc_t *d)
+size_t rs_bc_desc_len(const rs_bc_desc_t *d)
 {
     return RS_BDESC_FIXED + addr_wire_len(&d->src) + 8;
 }
 
-rs_status_t rs_bdesc_encode(const rs_bdesc_t *d, void *buf, size_t buflen, size_t *len_p)
+rs_status_t rs_bc_desc_encode(const rs_bc_desc_t *d, void *buf, size_t buflen, size_t *len_p)
 {
     rs_wbuf_t w;
     rs_wbuf_init(&w, buf, buflen);
@@ -164,10 +164,10 @@ rs_status_t rs_bdesc_encode(const rs_bdesc_t *d, void *buf, size_t buflen, size_
     return RS_OK;
 }
 
-rs_status_t rs_bdesc_decode(const void *buf, size_t len, rs_bdesc_t *out)
+rs_status_t rs_bc_desc_decode(const void *buf, size_t len, rs_bc_desc_t *out)
 {
     rs_rbuf_t r;
-    rs_bdesc_t d;
+    rs_bc_desc_t d;
     rs_status_t st;
 
     if (buf == NULL || len < RS_BDESC_FIXED + 8)
@@ -210,7 +210,7 @@ static int req_has_reply(uint8_t kind)
     return kind == RS_BREQ_GET || kind == RS_BREQ_UPDATE;
 }
 
-size_t rs_breq_len(const rs_breq_t *q)
+size_t rs_bc_req_len(const rs_bc_req_t *q)
 {
     size_t n = RS_BREQ_FIXED;
     if (req_has_reply(q->kind))
@@ -218,13 +218,13 @@ size_t rs_breq_len(const rs_breq_t *q)
     if (q->flags & RS_BREQ_F_HOLDER)
         n += addr_wire_len(&q->holder_addr) + 2 + q->holder_rkey.len;
     if (q->flags & RS_BREQ_F_BITMAP)
-        n += rs_bmap_bytes(q->nblocks);
+        n += rs_bc_map_bytes(q->nblocks);
     if (q->flags & RS_BREQ_F_CLAIMS)
-        n += rs_bmap_bytes(q->nblocks);
+        n += rs_bc_map_bytes(q->nblocks);
     return n;
 }
 
-rs_status_t rs_breq_encode(const rs_breq_t *q, void *buf, size_t buflen, size_t *len_p)
+rs_status_t rs_bc_req_encode(const rs_bc_req_t *q, void *buf, size_t buflen, size_t *len_p)
 {
     rs_wbuf_t w;
     rs_wbuf_init(&w, buf, buflen);
@@ -251,19 +251,19 @@ rs_status_t rs_breq_encode(const rs_breq_t *q, void *buf, size_t buflen, size_t 
         rs_w_bytes(&w, q->holder_rkey.p, q->holder_rkey.len);
     }
     if (q->flags & RS_BREQ_F_BITMAP)
-        rs_w_bytes(&w, q->bitmap.p, rs_bmap_bytes(q->nblocks));
+        rs_w_bytes(&w, q->bitmap.p, rs_bc_map_bytes(q->nblocks));
     if (q->flags & RS_BREQ_F_CLAIMS)
-        rs_w_bytes(&w, q->claims.p, rs_bmap_bytes(q->nblocks));
+        rs_w_bytes(&w, q->claims.p, rs_bc_map_bytes(q->nblocks));
     if (w.overflow)
         return RS_ERR_MSG_SIZE;
     *len_p = w.off;
     return RS_OK;
 }
 
-rs_status_t rs_breq_decode(const void *buf, size_t len, rs_breq_t *out)
+rs_status_t rs_bc_req_decode(const void *buf, size_t len, rs_bc_req_t *out)
 {
     rs_rbuf_t r;
-    rs_breq_t q;
+    rs_bc_req_t q;
     rs_status_t st;
 
     if (buf == NULL || len < RS_BREQ_FIXED)
@@ -325,19 +325,19 @@ rs_status_t rs_breq_decode(const void *buf, size_t len, rs_breq_t *out)
 
 /* ---------------------------------------------------------------- reply */
 
-size_t rs_breply_meta_len(uint32_t n_sums)
+size_t rs_bc_reply_meta_len(uint32_t n_sums)
 {
     return RS_BREPLY_MIN_LEN + 8u * (size_t)n_sums;
 }
 
-size_t rs_bholder_wire_len(const rs_bholder_wire_t *h, uint32_t nblocks)
+size_t rs_bc_holder_wire_len(const rs_bc_holder_wire_t *h, uint32_t nblocks)
 {
     return 4 + 1 + addr_wire_len(&h->addr) + 2 + h->rkey.len +
-           ((h->flags & RS_BHOLDER_F_COMPLETE) ? 0 : rs_bmap_bytes(nblocks)) +
-           ((h->flags & RS_BHOLDER_F_CLAIMS) ? rs_bmap_bytes(nblocks) : 0);
+           ((h->flags & RS_BHOLDER_F_COMPLETE) ? 0 : rs_bc_map_bytes(nblocks)) +
+           ((h->flags & RS_BHOLDER_F_CLAIMS) ? rs_bc_map_bytes(nblocks) : 0);
 }
 
-void rs_breply_begin(rs_breply_enc_t *e, void *buf, size_t cap, const rs_breply_t *hdr)
+void rs_bc_reply_begin(rs_bc_reply_enc_t *e, void *buf, size_t cap, const rs_bc_reply_t *hdr)
 {
     rs_wbuf_t w;
     memset(e, 0, sizeof(*e));
@@ -368,7 +368,7 @@ void rs_breply_begin(rs_breply_enc_t *e, void *buf, size_t cap, const rs_breply_
 }
 
 /* Writes the active list's count (empty unless put_active ran) once, after the sums. */
-static void reply_open_active(rs_breply_enc_t *e)
+static void reply_open_active(rs_bc_reply_enc_t *e)
 {
     if (e->n_active_off != 0 || e->failed)
         return;
@@ -382,7 +382,7 @@ static void reply_open_active(rs_breply_enc_t *e)
 }
 
 /* Writes the holder count placeholder once, after the active list. */
-static void reply_open_holders(rs_breply_enc_t *e)
+static void reply_open_holders(rs_bc_reply_enc_t *e)
 {
     reply_open_active(e);
     if (e->n_holders_off != 0 || e->failed)
@@ -395,7 +395,7 @@ static void reply_open_holders(rs_breply_enc_t *e)
     e->off += 4;
 }
 
-void rs_breply_put_sums(rs_breply_enc_t *e, const uint64_t *sums, uint32_t n)
+void rs_bc_reply_put_sums(rs_bc_reply_enc_t *e, const uint64_t *sums, uint32_t n)
 {
     if (e->failed || e->n_active_off != 0 || (size_t)n * 8 > e->cap - e->off) {
         e->failed = 1;
@@ -407,7 +407,7 @@ void rs_breply_put_sums(rs_breply_enc_t *e, const uint64_t *sums, uint32_t n)
     rs_put_le(e->p + 64, n, 4);
 }
 
-void rs_breply_put_active(rs_breply_enc_t *e, const rs_bactive_t *active, uint32_t n)
+void rs_bc_reply_put_active(rs_bc_reply_enc_t *e, const rs_bc_active_t *active, uint32_t n)
 {
     if (n > RS_BCAST_ACTIVE_MAX)
         n = RS_BCAST_ACTIVE_MAX;
@@ -424,12 +424,12 @@ void rs_breply_put_active(rs_breply_enc_t *e, const rs_bactive_t *active, uint32
     rs_put_le(e->p + e->n_active_off, n, 4);
 }
 
-rs_status_t rs_breply_add_holder(rs_breply_enc_t *e, const rs_bholder_wire_t *h)
+rs_status_t rs_bc_reply_add_holder(rs_bc_reply_enc_t *e, const rs_bc_holder_wire_t *h)
 {
     reply_open_holders(e);
     if (e->failed)
         return RS_ERR_NO_SPACE;
-    size_t need = rs_bholder_wire_len(h, e->nblocks);
+    size_t need = rs_bc_holder_wire_len(h, e->nblocks);
     if (need + 8 > e->cap - e->off) /* keep room for the trailer */
         return RS_ERR_NO_SPACE;
     rs_wbuf_t w;
@@ -440,15 +440,15 @@ rs_status_t rs_breply_add_holder(rs_breply_enc_t *e, const rs_bholder_wire_t *h)
     rs_w_u16(&w, h->rkey.len);
     rs_w_bytes(&w, h->rkey.p, h->rkey.len);
     if (!(h->flags & RS_BHOLDER_F_COMPLETE))
-        rs_w_bytes(&w, h->bitmap.p, rs_bmap_bytes(e->nblocks));
+        rs_w_bytes(&w, h->bitmap.p, rs_bc_map_bytes(e->nblocks));
     if (h->flags & RS_BHOLDER_F_CLAIMS)
-        rs_w_bytes(&w, h->claims.p, rs_bmap_bytes(e->nblocks));
+        rs_w_bytes(&w, h->claims.p, rs_bc_map_bytes(e->nblocks));
     e->off += w.off;
     e->n_holders++;
     return RS_OK;
 }
 
-rs_status_t rs_breply_finish(rs_breply_enc_t *e, const void *data, uint64_t size, size_t *len_p)
+rs_status_t rs_bc_reply_finish(rs_bc_reply_enc_t *e, const void *data, uint64_t size, size_t *len_p)
 {
     reply_open_holders(e);
     if (e->failed || e->cap - e->off < 8)
@@ -460,7 +460,7 @@ rs_status_t rs_breply_finish(rs_breply_enc_t *e, const void *data, uint64_t size
     rs_put_le(e->p + e->off, rs_checksum64(e->p, e->off), 8);
     size_t total = meta_len;
     if (flags & RS_BREPLY_F_INLINE) {
-        size_t doff = rs_breply_data_off(meta_len);
+        size_t doff = rs_bc_reply_data_off(meta_len);
         if (doff > e->cap || size > e->cap - doff)
             return RS_ERR_NO_SPACE;
         memset(e->p + meta_len, 0, doff - meta_len);
@@ -473,7 +473,7 @@ rs_status_t rs_breply_finish(rs_breply_enc_t *e, const void *data, uint64_t size
 }
 
 /* Parses one holder; the caller checks the position against the end. */
-static rs_status_t r_holder(rs_rbuf_t *r, uint32_t nblocks, rs_bholder_wire_t *h)
+static rs_status_t r_holder(rs_rbuf_t *r, uint32_t nblocks, rs_bc_holder_wire_t *h)
 {
     rs_status_t st;
     h->id = rs_r_u32(r);
@@ -499,10 +499,10 @@ static rs_status_t r_holder(rs_rbuf_t *r, uint32_t nblocks, rs_bholder_wire_t *h
     return r->truncated ? RS_ERR_TRUNCATED : RS_OK;
 }
 
-rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *out)
+rs_status_t rs_bc_reply_decode(const void *buf, size_t cap, rs_bc_reply_t *out)
 {
     const uint8_t *p = buf;
-    rs_breply_t x;
+    rs_bc_reply_t x;
     rs_rbuf_t r;
     rs_status_t st;
 
@@ -580,7 +580,7 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *out)
             return RS_ERR_PROTOCOL;
     x.holders.p = p + r.off;
     for (uint32_t i = 0; i < x.n_holders; i++) {
-        rs_bholder_wire_t h;
+        rs_bc_holder_wire_t h;
         if ((st = r_holder(&r, x.nblocks, &h)) != RS_OK)
             return st;
     }
@@ -590,7 +590,7 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *out)
         return RS_ERR_BAD_LENGTH;
     x.holders.len = (uint32_t)(p + r.off - x.holders.p);
     if (x.flags & RS_BREPLY_F_INLINE) {
-        size_t doff = rs_breply_data_off(x.meta_len);
+        size_t doff = rs_bc_reply_data_off(x.meta_len);
         if (doff > cap || x.size > cap - doff)
             return RS_ERR_BAD_LENGTH;
         x.data.p = p + doff;
@@ -600,7 +600,7 @@ rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *out)
     return RS_OK;
 }
 
-int rs_breply_next_holder(const rs_breply_t *r, size_t *off, rs_bholder_wire_t *h)
+int rs_bc_reply_next_holder(const rs_bc_reply_t *r, size_t *off, rs_bc_holder_wire_t *h)
 {
     rs_rbuf_t rb;
     if (*off >= r->holders.len)
@@ -613,27 +613,27 @@ int rs_breply_next_holder(const rs_breply_t *r, size_t *off, rs_bholder_wire_t *
     return 1;
 }
 
-uint64_t rs_breply_sum(const rs_breply_t *r, uint32_t i)
+uint64_t rs_bc_reply_sum(const rs_bc_reply_t *r, uint32_t i)
 {
     return rs_get_le(r->sums.p + 8 * (size_t)i, 8);
 }
 
-rs_bactive_t rs_bactive_at(const uint8_t *pairs, uint32_t i)
+rs_bc_active_t rs_bc_active_at(const uint8_t *pairs, uint32_t i)
 {
     const uint8_t *q = pairs + 8 * (size_t)i;
-    return (rs_bactive_t){rs_get_le32(q), rs_get_le32(q + 4)};
+    return (rs_bc_active_t){rs_get_le32(q), rs_get_le32(q + 4)};
 }
 
-rs_bactive_t rs_breply_active(const rs_breply_t *r, uint32_t i)
+rs_bc_active_t rs_bc_reply_active(const rs_bc_reply_t *r, uint32_t i)
 {
-    return rs_bactive_at(r->tickets.p, i);
+    return rs_bc_active_at(r->tickets.p, i);
 }
 
 /* ---------------------------------------------------------------- news */
 
-rs_status_t rs_bnews_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
-                            const rs_bactive_t *active, uint32_t n, void *buf, size_t buflen,
-                            size_t *len_p)
+rs_status_t rs_bc_news_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
+                              const rs_bc_active_t *active, uint32_t n, void *buf, size_t buflen,
+                              size_t *len_p)
 {
     rs_wbuf_t w;
     if (buflen < RS_BNEWS_FIXED)
@@ -662,10 +662,10 @@ rs_status_t rs_bnews_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
     return RS_OK;
 }
 
-rs_status_t rs_bnews_decode(const void *buf, size_t len, rs_bnews_t *out)
+rs_status_t rs_bc_news_decode(const void *buf, size_t len, rs_bc_news_t *out)
 {
     rs_rbuf_t r;
-    rs_bnews_t n;
+    rs_bc_news_t n;
     if (buf == NULL || len < RS_BNEWS_FIXED)
         return RS_ERR_TRUNCATED;
     rs_rbuf_init(&r, buf, len);
@@ -689,14 +689,14 @@ rs_status_t rs_bnews_decode(const void *buf, size_t len, rs_bnews_t *out)
     return RS_OK;
 }
 
-rs_bactive_t rs_bnews_active(const rs_bnews_t *n, uint32_t i)
+rs_bc_active_t rs_bc_news_active(const rs_bc_news_t *n, uint32_t i)
 {
-    return rs_bactive_at(n->tickets.p, i);
+    return rs_bc_active_at(n->tickets.p, i);
 }
 
 /* ------------------------------------------------------------- destroy */
 
-void rs_bdestroy_encode(uint64_t node_id, uint64_t seq, uint8_t out[RS_BDESTROY_LEN])
+void rs_bc_destroy_encode(uint64_t node_id, uint64_t seq, uint8_t out[RS_BDESTROY_LEN])
 {
     rs_put_le(out, RS_BDESTR_MAGIC, 4);
     out[4] = RS_BCAST_VERSION;
@@ -705,7 +705,7 @@ void rs_bdestroy_encode(uint64_t node_id, uint64_t seq, uint8_t out[RS_BDESTROY_
     rs_put_le(out + 16, seq, 8);
 }
 
-rs_status_t rs_bdestroy_decode(const void *buf, size_t len, uint64_t *node_id, uint64_t *seq)
+rs_status_t rs_bc_destroy_decode(const void *buf, size_t len, uint64_t *node_id, uint64_t *seq)
 {
     const uint8_t *p = buf;
     if (buf == NULL || len < RS_BDESTROY_LEN)

@@ -71,56 +71,56 @@ enum {
 #define RS_BREPLY_MIN_LEN   (RS_BREPLY_HDR_LEN + 4u + 4u + 8u)
 #define RS_BCAST_ACTIVE_MAX 4096u /* active readers (ticket, start) listed in one reply */
 
-typedef struct rs_bview {
+typedef struct rs_bc_view {
     const uint8_t *p;
     uint32_t len;
-} rs_bview_t;
+} rs_bc_view_t;
 
 /* A peer's address: hostport (port, host) or a transport address blob. */
-typedef struct rs_baddr {
-    uint8_t kind;     /* rs_bcast_addr_kind_t */
-    uint16_t port;    /* hostport only */
-    rs_bview_t bytes; /* host (no NUL) or blob */
-} rs_baddr_t;
+typedef struct rs_bc_addr {
+    uint8_t kind;       /* rs_bcast_addr_kind_t */
+    uint16_t port;      /* hostport only */
+    rs_bc_view_t bytes; /* host (no NUL) or blob */
+} rs_bc_addr_t;
 
-typedef struct rs_bdesc {
+typedef struct rs_bc_desc {
     uint64_t node_id; /* the source node (random per node) */
     uint64_t seq;     /* the object's number at that node, from 1 */
     uint64_t size;
     uint32_t block_size;
     uint32_t nblocks;
     uint32_t flags;
-    rs_baddr_t src;
-} rs_bdesc_t;
+    rs_bc_addr_t src;
+} rs_bc_desc_t;
 
-typedef struct rs_breq {
+typedef struct rs_bc_req {
     uint8_t kind;
     uint16_t flags;
     uint32_t req_id;
     uint32_t nblocks;
     uint64_t node_id, seq;
-    uint32_t source_reads;  /* the requester's reads so far from the source, */
-    uint32_t holder_reads;  /* ... and from holders (for the source's counters) */
-    uint32_t known;         /* UPDATE: the object version the requester has seen */
-    uint64_t reply_off;     /* GET/UPDATE: where in the reply region */
-    uint32_t reply_cap;     /* ... and how many bytes fit */
-    rs_bview_t reply_rkey;  /* ... packed key of the reply region */
-    rs_baddr_t holder_addr; /* HOLDER */
-    rs_bview_t holder_rkey; /* HOLDER: the requester's object region */
-    rs_bview_t bitmap;      /* BITMAP: ceil(nblocks / 8) bytes */
-    rs_bview_t claims;      /* CLAIMS: ceil(nblocks / 8) bytes */
-} rs_breq_t;
+    uint32_t source_reads;    /* the requester's reads so far from the source, */
+    uint32_t holder_reads;    /* ... and from holders (for the source's counters) */
+    uint32_t known;           /* UPDATE: the object version the requester has seen */
+    uint64_t reply_off;       /* GET/UPDATE: where in the reply region */
+    uint32_t reply_cap;       /* ... and how many bytes fit */
+    rs_bc_view_t reply_rkey;  /* ... packed key of the reply region */
+    rs_bc_addr_t holder_addr; /* HOLDER */
+    rs_bc_view_t holder_rkey; /* HOLDER: the requester's object region */
+    rs_bc_view_t bitmap;      /* BITMAP: ceil(nblocks / 8) bytes */
+    rs_bc_view_t claims;      /* CLAIMS: ceil(nblocks / 8) bytes */
+} rs_bc_req_t;
 
-typedef struct rs_bholder_wire {
+typedef struct rs_bc_holder_wire {
     uint32_t id;
     uint8_t flags;
-    rs_baddr_t addr;
-    rs_bview_t rkey;
-    rs_bview_t bitmap; /* empty when COMPLETE */
-    rs_bview_t claims; /* CLAIMS only */
-} rs_bholder_wire_t;
+    rs_bc_addr_t addr;
+    rs_bc_view_t rkey;
+    rs_bc_view_t bitmap; /* empty when COMPLETE */
+    rs_bc_view_t claims; /* CLAIMS only */
+} rs_bc_holder_wire_t;
 
-typedef struct rs_breply {
+typedef struct rs_bc_reply {
     uint8_t kind;
     int16_t status;
     uint32_t meta_len;
@@ -132,51 +132,51 @@ typedef struct rs_breply {
     uint32_t rversion; /* ... of its set of active readers (the list below) */
     uint32_t start;    /* where in the shared block permutation the requester starts */
     uint64_t perm_seed;
-    rs_bview_t sums;    /* nblocks little-endian u64, or empty */
-    uint32_t n_active;  /* the readers still fetching (the requester included) */
-    rs_bview_t tickets; /* n_active (ticket u32, start u32) pairs */
+    rs_bc_view_t sums;    /* nblocks little-endian u64, or empty */
+    uint32_t n_active;    /* the readers still fetching (the requester included) */
+    rs_bc_view_t tickets; /* n_active (ticket u32, start u32) pairs */
     uint32_t n_holders;
-    rs_bview_t holders; /* the encoded holder list, already validated */
-    rs_bview_t data;    /* INLINE: size bytes */
-} rs_breply_t;
+    rs_bc_view_t holders; /* the encoded holder list, already validated */
+    rs_bc_view_t data;    /* INLINE: size bytes */
+} rs_bc_reply_t;
 
 /* ------------------------------------------------------------ addresses */
 
 /* Checks a host name: 1..RS_BCAST_HOST_MAX bytes of [A-Za-z0-9.:_%[]-]. */
-rs_status_t rs_bhost_check(const void *host, size_t len);
+rs_status_t rs_bc_host_check(const void *host, size_t len);
 
 /* Two addresses are the same peer. */
-int rs_baddr_equal(const rs_baddr_t *a, const rs_baddr_t *b);
+int rs_bc_addr_equal(const rs_bc_addr_t *a, const rs_bc_addr_t *b);
 
 /* "host:port" or "blob(N bytes)" for logs. */
-void rs_baddr_format(const rs_baddr_t *a, char *buf, size_t buflen);
+void rs_bc_addr_format(const rs_bc_addr_t *a, char *buf, size_t buflen);
 
 /* ----------------------------------------------------------- descriptor */
 
 /* Number of blocks of an object (0 for an empty one). */
-uint32_t rs_bcast_nblocks(uint64_t size, uint32_t block_size);
+uint32_t rs_bc_nblocks(uint64_t size, uint32_t block_size);
 
-size_t rs_bdesc_len(const rs_bdesc_t *d);
-rs_status_t rs_bdesc_encode(const rs_bdesc_t *d, void *buf, size_t buflen, size_t *len_p);
-rs_status_t rs_bdesc_decode(const void *buf, size_t len, rs_bdesc_t *d);
+size_t rs_bc_desc_len(const rs_bc_desc_t *d);
+rs_status_t rs_bc_desc_encode(const rs_bc_desc_t *d, void *buf, size_t buflen, size_t *len_p);
+rs_status_t rs_bc_desc_decode(const void *buf, size_t len, rs_bc_desc_t *d);
 
 /* -------------------------------------------------------------- request */
 
 /* Bytes the request will take; encode fails with RS_ERR_MSG_SIZE past max. */
-size_t rs_breq_len(const rs_breq_t *q);
-rs_status_t rs_breq_encode(const rs_breq_t *q, void *buf, size_t buflen, size_t *len_p);
-rs_status_t rs_breq_decode(const void *buf, size_t len, rs_breq_t *q);
+size_t rs_bc_req_len(const rs_bc_req_t *q);
+rs_status_t rs_bc_req_encode(const rs_bc_req_t *q, void *buf, size_t buflen, size_t *len_p);
+rs_status_t rs_bc_req_decode(const void *buf, size_t len, rs_bc_req_t *q);
 
 /* ---------------------------------------------------------------- reply */
 
 /*
  * A reply is written in steps: begin (header), sums, active tickets, holders
- * one at a time (rs_breply_add_holder returns RS_ERR_NO_SPACE when it would
+ * one at a time (rs_bc_reply_add_holder returns RS_ERR_NO_SPACE when it would
  * not fit, the encoder staying valid), then finish (trailer, inline data)
  * which returns the total length. Data is copied by finish unless data ==
- * NULL (it was placed at rs_breply_data_off already).
+ * NULL (it was placed at rs_bc_reply_data_off already).
  */
-typedef struct rs_breply_enc {
+typedef struct rs_bc_reply_enc {
     uint8_t *p;
     size_t cap;
     size_t off;
@@ -185,42 +185,43 @@ typedef struct rs_breply_enc {
     uint32_t n_holders;
     uint32_t nblocks;
     int failed;
-} rs_breply_enc_t;
+} rs_bc_reply_enc_t;
 
-void rs_breply_begin(rs_breply_enc_t *e, void *buf, size_t cap, const rs_breply_t *hdr);
-void rs_breply_put_sums(rs_breply_enc_t *e, const uint64_t *sums, uint32_t n);
-void rs_breply_put_active(rs_breply_enc_t *e, const rs_bactive_t *active, uint32_t n);
-rs_status_t rs_breply_add_holder(rs_breply_enc_t *e, const rs_bholder_wire_t *h);
-rs_status_t rs_breply_finish(rs_breply_enc_t *e, const void *data, uint64_t size, size_t *len_p);
+void rs_bc_reply_begin(rs_bc_reply_enc_t *e, void *buf, size_t cap, const rs_bc_reply_t *hdr);
+void rs_bc_reply_put_sums(rs_bc_reply_enc_t *e, const uint64_t *sums, uint32_t n);
+void rs_bc_reply_put_active(rs_bc_reply_enc_t *e, const rs_bc_active_t *active, uint32_t n);
+rs_status_t rs_bc_reply_add_holder(rs_bc_reply_enc_t *e, const rs_bc_holder_wire_t *h);
+rs_status_t rs_bc_reply_finish(rs_bc_reply_enc_t *e, const void *data, uint64_t size,
+                               size_t *len_p);
 
 /* Where inline data of a reply whose metadata is meta_len bytes starts. */
-static inline size_t rs_breply_data_off(size_t meta_len)
+static inline size_t rs_bc_reply_data_off(size_t meta_len)
 {
     return (meta_len + RS_BCAST_DATA_ALIGN - 1) & ~(size_t)(RS_BCAST_DATA_ALIGN - 1);
 }
 
 /* Bytes of metadata a reply with these parts takes (no holders). */
-size_t rs_breply_meta_len(uint32_t n_sums);
+size_t rs_bc_reply_meta_len(uint32_t n_sums);
 
 /* Reply room, beyond the metadata, for the active readers' pairs and for the holder lists. */
 #define RS_BREPLY_ACTIVE_BUDGET (16u << 10)
 #define RS_BREPLY_HOLDER_BUDGET (16u << 10)
 
 /* Bytes one holder takes in a reply. */
-size_t rs_bholder_wire_len(const rs_bholder_wire_t *h, uint32_t nblocks);
+size_t rs_bc_holder_wire_len(const rs_bc_holder_wire_t *h, uint32_t nblocks);
 
 /* Decodes and validates a whole reply found in a buffer of cap bytes. */
-rs_status_t rs_breply_decode(const void *buf, size_t cap, rs_breply_t *r);
+rs_status_t rs_bc_reply_decode(const void *buf, size_t cap, rs_bc_reply_t *r);
 
 /* Iterates the validated holders: *off starts at 0; returns 0 at the end. */
-int rs_breply_next_holder(const rs_breply_t *r, size_t *off, rs_bholder_wire_t *h);
+int rs_bc_reply_next_holder(const rs_bc_reply_t *r, size_t *off, rs_bc_holder_wire_t *h);
 
 /* The i-th of back-to-back (ticket u32, start u32) pairs, as replies and news carry them. */
-rs_bactive_t rs_bactive_at(const uint8_t *pairs, uint32_t i);
+rs_bc_active_t rs_bc_active_at(const uint8_t *pairs, uint32_t i);
 
 /* The i-th checksum / active reader of a decoded reply. */
-uint64_t rs_breply_sum(const rs_breply_t *r, uint32_t i);
-rs_bactive_t rs_breply_active(const rs_breply_t *r, uint32_t i);
+uint64_t rs_bc_reply_sum(const rs_bc_reply_t *r, uint32_t i);
+rs_bc_active_t rs_bc_reply_active(const rs_bc_reply_t *r, uint32_t i);
 
 /* ----------------------------------------------------------- news */
 
@@ -229,24 +230,24 @@ rs_bactive_t rs_breply_active(const rs_breply_t *r, uint32_t i);
  * object changed; the list gives their (ticket, start) pairs (at most what
  * fits in buflen bytes).
  */
-typedef struct rs_bnews {
+typedef struct rs_bc_news {
     uint64_t node_id, seq;
     uint32_t rversion;
     uint32_t n_active;
-    rs_bview_t tickets; /* n_active (ticket u32, start u32) pairs */
-} rs_bnews_t;
+    rs_bc_view_t tickets; /* n_active (ticket u32, start u32) pairs */
+} rs_bc_news_t;
 
 #define RS_BNEWS_FIXED 32u
-rs_status_t rs_bnews_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
-                            const rs_bactive_t *active, uint32_t n, void *buf, size_t buflen,
-                            size_t *len_p);
-rs_status_t rs_bnews_decode(const void *buf, size_t len, rs_bnews_t *n);
-rs_bactive_t rs_bnews_active(const rs_bnews_t *n, uint32_t i);
+rs_status_t rs_bc_news_encode(uint64_t node_id, uint64_t seq, uint32_t rversion,
+                              const rs_bc_active_t *active, uint32_t n, void *buf, size_t buflen,
+                              size_t *len_p);
+rs_status_t rs_bc_news_decode(const void *buf, size_t len, rs_bc_news_t *n);
+rs_bc_active_t rs_bc_news_active(const rs_bc_news_t *n, uint32_t i);
 
 /* ----------------------------------------------------------- destroy */
 
 #define RS_BDESTROY_LEN 24u
-void rs_bdestroy_encode(uint64_t node_id, uint64_t seq, uint8_t out[RS_BDESTROY_LEN]);
-rs_status_t rs_bdestroy_decode(const void *buf, size_t len, uint64_t *node_id, uint64_t *seq);
+void rs_bc_destroy_encode(uint64_t node_id, uint64_t seq, uint8_t out[RS_BDESTROY_LEN]);
+rs_status_t rs_bc_destroy_decode(const void *buf, size_t len, uint64_t *node_id, uint64_t *seq);
 
 #endif

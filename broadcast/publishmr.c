@@ -38,8 +38,8 @@ rs_status_t rs_bcast_publish_mr(rs_bcast_node_t *node, rs_mr_t *mr, size_t len, 
     src->node = node;
     src->size = len;
     src->block_size = (uint32_t)cfg->block_size;
-    src->nblocks = rs_bcast_nblocks(len, src->block_size);
-    src->perm_seed = rs_brandom64();
+    src->nblocks = rs_bc_nblocks(len, src->block_size);
+    src->perm_seed = rs_bc_random64();
     src->state = RS_BSRC_OPEN;
     src->mr = mr;
     src->user_mr = 1;

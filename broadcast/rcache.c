@@ -21,40 +21,40 @@
 
 #define RS_BRCACHE_KEYS 8
 
-typedef struct rs_brkey {
+typedef struct rs_bc_rkey {
     rs_list_t link; /* peer->rcache, most recently used last */
     rs_rkey_t *rkey;
     uint32_t refs;
     size_t len;
     uint8_t blob[];
-} rs_brkey_t;
+} rs_bc_rkey_t;
 
 /* peer->info.lock held. */
-static void cache_init(rs_bpeer_t *peer)
+static void cache_init(rs_bc_peer_t *peer)
 {
     if (peer->rcache.next == NULL) /* peers are zeroed at creation */
         rs_list_init(&peer->rcache);
 }
 
-static rs_brkey_t *cache_find(rs_bpeer_t *peer, const void *blob, size_t len)
+static rs_bc_rkey_t *cache_find(rs_bc_peer_t *peer, const void *blob, size_t len)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &peer->rcache)
     {
-        rs_brkey_t *k = RS_CONTAINER_OF(pos, rs_brkey_t, link);
+        rs_bc_rkey_t *k = RS_CONTAINER_OF(pos, rs_bc_rkey_t, link);
         if (k->len == len && memcmp(k->blob, blob, len) == 0)
             return k;
     }
     return NULL;
 }
 
-rs_status_t rs_brcache_get(rs_bcast_node_t *node, rs_bpeer_t *peer, const void *blob, size_t len,
-                           rs_rkey_t **rkey_p)
+rs_status_t rs_bc_rcache_get(rs_bcast_node_t *node, rs_bc_peer_t *peer, const void *blob,
+                             size_t len, rs_rkey_t **rkey_p)
 {
     pthread_mutex_lock(&peer->info.lock);
     cache_init(peer);
     peer->rcache_max = node->cfg.cache_bytes;
-    rs_brkey_t *k = cache_find(peer, blob, len);
+    rs_bc_rkey_t *k = cache_find(peer, blob, len);
     if (k != NULL) {
         k->refs++;
         rs_list_del(&k->link); /* most recently used last */
@@ -80,7 +80,7 @@ rs_status_t rs_brcache_get(rs_bcast_node_t *node, rs_bpeer_t *peer, const void *
     k->len = len;
     memcpy(k->blob, blob, len);
     pthread_mutex_lock(&peer->info.lock);
-    rs_brkey_t *won = cache_find(peer, blob, len);
+    rs_bc_rkey_t *won = cache_find(peer, blob, len);
     if (won != NULL)
         won->refs++;
     else
@@ -95,7 +95,7 @@ rs_status_t rs_brcache_get(rs_bcast_node_t *node, rs_bpeer_t *peer, const void *
     return RS_OK;
 }
 
-void rs_brcache_put(rs_bpeer_t *peer, rs_rkey_t *rkey)
+void rs_bc_rcache_put(rs_bc_peer_t *peer, rs_rkey_t *rkey)
 {
     rs_list_t *pos, *tmp, drop;
     uint32_t idle = 0;
@@ -107,7 +107,7 @@ void rs_brcache_put(rs_bpeer_t *peer, rs_rkey_t *rkey)
     cache_init(peer);
     rs_list_for_each_safe(pos, tmp, &peer->rcache)
     {
-        rs_brkey_t *k = RS_CONTAINER_OF(pos, rs_brkey_t, link);
+        rs_bc_rkey_t *k = RS_CONTAINER_OF(pos, rs_bc_rkey_t, link);
         if (k->rkey == rkey) {
             k->refs--;
             found = 1;
@@ -122,7 +122,7 @@ void rs_brcache_put(rs_bpeer_t *peer, rs_rkey_t *rkey)
     {
         if (idle <= RS_BRCACHE_KEYS && idle_bytes <= peer->rcache_max)
             break;
-        rs_brkey_t *k = RS_CONTAINER_OF(pos, rs_brkey_t, link);
+        rs_bc_rkey_t *k = RS_CONTAINER_OF(pos, rs_bc_rkey_t, link);
         if (k->refs != 0)
             continue;
         idle--;
@@ -137,14 +137,14 @@ void rs_brcache_put(rs_bpeer_t *peer, rs_rkey_t *rkey)
     }
     rs_list_for_each_safe(pos, tmp, &drop)
     {
-        rs_brkey_t *k = RS_CONTAINER_OF(pos, rs_brkey_t, link);
+        rs_bc_rkey_t *k = RS_CONTAINER_OF(pos, rs_bc_rkey_t, link);
         rs_list_del(&k->link);
         rs_rkey_destroy(k->rkey);
         free(k);
     }
 }
 
-void rs_brcache_fini(rs_bpeer_t *peer)
+void rs_bc_rcache_fini(rs_bc_peer_t *peer)
 {
     rs_list_t *pos, *tmp;
     if (peer->rcache.next == NULL)
@@ -152,6 +152,6 @@ void rs_brcache_fini(rs_bpeer_t *peer)
     rs_list_for_each_safe(pos, tmp, &peer->rcache)
     {
         rs_list_del(pos);
-        free(RS_CONTAINER_OF(pos, rs_brkey_t, link)); /* the context freed the key */
+        free(RS_CONTAINER_OF(pos, rs_bc_rkey_t, link)); /* the context freed the key */
     }
 }

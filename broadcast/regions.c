@@ -16,7 +16,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-struct rs_bregion {
+struct rs_bc_region {
     rs_list_t link;
     rs_mr_t *mr;
     uint64_t free_ns; /* doomed: when to free it */
@@ -24,15 +24,15 @@ struct rs_bregion {
     uint8_t rkey[RS_RKEY_BLOB_MAX];
 };
 
-rs_status_t rs_bregion_get(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
-                           size_t *rkey_len)
+rs_status_t rs_bc_region_get(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
+                             size_t *rkey_len)
 {
     rs_list_t *pos, *tmp;
-    rs_bregion_t *best = NULL;
+    rs_bc_region_t *best = NULL;
     pthread_mutex_lock(&node->lock);
     rs_list_for_each_safe(pos, tmp, &node->regions)
     {
-        rs_bregion_t *r = RS_CONTAINER_OF(pos, rs_bregion_t, link);
+        rs_bc_region_t *r = RS_CONTAINER_OF(pos, rs_bc_region_t, link);
         size_t have = rs_mr_len(r->mr);
         /* Best fit, wasting at most a quarter. */
         if (have >= len && have - len <= len / 4 && (best == NULL || have < rs_mr_len(best->mr)))
@@ -63,10 +63,10 @@ rs_status_t rs_bregion_get(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, ui
     return RS_OK;
 }
 
-void rs_bregion_put(rs_bcast_node_t *node, rs_mr_t *mr, const uint8_t *rkey, size_t rkey_len)
+void rs_bc_region_put(rs_bcast_node_t *node, rs_mr_t *mr, const uint8_t *rkey, size_t rkey_len)
 {
     size_t len = rs_mr_len(mr);
-    rs_bregion_t *r = malloc(sizeof(*r));
+    rs_bc_region_t *r = malloc(sizeof(*r));
     if (r == NULL) {
         rs_error("broadcast: out of memory retiring a region: leaked until the node goes");
         return;
@@ -85,14 +85,14 @@ void rs_bregion_put(rs_bcast_node_t *node, rs_mr_t *mr, const uint8_t *rkey, siz
     pthread_mutex_unlock(&node->lock);
 }
 
-void rs_bregions_tick(rs_bcast_node_t *node, uint64_t now)
+void rs_bc_regions_tick(rs_bcast_node_t *node, uint64_t now)
 {
     rs_list_t *pos, *tmp, due;
     rs_list_init(&due);
     pthread_mutex_lock(&node->lock);
     rs_list_for_each_safe(pos, tmp, &node->doomed)
     {
-        if (now >= RS_CONTAINER_OF(pos, rs_bregion_t, link)->free_ns) {
+        if (now >= RS_CONTAINER_OF(pos, rs_bc_region_t, link)->free_ns) {
             rs_list_del(pos);
             rs_list_add_tail(&due, pos);
         }
@@ -100,25 +100,25 @@ void rs_bregions_tick(rs_bcast_node_t *node, uint64_t now)
     pthread_mutex_unlock(&node->lock);
     rs_list_for_each_safe(pos, tmp, &due)
     {
-        rs_bregion_t *r = RS_CONTAINER_OF(pos, rs_bregion_t, link);
+        rs_bc_region_t *r = RS_CONTAINER_OF(pos, rs_bc_region_t, link);
         rs_list_del(pos);
         rs_mem_free(r->mr);
         free(r);
     }
 }
 
-void rs_bregions_fini(rs_bcast_node_t *node)
+void rs_bc_regions_fini(rs_bcast_node_t *node)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &node->regions)
     {
         rs_list_del(pos);
-        free(RS_CONTAINER_OF(pos, rs_bregion_t, link)); /* the context freed the memory */
+        free(RS_CONTAINER_OF(pos, rs_bc_region_t, link)); /* the context freed the memory */
     }
     rs_list_for_each_safe(pos, tmp, &node->doomed)
     {
         rs_list_del(pos);
-        free(RS_CONTAINER_OF(pos, rs_bregion_t, link));
+        free(RS_CONTAINER_OF(pos, rs_bc_region_t, link));
     }
     node->region_bytes = 0;
 }

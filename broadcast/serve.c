@@ -12,11 +12,11 @@
 #include "common/log.h"
 
 /* A put of a reply in flight. */
-typedef struct rs_bput {
+typedef struct rs_bc_put {
     rs_bcast_node_t *node;
-    rs_bcast_t *src;  /* busy reference, or NULL */
-    rs_bslot_t *slot; /* staging slot, or NULL (prebuilt inline reply) */
-} rs_bput_t;
+    rs_bcast_t *src;    /* busy reference, or NULL */
+    rs_bc_slot_t *slot; /* staging slot, or NULL (prebuilt inline reply) */
+} rs_bc_put_t;
 
 static void src_unbusy(rs_bcast_node_t *node, rs_bcast_t *src)
 {
@@ -29,22 +29,22 @@ static void src_unbusy(rs_bcast_node_t *node, rs_bcast_t *src)
 
 static void put_done(void *arg, rs_status_t status)
 {
-    rs_bput_t *put = arg;
+    rs_bc_put_t *put = arg;
     if (status != RS_OK)
         rs_debug("broadcast: a reply put failed: %s", rs_strerror(status));
     if (put->slot != NULL)
-        rs_bslots_put(&put->node->staging, put->slot);
+        rs_bc_slots_put(&put->node->staging, put->slot);
     if (put->src != NULL)
         src_unbusy(put->node, put->src);
     free(put);
 }
 
 /* Writes len bytes at buf (inside mr) into the requester's reply slot, notifying req_id. */
-static void reply_post(rs_bepinfo_t *info, const rs_breq_t *q, const void *buf, size_t len,
-                       rs_mr_t *mr, rs_bput_t *put)
+static void reply_post(rs_bc_epinfo_t *info, const rs_bc_req_t *q, const void *buf, size_t len,
+                       rs_mr_t *mr, rs_bc_put_t *put)
 {
     rs_rkey_t *rkey;
-    rs_status_t st = rs_bepinfo_rkey(info, q->reply_rkey.p, q->reply_rkey.len, &rkey);
+    rs_status_t st = rs_bc_epinfo_rkey(info, q->reply_rkey.p, q->reply_rkey.len, &rkey);
     if (st == RS_OK)
         st = rs_put_notify(info->ep, buf, len, mr, rkey, q->reply_off, q->req_id, put_done, put);
     if (st != RS_OK) {
@@ -54,16 +54,16 @@ static void reply_post(rs_bepinfo_t *info, const rs_breq_t *q, const void *buf, 
 }
 
 /* Answers with only a status (destroyed, unknown, no space). */
-static void reply_status(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q,
+static void reply_status(rs_bcast_node_t *node, rs_bc_epinfo_t *info, const rs_bc_req_t *q,
                          rs_status_t status)
 {
-    rs_bslot_t *slot;
-    rs_breply_enc_t enc;
-    rs_breply_t hdr;
+    rs_bc_slot_t *slot;
+    rs_bc_reply_enc_t enc;
+    rs_bc_reply_t hdr;
     size_t len;
-    rs_bput_t *put = calloc(1, sizeof(*put));
+    rs_bc_put_t *put = calloc(1, sizeof(*put));
 
-    if (put == NULL || rs_bslots_get(&node->staging, RS_BREPLY_MIN_LEN, &slot) != RS_OK) {
+    if (put == NULL || rs_bc_slots_get(&node->staging, RS_BREPLY_MIN_LEN, &slot) != RS_OK) {
         free(put);
         return;
     }
@@ -72,62 +72,62 @@ static void reply_status(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_bre
     hdr.status = (int16_t)status;
     hdr.node_id = q->node_id;
     hdr.seq = q->seq;
-    rs_breply_begin(&enc, slot->p, slot->cap, &hdr);
-    rs_breply_finish(&enc, NULL, 0, &len);
+    rs_bc_reply_begin(&enc, slot->p, slot->cap, &hdr);
+    rs_bc_reply_finish(&enc, NULL, 0, &len);
     put->node = node;
     put->slot = slot;
     reply_post(info, q, slot->p, len, slot->slab->mr, put);
 }
 
 /* An active reader: still fetching, and its connection to us alive. */
-static int holder_active(const rs_bsrc_holder_t *h)
+static int holder_active(const rs_bc_src_holder_t *h)
 {
-    return !h->complete && rs_bsrc_holder_alive(h);
+    return !h->complete && rs_bc_src_holder_alive(h);
 }
 
 /* Lists the source, the active tickets and a random choice of holders (src->lock held). */
-static void reply_lists(rs_bcast_node_t *node, rs_bcast_t *src, rs_breply_enc_t *enc,
+static void reply_lists(rs_bcast_node_t *node, rs_bcast_t *src, rs_bc_reply_enc_t *enc,
                         uint32_t self_id, uint64_t *rng)
 {
     uint32_t n = src->n_holders, listed = 0, n_active = 0;
     uint32_t *idx = malloc((n + 1u) * sizeof(*idx));
-    rs_bactive_t *active = malloc((n + 1u) * sizeof(*active));
+    rs_bc_active_t *active = malloc((n + 1u) * sizeof(*active));
     if (idx == NULL || active == NULL) {
         free(active);
         free(idx);
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
-        const rs_bsrc_holder_t *h = src->holders[i];
+        const rs_bc_src_holder_t *h = src->holders[i];
         if (holder_active(h)) {
             active[n_active].ticket = h->id - 1;
             active[n_active++].start = h->start;
         }
     }
-    rs_breply_put_active(enc, active, n_active);
+    rs_bc_reply_put_active(enc, active, n_active);
     free(active);
 
-    rs_bholder_wire_t w;
+    rs_bc_holder_wire_t w;
     memset(&w, 0, sizeof(w));
     w.flags = RS_BHOLDER_F_SOURCE | RS_BHOLDER_F_COMPLETE;
     w.addr = node->self.a;
     w.rkey.p = src->rkey;
     w.rkey.len = (uint32_t)src->rkey_len;
-    if (rs_breply_add_holder(enc, &w) != RS_OK)
+    if (rs_bc_reply_add_holder(enc, &w) != RS_OK)
         goto out;
     /* Partial Fisher-Yates over the holders that have something to serve. */
     for (uint32_t i = 0; i < n; i++)
         idx[i] = i;
     for (uint32_t k = 0; k < n && listed < node->cfg.holders_max; k++) {
-        uint32_t j = k + rs_brand_below(rng, n - k);
+        uint32_t j = k + rs_bc_rand_below(rng, n - k);
         uint32_t t = idx[k];
         idx[k] = idx[j];
         idx[j] = t;
-        rs_bsrc_holder_t *h = src->holders[idx[k]];
+        rs_bc_src_holder_t *h = src->holders[idx[k]];
         int claims = 0;
-        for (size_t i = 0; !h->complete && i < rs_bmap_bytes(src->nblocks); i++)
+        for (size_t i = 0; !h->complete && i < rs_bc_map_bytes(src->nblocks); i++)
             claims |= (h->claims[i] & ~h->bitmap[i]) != 0;
-        if (h->id == self_id || (h->have == 0 && !claims) || !rs_bsrc_holder_alive(h))
+        if (h->id == self_id || (h->have == 0 && !claims) || !rs_bc_src_holder_alive(h))
             continue; /* nothing to serve or soon to serve, or its connection to us died */
         w.id = h->id;
         w.flags = h->complete ? RS_BHOLDER_F_COMPLETE : 0;
@@ -136,10 +136,10 @@ static void reply_lists(rs_bcast_node_t *node, rs_bcast_t *src, rs_breply_enc_t 
         w.rkey.p = h->rkey;
         w.rkey.len = (uint32_t)h->rkey_len;
         w.bitmap.p = h->bitmap;
-        w.bitmap.len = (uint32_t)rs_bmap_bytes(src->nblocks);
+        w.bitmap.len = (uint32_t)rs_bc_map_bytes(src->nblocks);
         w.claims.p = h->claims;
         w.claims.len = w.bitmap.len;
-        if (rs_breply_add_holder(enc, &w) != RS_OK)
+        if (rs_bc_reply_add_holder(enc, &w) != RS_OK)
             break;
         listed++;
     }
@@ -152,19 +152,19 @@ out:
  * requester self_id, in a staging slot as large as the requester allows.
  * Takes a busy reference on src for the put.
  */
-static void reply_manifest(rs_bcast_node_t *node, rs_bcast_t *src, rs_bepinfo_t *info,
-                           const rs_breq_t *q, uint32_t self_id)
+static void reply_manifest(rs_bcast_node_t *node, rs_bcast_t *src, rs_bc_epinfo_t *info,
+                           const rs_bc_req_t *q, uint32_t self_id)
 {
-    rs_breply_t hdr;
-    rs_breply_enc_t enc;
+    rs_bc_reply_t hdr;
+    rs_bc_reply_enc_t enc;
     size_t len = 0;
-    uint64_t rng = rs_brandom64();
-    size_t want = rs_breply_meta_len(q->kind == RS_BREQ_GET ? src->nblocks : 0) +
+    uint64_t rng = rs_bc_random64();
+    size_t want = rs_bc_reply_meta_len(q->kind == RS_BREQ_GET ? src->nblocks : 0) +
                   RS_BREPLY_ACTIVE_BUDGET + RS_BREPLY_HOLDER_BUDGET;
     size_t cap = want < q->reply_cap ? want : q->reply_cap;
-    rs_bput_t *put = calloc(1, sizeof(*put));
+    rs_bc_put_t *put = calloc(1, sizeof(*put));
 
-    if (put == NULL || rs_bslots_get(&node->staging, cap, &put->slot) != RS_OK) {
+    if (put == NULL || rs_bc_slots_get(&node->staging, cap, &put->slot) != RS_OK) {
         free(put);
         return;
     }
@@ -185,23 +185,23 @@ static void reply_manifest(rs_bcast_node_t *node, rs_bcast_t *src, rs_bepinfo_t 
     hdr.perm_seed = src->perm_seed;
     hdr.ticket = self_id != 0 ? self_id - 1 : 0;
     /* Readers that do not share (source mode) start anywhere. */
-    hdr.start = src->nblocks > 0 ? rs_brand_below(&rng, src->nblocks) : 0;
+    hdr.start = src->nblocks > 0 ? rs_bc_rand_below(&rng, src->nblocks) : 0;
     pthread_mutex_lock(&src->lock);
     hdr.version = src->version;
     hdr.rversion = src->rversion;
-    rs_bsrc_holder_t *self = self_id != 0 ? rs_bsrc_holder_by_id(src, self_id) : NULL;
+    rs_bc_src_holder_t *self = self_id != 0 ? rs_bc_src_holder_by_id(src, self_id) : NULL;
     if (self != NULL)
         hdr.start = self->start;
     for (uint32_t i = 0; i < src->n_holders; i++) {
-        const rs_bsrc_holder_t *h = src->holders[i];
+        const rs_bc_src_holder_t *h = src->holders[i];
         if (h->id != self_id && holder_active(h))
             hdr.active++;
     }
-    rs_breply_begin(&enc, put->slot->p, cap, &hdr);
+    rs_bc_reply_begin(&enc, put->slot->p, cap, &hdr);
     if (q->kind == RS_BREQ_GET)
-        rs_breply_put_sums(&enc, src->sums, src->nblocks);
+        rs_bc_reply_put_sums(&enc, src->sums, src->nblocks);
     reply_lists(node, src, &enc, self_id, &rng);
-    rs_status_t st = rs_breply_finish(&enc, NULL, 0, &len);
+    rs_status_t st = rs_bc_reply_finish(&enc, NULL, 0, &len);
     pthread_mutex_unlock(&src->lock);
     if (st != RS_OK) {
         put_done(put, st);
@@ -213,10 +213,10 @@ static void reply_manifest(rs_bcast_node_t *node, rs_bcast_t *src, rs_bepinfo_t 
 
 /* ---------------------------------------------------------------- long polls */
 
-static rs_bparked_t *park_new(rs_bepinfo_t *info, const rs_breq_t *q, uint32_t self_id,
-                              uint64_t deadline)
+static rs_bc_parked_t *park_new(rs_bc_epinfo_t *info, const rs_bc_req_t *q, uint32_t self_id,
+                                uint64_t deadline)
 {
-    rs_bparked_t *p = malloc(sizeof(*p) + q->reply_rkey.len);
+    rs_bc_parked_t *p = malloc(sizeof(*p) + q->reply_rkey.len);
     if (p == NULL)
         return NULL;
     p->info = info;
@@ -231,7 +231,7 @@ static rs_bparked_t *park_new(rs_bepinfo_t *info, const rs_breq_t *q, uint32_t s
 }
 
 /* The request a parked poll stood for (views into p). */
-static void park_req(const rs_bcast_t *src, const rs_bparked_t *p, rs_breq_t *q)
+static void park_req(const rs_bcast_t *src, const rs_bc_parked_t *p, rs_bc_req_t *q)
 {
     memset(q, 0, sizeof(*q));
     q->kind = RS_BREQ_UPDATE;
@@ -245,12 +245,12 @@ static void park_req(const rs_bcast_t *src, const rs_bparked_t *p, rs_breq_t *q)
 }
 
 /* Whether blocks someone just announced (gained) include one the poller lacks (src->lock held). */
-static int park_wants(rs_bcast_t *src, const rs_bparked_t *p, const uint8_t *gained)
+static int park_wants(rs_bcast_t *src, const rs_bc_parked_t *p, const uint8_t *gained)
 {
-    const rs_bsrc_holder_t *poller = rs_bsrc_holder_by_id(src, p->self_id);
+    const rs_bc_src_holder_t *poller = rs_bc_src_holder_by_id(src, p->self_id);
     if (poller == NULL)
         return 1;
-    for (size_t i = 0; i < rs_bmap_bytes(src->nblocks); i++)
+    for (size_t i = 0; i < rs_bc_map_bytes(src->nblocks); i++)
         if (gained[i] & ~poller->bitmap[i])
             return 1;
     return 0;
@@ -261,15 +261,15 @@ static int park_wants(rs_bcast_t *src, const rs_bparked_t *p, const uint8_t *gai
  * those gained brings news for (when given), or all (all). status != OK:
  * only that status.
  */
-void rs_bsrc_park_release(rs_bcast_node_t *node, rs_bcast_t *src, uint64_t now, int all,
-                          const uint8_t *gained, rs_status_t status)
+void rs_bc_src_park_release(rs_bcast_node_t *node, rs_bcast_t *src, uint64_t now, int all,
+                            const uint8_t *gained, rs_status_t status)
 {
     rs_list_t due, *pos, *tmp;
     rs_list_init(&due);
     pthread_mutex_lock(&src->lock);
     rs_list_for_each_safe(pos, tmp, &src->parked)
     {
-        rs_bparked_t *p = RS_CONTAINER_OF(pos, rs_bparked_t, link);
+        rs_bc_parked_t *p = RS_CONTAINER_OF(pos, rs_bc_parked_t, link);
         if (all || now >= p->deadline_ns || (gained != NULL && park_wants(src, p, gained))) {
             rs_list_del(pos);
             rs_list_add_tail(&due, pos);
@@ -278,8 +278,8 @@ void rs_bsrc_park_release(rs_bcast_node_t *node, rs_bcast_t *src, uint64_t now, 
     pthread_mutex_unlock(&src->lock);
     rs_list_for_each_safe(pos, tmp, &due)
     {
-        rs_bparked_t *p = RS_CONTAINER_OF(pos, rs_bparked_t, link);
-        rs_breq_t q;
+        rs_bc_parked_t *p = RS_CONTAINER_OF(pos, rs_bc_parked_t, link);
+        rs_bc_req_t q;
         rs_list_del(pos);
         park_req(src, p, &q);
         if (RS_BDEAD(p->info))
@@ -301,7 +301,7 @@ void rs_bsrc_park_release(rs_bcast_node_t *node, rs_bcast_t *src, uint64_t now, 
 static void news_send(rs_bcast_node_t *node, rs_bcast_t *src, uint32_t skip_id)
 {
     uint32_t n = 0, n_eps = 0, rversion;
-    rs_bactive_t *active = NULL;
+    rs_bc_active_t *active = NULL;
     rs_ep_t **eps = NULL;
     uint8_t *msg = NULL;
     size_t len;
@@ -310,7 +310,7 @@ static void news_send(rs_bcast_node_t *node, rs_bcast_t *src, uint32_t skip_id)
     active = malloc((src->n_holders + 1u) * sizeof(*active));
     eps = malloc((src->n_holders + 1u) * sizeof(*eps));
     for (uint32_t i = 0; active != NULL && eps != NULL && i < src->n_holders; i++) {
-        const rs_bsrc_holder_t *h = src->holders[i];
+        const rs_bc_src_holder_t *h = src->holders[i];
         if (!holder_active(h))
             continue;
         active[n].ticket = h->id - 1;
@@ -322,7 +322,7 @@ static void news_send(rs_bcast_node_t *node, rs_bcast_t *src, uint32_t skip_id)
     pthread_mutex_unlock(&src->lock);
     msg = malloc(node->msg_max);
     if (active == NULL || eps == NULL || msg == NULL ||
-        rs_bnews_encode(node->node_id, src->seq, rversion, active, n, msg, node->msg_max, &len) !=
+        rs_bc_news_encode(node->node_id, src->seq, rversion, active, n, msg, node->msg_max, &len) !=
             RS_OK)
         n_eps = 0;
     for (uint32_t i = 0; i < n_eps; i++)
@@ -339,16 +339,16 @@ static void news_send(rs_bcast_node_t *node, rs_bcast_t *src, uint32_t skip_id)
  * prebuilt reply (zero copy, nothing allocated but the put's small record).
  * Returns 0 when the requester's slot is too small (or out of memory).
  */
-static int serve_inline(rs_bcast_node_t *node, rs_bepinfo_t *info, rs_bcast_t *src,
-                        const rs_breq_t *q)
+static int serve_inline(rs_bcast_node_t *node, rs_bc_epinfo_t *info, rs_bcast_t *src,
+                        const rs_bc_req_t *q)
 {
-    rs_bput_t *put;
+    rs_bc_put_t *put;
     if (src->reply_len > q->reply_cap || (put = calloc(1, sizeof(*put))) == NULL)
         return 0;
     RS_BSTAT_ADD(src->stats.requests_served, 1);
     RS_BSTAT_ADD(node->stats.requests_served, 1);
     pthread_mutex_lock(&src->lock);
-    rs_bsrc_reader_note(src, info);
+    rs_bc_src_reader_note(src, info);
     pthread_mutex_unlock(&src->lock);
     put->node = node;
     put->src = src;
@@ -360,7 +360,7 @@ static int serve_inline(rs_bcast_node_t *node, rs_bepinfo_t *info, rs_bcast_t *s
 }
 
 /* Looks the object up and takes a busy reference; the status when it is not served. */
-static rs_status_t src_lookup(rs_bcast_node_t *node, const rs_breq_t *q, rs_bcast_t **src_p)
+static rs_status_t src_lookup(rs_bcast_node_t *node, const rs_bc_req_t *q, rs_bcast_t **src_p)
 {
     rs_list_t *pos, *tmp;
     rs_status_t st = RS_ERR_NOT_FOUND;
@@ -388,23 +388,23 @@ static rs_status_t src_lookup(rs_bcast_node_t *node, const rs_breq_t *q, rs_bcas
     return st;
 }
 
-static void serve_announce(rs_bcast_node_t *node, rs_bepinfo_t *info, rs_bcast_t *src,
-                           const rs_breq_t *q)
+static void serve_announce(rs_bcast_node_t *node, rs_bc_epinfo_t *info, rs_bcast_t *src,
+                           const rs_bc_req_t *q)
 {
     int complete = 0, news = 0;
-    uint8_t *gained = calloc(1, rs_bmap_bytes(src->nblocks) + 1);
+    uint8_t *gained = calloc(1, rs_bc_map_bytes(src->nblocks) + 1);
     pthread_mutex_lock(&src->lock);
-    int i = rs_bsrc_holder_find(src, &q->holder_addr);
+    int i = rs_bc_src_holder_find(src, &q->holder_addr);
     if (i >= 0) {
-        rs_bsrc_holder_t *h = src->holders[i];
+        rs_bc_src_holder_t *h = src->holders[i];
         h->conn = info;
         complete = !h->complete && (q->flags & RS_BREQ_F_COMPLETE);
-        news = rs_bsrc_holder_update(src, h, q, gained);
+        news = rs_bc_src_holder_update(src, h, q, gained);
     }
     pthread_mutex_unlock(&src->lock);
     /* Wake the long polls of readers that lack a block just announced. */
     if (news && gained != NULL)
-        rs_bsrc_park_release(node, src, 0, 0, gained, RS_OK);
+        rs_bc_src_park_release(node, src, 0, 0, gained, RS_OK);
     free(gained);
     RS_BSTAT_ADD(src->stats.announces, 1);
     RS_BSTAT_ADD(node->stats.announces, 1);
@@ -419,7 +419,7 @@ static void serve_announce(rs_bcast_node_t *node, rs_bepinfo_t *info, rs_bcast_t
     }
 }
 
-void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q)
+void rs_bc_src_serve(rs_bcast_node_t *node, rs_bc_epinfo_t *info, const rs_bc_req_t *q)
 {
     rs_bcast_t *src = NULL;
     rs_status_t st = src_lookup(node, q, &src);
@@ -438,22 +438,22 @@ void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q
     } else {
         int parked = 0;
         pthread_mutex_lock(&src->lock);
-        rs_bsrc_holder_t *self = NULL;
+        rs_bc_src_holder_t *self = NULL;
         if (q->kind == RS_BREQ_GET)
-            rs_bsrc_reader_note(src, info);
+            rs_bc_src_reader_note(src, info);
         if ((q->flags & RS_BREQ_F_HOLDER) && q->kind == RS_BREQ_GET) {
-            self = rs_bsrc_holder_register(src, info, q);
+            self = rs_bc_src_holder_register(src, info, q);
         } else if (q->flags & RS_BREQ_F_HOLDER) {
-            int i = rs_bsrc_holder_find(src, &q->holder_addr);
+            int i = rs_bc_src_holder_find(src, &q->holder_addr);
             self = i >= 0 ? src->holders[i] : NULL;
         }
         if (self != NULL) {
             self->conn = info;
-            rs_bsrc_holder_update(src, self, q, NULL);
+            rs_bc_src_holder_update(src, self, q, NULL);
             self_id = self->id;
         }
         if ((q->flags & RS_BREQ_F_WAIT) && q->known == src->version) {
-            rs_bparked_t *p = park_new(info, q, self_id, rs_now_ns() + RS_MS_TO_NS(RS_BPOLL_MS));
+            rs_bc_parked_t *p = park_new(info, q, self_id, rs_now_ns() + RS_MS_TO_NS(RS_BPOLL_MS));
             if (p != NULL) {
                 rs_list_add_tail(&src->parked, &p->link);
                 parked = 1;
@@ -476,7 +476,7 @@ void rs_bsrc_serve(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q
     src_unbusy(node, src);
 }
 
-int rs_bsrc_serve_fast(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q)
+int rs_bc_src_serve_fast(rs_bcast_node_t *node, rs_bc_epinfo_t *info, const rs_bc_req_t *q)
 {
     rs_bcast_t *src = NULL;
     int done = 0;
@@ -520,17 +520,17 @@ static void sources_each(rs_bcast_node_t *node, void (*f)(rs_bcast_node_t *, rs_
 
 static void tick_one(rs_bcast_node_t *node, rs_bcast_t *src, void *arg)
 {
-    rs_bsrc_park_release(node, src, *(const uint64_t *)arg, 0, NULL, RS_OK);
+    rs_bc_src_park_release(node, src, *(const uint64_t *)arg, 0, NULL, RS_OK);
 }
 
-void rs_bsrc_tick(rs_bcast_node_t *node, uint64_t now)
+void rs_bc_src_tick(rs_bcast_node_t *node, uint64_t now)
 {
     sources_each(node, tick_one, &now);
 }
 
 static void conn_dead_one(rs_bcast_node_t *node, rs_bcast_t *src, void *arg)
 {
-    const rs_bepinfo_t *info = arg;
+    const rs_bc_epinfo_t *info = arg;
     int readers = 0;
     (void)node;
     pthread_mutex_lock(&src->lock);
@@ -548,7 +548,7 @@ static void conn_dead_one(rs_bcast_node_t *node, rs_bcast_t *src, void *arg)
         news_send(node, src, 0); /* its share of the blocks goes to the others */
 }
 
-void rs_bsrc_conn_dead(rs_bcast_node_t *node, rs_bepinfo_t *info)
+void rs_bc_src_conn_dead(rs_bcast_node_t *node, rs_bc_epinfo_t *info)
 {
     sources_each(node, conn_dead_one, info);
 }

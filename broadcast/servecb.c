@@ -21,15 +21,15 @@
 
 #define RS_BSTASH_MAX 16 /* slots one request may need (1 + long polls it releases) */
 
-typedef struct rs_bstash {
-    rs_bslots_t *slots; /* non-NULL while this thread serves from a callback */
+typedef struct rs_bc_stash {
+    rs_bc_slots_t *slots; /* non-NULL while this thread serves from a callback */
     uint32_t n;
-    rs_bslot_t *slot[RS_BSTASH_MAX];
-} rs_bstash_t;
+    rs_bc_slot_t *slot[RS_BSTASH_MAX];
+} rs_bc_stash_t;
 
-static __thread rs_bstash_t stash;
+static __thread rs_bc_stash_t stash;
 
-int rs_bslots_stash_take(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p)
+int rs_bc_slots_stash_take(rs_bc_slots_t *s, size_t need, rs_bc_slot_t **slot_p)
 {
     if (stash.slots == NULL)
         return 0;
@@ -45,7 +45,8 @@ int rs_bslots_stash_take(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p)
 }
 
 /* The object's geometry and how many long polls are parked on it; 0 when not served here. */
-static int src_peek(rs_bcast_node_t *node, const rs_breq_t *q, uint32_t *nblocks, uint32_t *parked)
+static int src_peek(rs_bcast_node_t *node, const rs_bc_req_t *q, uint32_t *nblocks,
+                    uint32_t *parked)
 {
     rs_list_t *pos, *tmp;
     rs_bcast_t *found = NULL;
@@ -81,12 +82,12 @@ static int src_peek(rs_bcast_node_t *node, const rs_breq_t *q, uint32_t *nblocks
 static void stash_return(rs_bcast_node_t *node)
 {
     for (uint32_t i = 0; i < stash.n; i++)
-        rs_bslots_put(&node->staging, stash.slot[i]);
+        rs_bc_slots_put(&node->staging, stash.slot[i]);
     stash.n = 0;
     stash.slots = NULL;
 }
 
-int rs_bsrc_serve_cb(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t *q)
+int rs_bc_src_serve_cb(rs_bcast_node_t *node, rs_bc_epinfo_t *info, const rs_bc_req_t *q)
 {
     uint32_t nblocks, parked, need;
     if (__atomic_load_n(&node->work_queued, __ATOMIC_ACQUIRE) != 0)
@@ -98,8 +99,8 @@ int rs_bsrc_serve_cb(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t 
      * update (and a status reply should it not fit); an announcement may
      * release every parked poll (updates, at most the update's full size).
      */
-    size_t upd = rs_breply_meta_len(0) + RS_BREPLY_ACTIVE_BUDGET + RS_BREPLY_HOLDER_BUDGET;
-    size_t cap = q->kind == RS_BREQ_GET ? rs_breply_meta_len(nblocks) + RS_BREPLY_ACTIVE_BUDGET +
+    size_t upd = rs_bc_reply_meta_len(0) + RS_BREPLY_ACTIVE_BUDGET + RS_BREPLY_HOLDER_BUDGET;
+    size_t cap = q->kind == RS_BREQ_GET ? rs_bc_reply_meta_len(nblocks) + RS_BREPLY_ACTIVE_BUDGET +
                                               RS_BREPLY_HOLDER_BUDGET
                                         : upd;
     if (q->kind != RS_BREQ_ANNOUNCE && cap > q->reply_cap)
@@ -109,7 +110,7 @@ int rs_bsrc_serve_cb(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t 
         return 0;
     stash.n = 0;
     while (stash.n < need) {
-        if (rs_bslots_try(&node->staging, cap, &stash.slot[stash.n]) != RS_OK) {
+        if (rs_bc_slots_try(&node->staging, cap, &stash.slot[stash.n]) != RS_OK) {
             stash_return(node);
             return 0; /* the service thread registers more */
         }
@@ -117,10 +118,10 @@ int rs_bsrc_serve_cb(rs_bcast_node_t *node, rs_bepinfo_t *info, const rs_breq_t 
     }
     /* A manifest that does not fit is answered with a status: a small slot, if one is free. */
     if (q->kind != RS_BREQ_ANNOUNCE &&
-        rs_bslots_try(&node->staging, RS_BREPLY_MIN_LEN, &stash.slot[stash.n]) == RS_OK)
+        rs_bc_slots_try(&node->staging, RS_BREPLY_MIN_LEN, &stash.slot[stash.n]) == RS_OK)
         stash.n++;
     stash.slots = &node->staging;
-    rs_bsrc_serve(node, info, q);
+    rs_bc_src_serve(node, info, q);
     stash_return(node);
     return 1;
 }

@@ -6,8 +6,8 @@
 #include "broadcast/servecb.h"
 #include "common/log.h"
 
-void rs_bslots_init(rs_bslots_t *s, rs_ctx_t *ctx, unsigned access, size_t slot_size,
-                    uint32_t per_slab)
+void rs_bc_slots_init(rs_bc_slots_t *s, rs_ctx_t *ctx, unsigned access, size_t slot_size,
+                      uint32_t per_slab)
 {
     pthread_mutex_init(&s->lock, NULL);
     s->ctx = ctx;
@@ -20,12 +20,12 @@ void rs_bslots_init(rs_bslots_t *s, rs_ctx_t *ctx, unsigned access, size_t slot_
 }
 
 /* Registers a slab of n slots of size bytes and puts them on a free list. */
-static rs_status_t slab_add(rs_bslots_t *s, size_t size, uint32_t n, int big)
+static rs_status_t slab_add(rs_bc_slots_t *s, size_t size, uint32_t n, int big)
 {
-    rs_bslab_t *slab = calloc(1, sizeof(*slab));
+    rs_bc_slab_t *slab = calloc(1, sizeof(*slab));
     rs_status_t st = RS_ERR_NOMEM;
 
-    if (slab == NULL || (slab->slots = calloc(n, sizeof(rs_bslot_t))) == NULL) {
+    if (slab == NULL || (slab->slots = calloc(n, sizeof(rs_bc_slot_t))) == NULL) {
         rs_error("out of memory allocating broadcast slots");
         goto err_free_slab;
     }
@@ -41,7 +41,7 @@ static rs_status_t slab_add(rs_bslots_t *s, size_t size, uint32_t n, int big)
     pthread_mutex_lock(&s->lock);
     rs_list_add_tail(&s->slabs, &slab->link);
     for (uint32_t i = 0; i < n; i++) {
-        rs_bslot_t *slot = &slab->slots[i];
+        rs_bc_slot_t *slot = &slab->slots[i];
         slot->slab = slab;
         slot->p = base + size * i;
         slot->cap = size;
@@ -62,19 +62,19 @@ err_free_slab:
 }
 
 /* A free slot of at least need bytes, or NULL (s->lock held). */
-static rs_bslot_t *slot_take(rs_bslots_t *s, size_t need)
+static rs_bc_slot_t *slot_take(rs_bc_slots_t *s, size_t need)
 {
     rs_list_t *pos, *tmp;
     if (need <= s->slot_size) {
         if (rs_list_empty(&s->free))
             return NULL;
-        rs_bslot_t *slot = rs_list_first(&s->free, rs_bslot_t, link);
+        rs_bc_slot_t *slot = rs_list_first(&s->free, rs_bc_slot_t, link);
         rs_list_del(&slot->link);
         return slot;
     }
     rs_list_for_each_safe(pos, tmp, &s->big_free)
     {
-        rs_bslot_t *slot = RS_CONTAINER_OF(pos, rs_bslot_t, link);
+        rs_bc_slot_t *slot = RS_CONTAINER_OF(pos, rs_bc_slot_t, link);
         if (slot->cap >= need) {
             rs_list_del(&slot->link);
             return slot;
@@ -83,14 +83,14 @@ static rs_bslot_t *slot_take(rs_bslots_t *s, size_t need)
     return NULL;
 }
 
-rs_status_t rs_bslots_get(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p)
+rs_status_t rs_bc_slots_get(rs_bc_slots_t *s, size_t need, rs_bc_slot_t **slot_p)
 {
-    int stashed = rs_bslots_stash_take(s, need, slot_p); /* serving in a callback */
+    int stashed = rs_bc_slots_stash_take(s, need, slot_p); /* serving in a callback */
     if (stashed != 0)
         return stashed > 0 ? RS_OK : RS_ERR_BUSY;
     for (;;) {
         pthread_mutex_lock(&s->lock);
-        rs_bslot_t *slot = slot_take(s, need);
+        rs_bc_slot_t *slot = slot_take(s, need);
         pthread_mutex_unlock(&s->lock);
         if (slot != NULL) {
             *slot_p = slot;
@@ -104,10 +104,10 @@ rs_status_t rs_bslots_get(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p)
     }
 }
 
-rs_status_t rs_bslots_try(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p)
+rs_status_t rs_bc_slots_try(rs_bc_slots_t *s, size_t need, rs_bc_slot_t **slot_p)
 {
     pthread_mutex_lock(&s->lock);
-    rs_bslot_t *slot = slot_take(s, need);
+    rs_bc_slot_t *slot = slot_take(s, need);
     pthread_mutex_unlock(&s->lock);
     if (slot == NULL)
         return RS_ERR_BUSY;
@@ -115,19 +115,19 @@ rs_status_t rs_bslots_try(rs_bslots_t *s, size_t need, rs_bslot_t **slot_p)
     return RS_OK;
 }
 
-void rs_bslots_put(rs_bslots_t *s, rs_bslot_t *slot)
+void rs_bc_slots_put(rs_bc_slots_t *s, rs_bc_slot_t *slot)
 {
     pthread_mutex_lock(&s->lock);
     rs_list_add_head(slot->big ? &s->big_free : &s->free, &slot->link);
     pthread_mutex_unlock(&s->lock);
 }
 
-void rs_bslots_fini(rs_bslots_t *s)
+void rs_bc_slots_fini(rs_bc_slots_t *s)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &s->slabs)
     {
-        rs_bslab_t *slab = RS_CONTAINER_OF(pos, rs_bslab_t, link);
+        rs_bc_slab_t *slab = RS_CONTAINER_OF(pos, rs_bc_slab_t, link);
         rs_list_del(&slab->link);
         free(slab->slots);
         free(slab);

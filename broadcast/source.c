@@ -28,9 +28,9 @@ rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p
     src->node = node;
     src->size = len;
     src->block_size = (uint32_t)cfg->block_size;
-    src->nblocks = rs_bcast_nblocks(len, src->block_size);
+    src->nblocks = rs_bc_nblocks(len, src->block_size);
     src->is_inline = len <= cfg->inline_max;
-    src->perm_seed = rs_brandom64();
+    src->perm_seed = rs_bc_random64();
     src->state = RS_BSRC_OPEN;
     rs_list_init(&src->parked);
     pthread_mutex_init(&src->lock, NULL);
@@ -41,13 +41,13 @@ rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p
     }
     if (src->is_inline) {
         /* The reply is prebuilt in place: metadata, then the object at its aligned offset. */
-        size_t doff = rs_breply_data_off(rs_breply_meta_len(src->nblocks));
+        size_t doff = rs_bc_reply_data_off(rs_bc_reply_meta_len(src->nblocks));
         st = rs_mem_alloc(node->ctx, doff + len, RS_MEM_LOCAL, &src->mr);
         if (st != RS_OK)
             goto err_free_src;
         src->data = (uint8_t *)rs_mr_addr(src->mr) + doff;
     } else {
-        st = rs_bregion_get(node, len, &src->mr, src->rkey, &src->rkey_len);
+        st = rs_bc_region_get(node, len, &src->mr, src->rkey, &src->rkey_len);
         if (st != RS_OK)
             goto err_free_src;
         src->data = rs_mr_addr(src->mr);
@@ -82,11 +82,11 @@ rs_status_t rs_bcast_seal(rs_bcast_t *src)
         return RS_ERR_STATE;
     }
     for (uint32_t i = 0; i < src->nblocks; i++)
-        src->sums[i] = rs_bblock_sum(src->data + rs_bblock_off(i, src->block_size),
-                                     rs_bblock_len(i, src->size, src->block_size), i);
+        src->sums[i] = rs_bc_block_sum(src->data + rs_bc_block_off(i, src->block_size),
+                                       rs_bc_block_len(i, src->size, src->block_size), i);
     if (src->is_inline) {
-        rs_breply_t hdr;
-        rs_breply_enc_t enc;
+        rs_bc_reply_t hdr;
+        rs_bc_reply_enc_t enc;
         memset(&hdr, 0, sizeof(hdr));
         hdr.kind = RS_BREQ_GET;
         hdr.node_id = src->node->node_id;
@@ -96,9 +96,9 @@ rs_status_t rs_bcast_seal(rs_bcast_t *src)
         hdr.nblocks = src->nblocks;
         hdr.flags = RS_BREPLY_F_INLINE | RS_BREPLY_F_SUMS;
         uint8_t *base = rs_mr_addr(src->mr);
-        rs_breply_begin(&enc, base, (size_t)(src->data - base) + src->size, &hdr);
-        rs_breply_put_sums(&enc, src->sums, src->nblocks);
-        rs_status_t st = rs_breply_finish(&enc, NULL, src->size, &src->reply_len);
+        rs_bc_reply_begin(&enc, base, (size_t)(src->data - base) + src->size, &hdr);
+        rs_bc_reply_put_sums(&enc, src->sums, src->nblocks);
+        rs_status_t st = rs_bc_reply_finish(&enc, NULL, src->size, &src->reply_len);
         if (st != RS_OK) { /* the region was sized for exactly this */
             pthread_mutex_unlock(&src->lock);
             rs_error("broadcast: inline reply does not fit its region");
@@ -133,7 +133,7 @@ rs_status_t rs_bcast_publish(rs_bcast_node_t *node, const void *data, size_t len
 
 rs_status_t rs_bcast_descriptor(const rs_bcast_t *src, void *buf, size_t buflen, size_t *len_p)
 {
-    rs_bdesc_t d;
+    rs_bc_desc_t d;
     if (src == NULL || buf == NULL || len_p == NULL)
         return RS_ERR_INVALID;
     if (src->state != RS_BSRC_SEALED) {
@@ -148,7 +148,7 @@ rs_status_t rs_bcast_descriptor(const rs_bcast_t *src, void *buf, size_t buflen,
     d.nblocks = src->nblocks;
     d.flags = src->is_inline ? RS_BDESC_F_INLINE : 0;
     d.src = src->node->self.a;
-    return rs_bdesc_encode(&d, buf, buflen, len_p);
+    return rs_bc_desc_encode(&d, buf, buflen, len_p);
 }
 
 void rs_bcast_source_stats(const rs_bcast_t *src, rs_bcast_stats_t *stats)
@@ -172,7 +172,7 @@ void rs_bcast_destroy(rs_bcast_t *src)
         return;
     rs_bcast_node_t *node = src->node;
     uint8_t msg[RS_BDESTROY_LEN];
-    rs_bdestroy_encode(node->node_id, src->seq, msg);
+    rs_bc_destroy_encode(node->node_id, src->seq, msg);
 
     /* Answer RS_ERR_DESTROYED from now on, and collect every reader to tell. */
     pthread_mutex_lock(&src->lock);
@@ -187,7 +187,7 @@ void rs_bcast_destroy(rs_bcast_t *src)
     pthread_mutex_unlock(&src->lock);
 
     /* This process's own copy (a reader here) learns it now, not over the loopback. */
-    rs_bentry_destroyed(node, node->node_id, src->seq);
+    rs_bc_entry_destroyed(node, node->node_id, src->seq);
 
     pthread_mutex_lock(&node->lock);
     rs_list_del(&src->link);
@@ -203,10 +203,10 @@ void rs_bcast_destroy(rs_bcast_t *src)
     }
     free(eps);
     /* Its region back in the cache now, for the next object (else a new one, faulted in). */
-    rs_bsrc_reap(node, rs_now_ns(), 0);
+    rs_bc_src_reap(node, rs_now_ns(), 0);
 }
 
-void rs_bsrc_reap(rs_bcast_node_t *node, uint64_t now, int force)
+void rs_bc_src_reap(rs_bcast_node_t *node, uint64_t now, int force)
 {
     rs_list_t *pos, *tmp, done;
     rs_list_init(&done);
@@ -233,20 +233,20 @@ void rs_bsrc_reap(rs_bcast_node_t *node, uint64_t now, int force)
         rs_bcast_t *src = RS_CONTAINER_OF(pos, rs_bcast_t, link);
         rs_list_del(pos);
         if (!force) {
-            rs_bsrc_park_release(node, src, 0, 1, NULL, RS_ERR_DESTROYED);
+            rs_bc_src_park_release(node, src, 0, 1, NULL, RS_ERR_DESTROYED);
             if (src->is_inline)
                 rs_mem_free(src->mr);
             else if (!src->user_mr)
-                rs_bregion_put(node, src->mr, src->rkey, src->rkey_len);
+                rs_bc_region_put(node, src->mr, src->rkey, src->rkey_len);
         }
         rs_list_t *ppos, *ptmp;
         rs_list_for_each_safe(ppos, ptmp, &src->parked)
         {
             rs_list_del(ppos);
-            free(RS_CONTAINER_OF(ppos, rs_bparked_t, link));
+            free(RS_CONTAINER_OF(ppos, rs_bc_parked_t, link));
         }
         for (uint32_t i = 0; i < src->n_holders; i++)
-            rs_bsrc_holder_free(src->holders[i]);
+            rs_bc_src_holder_free(src->holders[i]);
         free(src->holders);
         free(src->readers);
         free(src->perm_pos);

@@ -1,5 +1,5 @@
 /*
- * Sized partition streams (seed 002): a partition's raw and output buffers
+ * Sized partition streams: a partition's raw and output buffers
  * hold min(expected, block) bytes and that size's frame bound instead of a
  * whole block each. Frame boundaries depend only on the block size and the
  * writes, never on the estimate, so sized and unsized streams emit the same

@@ -1,5 +1,5 @@
 /*
- * rs-perf-codec: the seed 002 benchmark. One spill writes N partitions
+ * rs-perf-codec: the sized-codec benchmark (docs/codec.md). One spill writes N partitions
  * (default 1,009) of key/value records through one partition stream each,
  * as Tez's UnorderedPartitionedKVWriter does: open, write the records,
  * finish, free. "fixed" streams get the block-sized buffers of the unsized
@@ -30,7 +30,7 @@
 #include <rshuffle/codec.h>
 
 #define MAX_CASES 16
-#define RECORD    22 /* bytes per key/value record, as in the seed's benchmark */
+#define RECORD    22 /* bytes per key/value record, as in Tez's sized-buffer benchmark */
 
 typedef struct counting_alloc {
     uint64_t bytes; /* allocated (malloc sizes plus realloc growth) */
@@ -236,7 +236,8 @@ static void print_table(const result_t *res, size_t n, size_t partitions, int ro
     }
 }
 
-/* The bars, checked on this run's numbers (a report, not a test: timings are noisy). */
+/* The bars of docs/codec.md, checked on this run's numbers (a report, not a test: timings are
+ * noisy). */
 static void print_bars(const result_t *res, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

@@ -1,6 +1,6 @@
 /*
  * rs-perf-reserve: what reserving worker space costs a pusher, per batch,
- * for the two schemes DESIGN.md §5 allows, over the same transport:
+ * for the two space-reservation schemes (docs/shuffle.md), over the same transport:
  *
  *   fadd    one remote fetch-and-add on a partition tail per batch; the
  *           batch's write can be posted only once the old tail came back.

@@ -3,7 +3,7 @@
  * push engine, by copy (into an idle pooled buffer) and by swap (the buffer
  * itself goes, an idle one of the same length comes back). One writer
  * thread, a no-op push engine, the median over warm rounds of the mean cost
- * per hand-off (seed 000's table).
+ * per hand-off (docs/shuffle.md has the table).
  *
  *   rs-perf-swap [--sizes 65536,262144] [--rounds 21] [--iters 2000] [--json]
  *

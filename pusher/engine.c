@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-void rs__pusher_fail(rs_pusher_t *p, rs_status_t status, const char *why)
+void rs_push_fail(rs_pusher_t *p, rs_status_t status, const char *why)
 {
     int expected = RS_OK;
     if (atomic_compare_exchange_strong(&p->error, &expected, (int)status))
         rs_error("pusher (shuffle %u map %u attempt %u): %s: %s", p->desc.shuffle_id, p->map_id,
                  p->attempt, why, rs_strerror(status));
-    rs__pushq_fail(p->q, status);
+    rs_push_q_fail(p->q, status);
 }
 
 static rs_status_t perr(rs_pusher_t *p)
@@ -162,7 +162,7 @@ static void request_grants(pworker_t *w)
     if (s == RS_OK)
         s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, buf, len, NULL, NULL);
     if (s != RS_OK) {
-        rs__pusher_fail(p, s, "grant request");
+        rs_push_fail(p, s, "grant request");
         return;
     }
     w->ret_head += n_ret;
@@ -235,7 +235,7 @@ static void on_put_done(void *arg, rs_status_t status)
     w->inflight -= b->frame_len;
     w->heard_at = rs_now_coarse_ns();
     if (status != RS_OK)
-        rs__pusher_fail(p, status, "write to a worker");
+        rs_push_fail(p, status, "write to a worker");
     if (--b->refs == 0 && rs_list_empty(&b->link))
         batch_release(p, b);
     if (perr(p) != RS_OK)
@@ -311,13 +311,13 @@ static void try_post(pworker_t *w)
             b->refs++;
             w->inflight += b->frame_len;
             w->batches++;
-            rs_status_t s = rs_put_notify(w->ep, b->frame, b->frame_len, rs__pushq_mr(p->q),
+            rs_status_t s = rs_put_notify(w->ep, b->frame, b->frame_len, rs_push_q_mr(p->q),
                                           w->rkey, roff, imm, on_put_done, b);
             if (s != RS_OK) {
                 w->inflight -= b->frame_len;
                 w->batches--;
                 b->refs--;
-                rs__pusher_fail(p, s, "posting a write");
+                rs_push_fail(p, s, "posting a write");
                 if (b->refs == 0) {
                     if (!rs_list_empty(&b->link)) {
                         rs_list_del(&b->link);
@@ -364,9 +364,9 @@ static int compress_room(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b, rs_pbu
     size_t bound = rs_frame_bound(p->cfg.codec, b->used);
     if (bound == 0 || bound > RS_GRANT_MAX)
         return 0;
-    *s_p = rs__pushq_alloc_now(q, bound, out_p);
-    if (*s_p == RS_ERR_BUSY && rs__pushq_transients(q) == 0) {
-        rs__pushq_unstarve(q);
+    *s_p = rs_push_q_alloc_now(q, bound, out_p);
+    if (*s_p == RS_ERR_BUSY && rs_push_q_transients(q) == 0) {
+        rs_push_q_unstarve(q);
         return 0;
     }
     return 1;
@@ -417,7 +417,7 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
         }
     }
     if (s != RS_OK) {
-        rs__pusher_fail(p, s, "framing a batch");
+        rs_push_fail(p, s, "framing a batch");
         rs_pushq_release(q, &b->pub);
         return RS_OK;
     }
@@ -496,7 +496,7 @@ static void commit_progress(rs_pusher_t *p)
 {
     if (!atomic_load(&p->closing) || p->commit_finished)
         return;
-    if (perr(p) == RS_OK && rs__pushq_outstanding(p->q) != 0)
+    if (perr(p) == RS_OK && rs_push_q_outstanding(p->q) != 0)
         return;
     /* Compressed batches outlive their raw buffers: wait for them too. */
     for (uint32_t i = 0; perr(p) == RS_OK && i < p->desc.n_workers; i++)
@@ -544,7 +544,7 @@ static void check_alive(pworker_t *w, uint64_t now)
         return;
     rs_error("pusher: worker %s answered nothing for %u ms (peer timeout)",
              p->desc.workers[w->index], rs_ctx_config(p->ctx)->peer_timeout_ms);
-    rs__pusher_fail(p, RS_ERR_TIMEOUT, "worker not answering");
+    rs_push_fail(p, RS_ERR_TIMEOUT, "worker not answering");
     w->req_out = 0;
     drop_pending(w);
     if (!w->commit_done) {
@@ -577,7 +577,7 @@ static int engine_arm(void *arg)
     return rs_ctx_arm(p->ctx) == RS_OK ? 0 : 1;
 }
 
-const rs_pushq_hooks_t rs__pusher_hooks_template = {
+const rs_pushq_hooks_t rs_push_hooks_template = {
     .take = engine_take,
     .poll = engine_poll,
     .arm = engine_arm,
@@ -621,7 +621,7 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
     w->req_out = 0;
     w->heard_at = rs_now_coarse_ns();
     if (s != RS_OK) {
-        rs__pusher_fail(p, s, "grant request refused by a worker");
+        rs_push_fail(p, s, "grant request refused by a worker");
         drop_pending(w);
         return;
     }
@@ -629,7 +629,7 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
     for (uint32_t i = 0; i < r.n; i++) {
         rs_grant_t g = rs_sproto_grant_get(&r, i);
         if (g.partition >= p->desc.n_partitions) {
-            rs__pusher_fail(p, RS_ERR_PROTOCOL, "grant for an unknown partition");
+            rs_push_fail(p, RS_ERR_PROTOCOL, "grant for an unknown partition");
             drop_pending(w);
             return;
         }
@@ -649,8 +649,8 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
             continue;
         }
         if (g.status != RS_OK || g.len > RS_GRANT_MAX || g.slot >= RS_GRANT_SLOTS) {
-            rs__pusher_fail(p, g.status != RS_OK ? (rs_status_t)g.status : RS_ERR_PROTOCOL,
-                            "grant refused by a worker");
+            rs_push_fail(p, g.status != RS_OK ? (rs_status_t)g.status : RS_ERR_PROTOCOL,
+                         "grant refused by a worker");
             drop_pending(w);
             return;
         }
@@ -677,7 +677,7 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
         if (w->bp_since == 0)
             w->bp_since = now;
         if (now - w->bp_since > RS_MS_TO_NS(p->cfg.backpressure_ms)) {
-            rs__pusher_fail(p, RS_ERR_BACKPRESSURE, "worker memory full for too long");
+            rs_push_fail(p, RS_ERR_BACKPRESSURE, "worker memory full for too long");
             drop_pending(w);
             return;
         }
@@ -715,7 +715,7 @@ static void on_nack(void *arg, rs_ep_t *ep, const void *data, size_t len)
         return;
     rs_error("pusher: a worker refused a batch of partition %u: %s", n.partition,
              rs_strerror(n.status));
-    rs__pusher_fail(p, n.status, "batch refused");
+    rs_push_fail(p, n.status, "batch refused");
 }
 
 static void on_commit_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -743,7 +743,7 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
     if (w == NULL || status == RS_OK)
         return;
     rs_error("pusher: worker %s is gone: %s", p->desc.workers[w->index], rs_strerror(status));
-    rs__pusher_fail(p, status, "worker connection lost");
+    rs_push_fail(p, status, "worker connection lost");
     w->req_out = 0;
     drop_pending(w);
     if (!w->commit_done) {
@@ -752,7 +752,7 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
     }
 }
 
-rs_status_t rs__pusher_install_handlers(rs_pusher_t *p)
+rs_status_t rs_push_install_handlers(rs_pusher_t *p)
 {
     rs_status_t s;
     if ((s = rs_set_msg_handler(p->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, p)) != RS_OK ||
@@ -765,7 +765,7 @@ rs_status_t rs__pusher_install_handlers(rs_pusher_t *p)
     return RS_OK;
 }
 
-void rs__pusher_fault(rs_pusher_t *p, int fault, int every)
+void rs_push_fault(rs_pusher_t *p, int fault, int every)
 {
     p->fault = fault;
     p->fault_every = every > 0 ? every : 1;

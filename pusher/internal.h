@@ -99,11 +99,11 @@ struct rs_pusher {
 };
 
 /* engine.c */
-extern const rs_pushq_hooks_t rs__pusher_hooks_template;
-void rs__pusher_fail(struct rs_pusher *p, rs_status_t status, const char *why);
-rs_status_t rs__pusher_install_handlers(struct rs_pusher *p);
+extern const rs_pushq_hooks_t rs_push_hooks_template;
+void rs_push_fail(struct rs_pusher *p, rs_status_t status, const char *why);
+rs_status_t rs_push_install_handlers(struct rs_pusher *p);
 
 /* Test-only: every every-th batch is corrupted after sealing or sent twice. */
-void rs__pusher_fault(struct rs_pusher *p, int fault, int every);
+void rs_push_fault(struct rs_pusher *p, int fault, int every);
 
 #endif

@@ -96,7 +96,7 @@ static void pusher_free(rs_pusher_t *p)
     /* Order: no engine thread, then endpoints (their canceled writes release buffers into the
      * pool), then the pool's registered slab, then the context. */
     if (p->q != NULL)
-        rs__pushq_stop(p->q);
+        rs_push_q_stop(p->q);
     int expected = RS_OK;
     atomic_compare_exchange_strong(&p->error, &expected, (int)RS_ERR_CANCELED);
     for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++) {
@@ -206,7 +206,7 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
         s = RS_ERR_NOMEM;
         goto err_free;
     }
-    if ((s = rs__pusher_install_handlers(p)) != RS_OK)
+    if ((s = rs_push_install_handlers(p)) != RS_OK)
         goto err_free;
     for (uint32_t i = 0; i < nw; i++)
         if ((s = connect_worker(p, &p->workers[i])) != RS_OK)
@@ -217,10 +217,10 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
                             .queue_depth = p->cfg.queue_depth ? p->cfg.queue_depth : 16,
                             .wait_ms = p->cfg.wait_ms,
                             .ctx = p->ctx};
-    rs_pushq_hooks_t hooks = rs__pusher_hooks_template;
+    rs_pushq_hooks_t hooks = rs_push_hooks_template;
     hooks.arg = p;
     hooks.fd = rs_ctx_fd(p->ctx);
-    if ((s = rs__pushq_create(&qc, &hooks, &p->q)) != RS_OK)
+    if ((s = rs_push_q_create(&qc, &hooks, &p->q)) != RS_OK)
         goto err_free;
     *pusher_p = p;
     return RS_OK;
@@ -257,7 +257,7 @@ static rs_status_t flush_partition(rs_pusher_t *p, uint32_t part)
     rs_pbuf_int_t *bi = rs_pbuf_int(b);
     bi->seq = p->next_seq++;
     bi->sealed = 0; /* the engine seals it: this thread goes on producing records */
-    return rs__pushq_submit(p->q, part, b, used);
+    return rs_push_q_submit(p->q, part, b, used);
 }
 
 /*
@@ -271,7 +271,7 @@ static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
         len = need;
     rs_status_t s;
     uint64_t deadline = 0;
-    while ((s = rs__pushq_try_get(p->q, len, &p->cur[part])) == RS_ERR_BUSY) {
+    while ((s = rs_push_q_try_get(p->q, len, &p->cur[part])) == RS_ERR_BUSY) {
         if ((s = werr(p)) != RS_OK)
             return s;
         /*
@@ -279,7 +279,7 @@ static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
          * one rather than push partly filled ones (tiny batches when a worker
          * is slow), unless the engine itself waits for room.
          */
-        if (rs__pushq_engine_held(p->q) > 0 && !rs__pushq_starved(p->q)) {
+        if (rs_push_q_engine_held(p->q) > 0 && !rs_push_q_starved(p->q)) {
             uint64_t now = rs_now_coarse_ns();
             if (deadline == 0) {
                 deadline = now + RS_MS_TO_NS(p->cfg.wait_ms);
@@ -287,7 +287,7 @@ static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
                 rs_error("pusher: no push buffer came back within %u ms", p->cfg.wait_ms);
                 return RS_ERR_TIMEOUT;
             }
-            rs__pushq_nap(p->q);
+            rs_push_q_nap(p->q);
             continue;
         }
         /* The pool is full of partly filled buffers: push the fullest one. */
@@ -317,7 +317,7 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
                  len, RS_PUSH_RECORD_MAX);
         return RS_ERR_INVALID;
     }
-    if (!rs__pushq_fits(p->q, need)) {
+    if (!rs_push_q_fits(p->q, need)) {
         rs_error("pusher: a record of %u bytes does not fit the push pool (%zu bytes)", len,
                  p->cfg.pool_bytes);
         return RS_ERR_INVALID;
@@ -366,7 +366,7 @@ rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, 
     b->sealed = 0;
     if (p->cfg.codec == RS_CODEC_NONE && used > 0) {
         /*
-         * Sealed here, on the caller's thread, as the seed's swap computes its
+         * Sealed here, on the caller's thread, as Celeborn's swap computes its
          * CRC before hand-off: the engine then only writes, and a writer that
          * swaps pre-filled buffers checksums in parallel with the engine.
          */
@@ -392,20 +392,20 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
     for (uint32_t i = 0; i < p->desc.n_partitions && s == RS_OK; i++)
         s = flush_partition(p, i);
     if (s != RS_OK)
-        rs__pusher_fail(p, s, "flushing at close");
+        rs_push_fail(p, s, "flushing at close");
     atomic_store(&p->closing, 1);
-    rs__pushq_wake(p->q);
+    rs_push_q_wake(p->q);
     uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(p->cfg.wait_ms);
     /* Drive the engine while it has work (no spare core assumed), then wait for it. */
     uint64_t spin_end = rs_now_ns() + RS_CLOSE_SPIN_NS;
     while (!__atomic_load_n(&p->commit_finished, __ATOMIC_ACQUIRE) && rs_now_ns() < spin_end)
-        if (rs__pushq_drive(p->q) > 0)
+        if (rs_push_q_drive(p->q) > 0)
             spin_end = rs_now_ns() + RS_CLOSE_SPIN_NS;
     pthread_mutex_lock(&p->lock);
     while (!p->commit_finished) {
         if (rs_now_coarse_ns() >= deadline) {
             pthread_mutex_unlock(&p->lock);
-            rs__pusher_fail(p, RS_ERR_TIMEOUT, "close: writes or commits not done in time");
+            rs_push_fail(p, RS_ERR_TIMEOUT, "close: writes or commits not done in time");
             pthread_mutex_lock(&p->lock);
             break;
         }
@@ -421,7 +421,7 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
     }
     /* A failed attempt is over: stop the engine, so its counts can be read (and stay put). */
     if (!finished || s != RS_OK)
-        rs__pushq_stop(p->q);
+        rs_push_q_stop(p->q);
     if (stats != NULL) { /* also after a failure: what was done */
         *stats = p->stats;
         stats->records = p->records;

@@ -353,7 +353,7 @@ static void engine_wake(rs_pushq_t *q)
     }
 }
 
-void rs__pushq_wake(rs_pushq_t *q)
+void rs_push_q_wake(rs_pushq_t *q)
 {
     engine_wake(q);
 }
@@ -455,7 +455,7 @@ static unsigned engine_round(rs_pushq_t *q, int *blocked)
 /* Writer: runs one engine round itself if no thread is running one; 1 if it did. */
 static int writer_drive(rs_pushq_t *q)
 {
-    return rs__pushq_drive(q) >= 0;
+    return rs_push_q_drive(q) >= 0;
 }
 
 static void *engine_main(void *arg)
@@ -521,7 +521,7 @@ static void slab_free(rs_pushq_t *q)
         free(q->slab);
 }
 
-rs_status_t rs__pushq_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_t *hooks,
+rs_status_t rs_push_q_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_t *hooks,
                              rs_pushq_t **q_p)
 {
     if (cfg == NULL || hooks == NULL || hooks->take == NULL || cfg->buf_len == 0 ||
@@ -589,7 +589,7 @@ rs_status_t rs_pushq_create(const rs_pushq_config_t *cfg, rs_pushq_fn_t fn, void
     /* The consumer must be known before the engine thread starts. */
     rs_pushq_hooks_t hooks = {.take = consumer_take, .fd = -1};
     rs_pushq_t *q;
-    rs_status_t st = rs__pushq_create(cfg, &hooks, &q);
+    rs_status_t st = rs_push_q_create(cfg, &hooks, &q);
     if (st != RS_OK)
         return st;
     q->fn = fn;
@@ -640,7 +640,7 @@ rs_status_t rs_pushq_swap(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *full, si
     return RS_OK;
 }
 
-rs_status_t rs__pushq_submit(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, size_t used)
+rs_status_t rs_push_q_submit(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, size_t used)
 {
     rs_status_t st = (rs_status_t)atomic_load_explicit(&q->error, memory_order_relaxed);
     if (st != RS_OK)
@@ -651,7 +651,7 @@ rs_status_t rs__pushq_submit(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, 
     return queue_push(q, b);
 }
 
-rs_status_t rs__pushq_try_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p)
+rs_status_t rs_push_q_try_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p)
 {
     rs_pbuf_int_t *b;
     rs_status_t st = try_take(q, len, &b);
@@ -698,7 +698,7 @@ void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf)
     writer_signal_buffer(q, released);
 }
 
-rs_status_t rs__pushq_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
+rs_status_t rs_push_q_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
 {
     pthread_mutex_lock(&q->lock);
     rs_status_t st = carve_locked(q, len, b_p);
@@ -717,43 +717,43 @@ rs_status_t rs__pushq_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
     return st;
 }
 
-uint64_t rs__pushq_outstanding(rs_pushq_t *q)
+uint64_t rs_push_q_outstanding(rs_pushq_t *q)
 {
     return atomic_load(&q->submitted) - atomic_load(&q->released);
 }
 
-uint64_t rs__pushq_engine_held(rs_pushq_t *q)
+uint64_t rs_push_q_engine_held(rs_pushq_t *q)
 {
-    return rs__pushq_outstanding(q) + atomic_load(&q->transients);
+    return rs_push_q_outstanding(q) + atomic_load(&q->transients);
 }
 
-uint64_t rs__pushq_transients(rs_pushq_t *q)
+uint64_t rs_push_q_transients(rs_pushq_t *q)
 {
     return atomic_load(&q->transients);
 }
 
-void rs__pushq_unstarve(rs_pushq_t *q)
+void rs_push_q_unstarve(rs_pushq_t *q)
 {
     atomic_store(&q->engine_starved, 0);
 }
 
-int rs__pushq_fits(const rs_pushq_t *q, size_t len)
+int rs_push_q_fits(const rs_pushq_t *q, size_t len)
 {
     return block_len(len) <= q->ra.size;
 }
 
-int rs__pushq_starved(rs_pushq_t *q)
+int rs_push_q_starved(rs_pushq_t *q)
 {
     return atomic_load(&q->engine_starved);
 }
 
-void rs__pushq_nap(rs_pushq_t *q)
+void rs_push_q_nap(rs_pushq_t *q)
 {
     if (collect_returned(q) == 0 && !writer_drive(q))
         writer_nap(q, WAIT_BUFFER);
 }
 
-int rs__pushq_drive(rs_pushq_t *q)
+int rs_push_q_drive(rs_pushq_t *q)
 {
     if (!driver_take(q))
         return -1;
@@ -766,10 +766,10 @@ int rs__pushq_drive(rs_pushq_t *q)
 rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)
 {
     uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(timeout_ms);
-    while (rs__pushq_outstanding(q) != 0) {
+    while (rs_push_q_outstanding(q) != 0) {
         if (deadline_passed(deadline)) {
             rs_error("push queue: %llu buffers still with the engine after %u ms",
-                     (unsigned long long)rs__pushq_outstanding(q), timeout_ms);
+                     (unsigned long long)rs_push_q_outstanding(q), timeout_ms);
             return RS_ERR_TIMEOUT;
         }
         collect_returned(q);
@@ -779,12 +779,12 @@ rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)
     return RS_OK;
 }
 
-rs_mr_t *rs__pushq_mr(rs_pushq_t *q)
+rs_mr_t *rs_push_q_mr(rs_pushq_t *q)
 {
     return q->mr;
 }
 
-void rs__pushq_fail(rs_pushq_t *q, rs_status_t status)
+void rs_push_q_fail(rs_pushq_t *q, rs_status_t status)
 {
     int expected = RS_OK;
     atomic_compare_exchange_strong(&q->error, &expected, (int)status);
@@ -793,7 +793,7 @@ void rs__pushq_fail(rs_pushq_t *q, rs_status_t status)
     pthread_mutex_unlock(&q->lock);
 }
 
-void rs__pushq_stop(rs_pushq_t *q)
+void rs_push_q_stop(rs_pushq_t *q)
 {
     atomic_store(&q->stop, 1);
     uint64_t one = 1;
@@ -808,7 +808,7 @@ void rs_pushq_destroy(rs_pushq_t *q)
 {
     if (q == NULL)
         return;
-    rs__pushq_stop(q);
+    rs_push_q_stop(q);
     close(q->efd);
     for (rs_pbuf_int_t *b = q->all, *next; b != NULL; b = next) {
         next = b->all;

@@ -50,59 +50,59 @@ typedef struct rs_pushq_hooks {
     void *arg;
 } rs_pushq_hooks_t;
 
-rs_status_t rs__pushq_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_t *hooks,
+rs_status_t rs_push_q_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_t *hooks,
                              rs_pushq_t **q_p);
 
 /*
  * A buffer of any length for the engine itself (e.g. compressed output),
  * carved without waiting: RS_ERR_BUSY when the slab has no room now.
  */
-rs_status_t rs__pushq_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p);
+rs_status_t rs_push_q_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p);
 
 /* Can the slab ever hold a buffer of len bytes? */
-int rs__pushq_fits(const rs_pushq_t *q, size_t len);
+int rs_push_q_fits(const rs_pushq_t *q, size_t len);
 
 /* Hands a buffer to the engine without taking one back (append mode). */
-rs_status_t rs__pushq_submit(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, size_t used);
+rs_status_t rs_push_q_submit(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, size_t used);
 
 /* A writer buffer without waiting: RS_ERR_BUSY when none is idle and the slab is full. */
-rs_status_t rs__pushq_try_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p);
+rs_status_t rs_push_q_try_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p);
 
 /* The registered slab (NULL without a context). */
-rs_mr_t *rs__pushq_mr(rs_pushq_t *q);
+rs_mr_t *rs_push_q_mr(rs_pushq_t *q);
 
 /* Makes every later writer call fail with status (the first error sticks). */
-void rs__pushq_fail(rs_pushq_t *q, rs_status_t status);
+void rs_push_q_fail(rs_pushq_t *q, rs_status_t status);
 
 /* Stops and joins the engine thread (idempotent); the pool stays usable. */
-void rs__pushq_stop(rs_pushq_t *q);
+void rs_push_q_stop(rs_pushq_t *q);
 
 /* Wakes the engine thread (from another thread). */
-void rs__pushq_wake(rs_pushq_t *q);
+void rs_push_q_wake(rs_pushq_t *q);
 
 /* Buffers handed over and not yet released. */
-uint64_t rs__pushq_outstanding(rs_pushq_t *q);
+uint64_t rs_push_q_outstanding(rs_pushq_t *q);
 
 /* Buffers the engine holds: handed over, plus its own (compressed output). */
-uint64_t rs__pushq_engine_held(rs_pushq_t *q);
+uint64_t rs_push_q_engine_held(rs_pushq_t *q);
 
-/* Engine-made buffers (rs__pushq_alloc_now) not yet released. */
-uint64_t rs__pushq_transients(rs_pushq_t *q);
+/* Engine-made buffers (rs_push_q_alloc_now) not yet released. */
+uint64_t rs_push_q_transients(rs_pushq_t *q);
 
 /* The engine no longer waits for slab room (it went on without the buffer). */
-void rs__pushq_unstarve(rs_pushq_t *q);
+void rs_push_q_unstarve(rs_pushq_t *q);
 
 /* Does the engine wait for slab room (for compressed output)? */
-int rs__pushq_starved(rs_pushq_t *q);
+int rs_push_q_starved(rs_pushq_t *q);
 
 /* Writer: drives the engine, or waits a short slice for it to release something. */
-void rs__pushq_nap(rs_pushq_t *q);
+void rs_push_q_nap(rs_pushq_t *q);
 
 /*
  * Runs one engine round on the calling thread unless another thread is
  * running one (then -1): the events it handled. No spare core is assumed,
  * so a writer that waits for the engine drives it.
  */
-int rs__pushq_drive(rs_pushq_t *q);
+int rs_push_q_drive(rs_pushq_t *q);
 
 #endif

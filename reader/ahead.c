@@ -38,8 +38,8 @@ static void ahead_free(rahead_t *a)
     a->len = 0;
 }
 
-int rs__rsess_ahead_reply(rs_reader_session_t *s, rs_ep_t *ep, unsigned type, const void *data,
-                          size_t len)
+int rs_rd_sess_ahead_reply(rs_reader_session_t *s, rs_ep_t *ep, unsigned type, const void *data,
+                           size_t len)
 {
     rs_smsg_read_reply_t rr;
     if (type != RS_SMSG_READ_REPLY || rs_sproto_read_reply_decode(data, len, &rr) != RS_OK)
@@ -68,8 +68,8 @@ int rs__rsess_ahead_reply(rs_reader_session_t *s, rs_ep_t *ep, unsigned type, co
     return 0;
 }
 
-rs_status_t rs__rsess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t partition,
-                                  int *claimed_p)
+rs_status_t rs_rd_sess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t partition,
+                                   int *claimed_p)
 {
     *claimed_p = 0;
     rahead_t *a = ahead_find(s, partition);
@@ -79,7 +79,7 @@ rs_status_t rs__rsess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t p
         ahead_free(a);
         return RS_OK;
     }
-    rs_status_t st = rs__rsess_wait(s, c, &a->got, "an open read ahead");
+    rs_status_t st = rs_rd_sess_wait(s, c, &a->got, "an open read ahead");
     if (st != RS_OK) {
         ahead_free(a);
         return st;
@@ -107,7 +107,7 @@ rs_status_t rs__rsess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t p
     return RS_OK;
 }
 
-void rs__rsess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
+void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
 {
     s->ahead_run = opened == s->ahead_next ? s->ahead_run + 1 : 0;
     s->ahead_next = opened + 1;
@@ -144,7 +144,7 @@ void rs__rsess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
     }
 }
 
-void rs__rsess_ahead_drop(rs_reader_session_t *s)
+void rs_rd_sess_ahead_drop(rs_reader_session_t *s)
 {
     for (uint32_t i = 0; i < RS_READ_AHEAD; i++) {
         rahead_t *a = &s->ahead[i];

@@ -59,7 +59,7 @@ struct rs_reader_session {
 };
 
 /* The connection to worker w, made and attached on first use. */
-rs_status_t rs__rsess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p);
+rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p);
 
 /*
  * Sends an encoded request and waits (bounded) for its reply of reply_type
@@ -67,38 +67,38 @@ rs_status_t rs__rsess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p)
  * s->rep. Returns the transport error, RS_ERR_TIMEOUT, the decoder's status
  * for a malformed reply, or the status the reply carries.
  */
-rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type, const void *m,
-                              size_t len, unsigned reply_type, uint32_t tag, const char *what);
+rs_status_t rs_rd_sess_request(rs_reader_session_t *s, rconn_t *c, unsigned type, const void *m,
+                               size_t len, unsigned reply_type, uint32_t tag, const char *what);
 
 /* Reads len bytes at roff of the worker's arena into dst (inside mr), waiting for it. */
-rs_status_t rs__rsess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,
-                          uint64_t roff);
+rs_status_t rs_rd_sess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,
+                           uint64_t roff);
 
 /* A registered read buffer of cfg.read_max bytes (reused across readers). */
-rs_status_t rs__rsess_buf_get(rs_reader_session_t *s, rs_mr_t **mr_p);
-void rs__rsess_buf_put(rs_reader_session_t *s, rs_mr_t *mr);
+rs_status_t rs_rd_sess_buf_get(rs_reader_session_t *s, rs_mr_t **mr_p);
+void rs_rd_sess_buf_put(rs_reader_session_t *s, rs_mr_t *mr);
 
 /* Progresses until *flag is set, c's endpoint dies or the session's wait_ms passes. */
-rs_status_t rs__rsess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *flag,
-                           const char *what);
+rs_status_t rs_rd_sess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *flag,
+                            const char *what);
 
 /*
  * Read-ahead (ahead.c). reply: a READ_REPLY for a snapshot asked ahead is
  * kept (returns 1), anything else is not ours (0). claim: partition's reply
  * asked ahead on c, waited for, into s->reply (*claimed_p 1), or nothing to
  * claim (0: ask as usual); a claimed reply is decoded in s->rep as
- * rs__rsess_request leaves it. issue: after partition opened, once opens go in
+ * rs_rd_sess_request leaves it. issue: after partition opened, once opens go in
  * order, asks for the next RS_READ_AHEAD partitions on open connections.
  * drop: closes the snapshots asked ahead and never claimed.
  */
-int rs__rsess_ahead_reply(rs_reader_session_t *s, rs_ep_t *ep, unsigned type, const void *data,
-                          size_t len);
-rs_status_t rs__rsess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t partition,
-                                  int *claimed_p);
-void rs__rsess_ahead_issue(rs_reader_session_t *s, uint32_t opened);
-void rs__rsess_ahead_drop(rs_reader_session_t *s);
+int rs_rd_sess_ahead_reply(rs_reader_session_t *s, rs_ep_t *ep, unsigned type, const void *data,
+                           size_t len);
+rs_status_t rs_rd_sess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t partition,
+                                   int *claimed_p);
+void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened);
+void rs_rd_sess_ahead_drop(rs_reader_session_t *s);
 
 /* Sleeps about ms while keeping the session's context progressing. */
-void rs__rsess_pause(rs_reader_session_t *s, uint32_t ms);
+void rs_rd_sess_pause(rs_reader_session_t *s, uint32_t ms);
 
 #endif

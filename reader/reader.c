@@ -145,7 +145,7 @@ static rs_status_t request_retry(rs_reader_t *r, unsigned type, const void *m, u
                              ? rs_sproto_read_open_encode(m, buf, sizeof(buf), &len)
                              : rs_sproto_spill_load_encode(m, buf, sizeof(buf), &len);
         if (st == RS_OK)
-            st = rs__rsess_request(s, r->conn, type, buf, len, reply_type, tag, what);
+            st = rs_rd_sess_request(s, r->conn, type, buf, len, reply_type, tag, what);
         if (st != RS_ERR_BACKPRESSURE || rs_now_coarse_ns() >= deadline) {
             if (st != RS_OK)
                 rs_error("reader: worker %s refused %s of shuffle %u partition %u: %s",
@@ -157,7 +157,7 @@ static rs_status_t request_retry(rs_reader_t *r, unsigned type, const void *m, u
             const rs_smsg_spill_reply_t *sr = &s->rep.u.spill_reply;
             retry_ms = sr->retry_ms ? sr->retry_ms : retry_ms;
         }
-        rs__rsess_pause(s, retry_ms);
+        rs_rd_sess_pause(s, retry_ms);
     }
 }
 
@@ -167,13 +167,13 @@ static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claime
     rs_smsg_read_open_t o = {
         .status = RS_OK, .shuffle_id = s->desc.shuffle_id, .partition = r->partition};
     int claimed = 0;
-    rs_status_t st = may_claim ? rs__rsess_ahead_claim(s, r->conn, r->partition, &claimed) : RS_OK;
+    rs_status_t st = may_claim ? rs_rd_sess_ahead_claim(s, r->conn, r->partition, &claimed) : RS_OK;
     *claimed_p = claimed;
     if (st == RS_OK && !claimed)
         st = request_retry(r, RS_SMSG_READ_OPEN, &o, &o.tag, RS_SMSG_READ_REPLY, "open");
     if (st != RS_OK)
         return st;
-    rs__rsess_ahead_issue(s, r->partition); /* answered while this one is read */
+    rs_rd_sess_ahead_issue(s, r->partition); /* answered while this one is read */
     rs_smsg_read_reply_t rr = s->rep.u.read_reply;
     r->snap_id = rr.snap_id;
     r->snap_open = 1;
@@ -185,7 +185,7 @@ static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claime
         return RS_ERR_NO_SPACE;
     }
     r->stats.reads++;
-    st = rs__rsess_get(s, r->conn, r->buf, rr.index_len, r->buf_mr, rr.index_off);
+    st = rs_rd_sess_get(s, r->conn, r->buf, rr.index_len, r->buf_mr, rr.index_off);
     if (st != RS_OK)
         return st;
     return plan(r, r->buf, rr.index_len);
@@ -236,11 +236,11 @@ rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_rea
     s->open_readers++;
     st = r->maps != NULL ? RS_OK : RS_ERR_NOMEM;
     if (st == RS_OK)
-        st = rs__rsess_conn(s, w, &r->conn);
+        st = rs_rd_sess_conn(s, w, &r->conn);
     if (st == RS_OK)
         r->conn_gen = r->conn->gen;
     if (st == RS_OK)
-        st = rs__rsess_buf_get(s, &r->buf_mr);
+        st = rs_rd_sess_buf_get(s, &r->buf_mr);
     if (st == RS_OK) {
         r->buf = rs_mr_addr(r->buf_mr);
         st = open_snapshot(r);
@@ -299,7 +299,7 @@ static rs_status_t next_mem_span(rs_reader_t *r)
     if (st != RS_OK)
         return st;
     r->stats.reads++;
-    st = rs__rsess_get(s, r->conn, r->buf, end - base, r->buf_mr, base);
+    st = rs_rd_sess_get(s, r->conn, r->buf, end - base, r->buf_mr, base);
     if (st != RS_OK)
         return st;
     r->span = &r->mem[first];
@@ -340,7 +340,7 @@ static rs_status_t next_spill_span(rs_reader_t *r)
     if ((st = span_reserve(r, sr.n)) != RS_OK)
         return st;
     r->stats.reads++;
-    if ((st = rs__rsess_get(s, r->conn, r->buf, staged, r->buf_mr, sr.off)) != RS_OK)
+    if ((st = rs_rd_sess_get(s, r->conn, r->buf, staged, r->buf_mr, sr.off)) != RS_OK)
         return st;
     r->span = &r->spill[first];
     r->span_n = sr.n;
@@ -479,7 +479,7 @@ void rs_reader_close(rs_reader_t *r)
     rs_reader_session_t *s = r->sess;
     snapshot_close(r);
     if (r->buf_mr != NULL)
-        rs__rsess_buf_put(s, r->buf_mr);
+        rs_rd_sess_buf_put(s, r->buf_mr);
     s->open_readers--;
     free(r->maps);
     free(r->mem);

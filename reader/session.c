@@ -42,7 +42,7 @@ static void on_reply(rs_reader_session_t *s, unsigned type, rs_ep_t *ep, const v
                      size_t len)
 {
     rs_smsg_t m;
-    if (rs__rsess_ahead_reply(s, ep, type, data, len))
+    if (rs_rd_sess_ahead_reply(s, ep, type, data, len))
         return;
     if (ep != s->want_ep || s->got || type != s->want_type)
         return;
@@ -100,7 +100,8 @@ static void on_op(void *arg, rs_status_t status)
     o->done = 1;
 }
 
-rs_status_t rs__rsess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *flag, const char *what)
+rs_status_t rs_rd_sess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *flag,
+                            const char *what)
 {
     uint64_t deadline = 0, spin_end = rs_now_ns() + RSESS_SPIN_NS;
     while (!*flag) {
@@ -127,8 +128,8 @@ rs_status_t rs__rsess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *fla
     return RS_OK;
 }
 
-rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type, const void *m,
-                              size_t len, unsigned reply_type, uint32_t tag, const char *what)
+rs_status_t rs_rd_sess_request(rs_reader_session_t *s, rconn_t *c, unsigned type, const void *m,
+                               size_t len, unsigned reply_type, uint32_t tag, const char *what)
 {
     s->want_ep = c->ep;
     s->want_type = reply_type;
@@ -136,7 +137,7 @@ rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type,
     s->got = 0;
     rs_status_t st = rs_msg_send(c->ep, type, m, len, NULL, NULL);
     if (st == RS_OK)
-        st = rs__rsess_wait(s, c, &s->got, what);
+        st = rs_rd_sess_wait(s, c, &s->got, what);
     s->want_ep = NULL;
     if (st == RS_OK)
         st = s->got_status;
@@ -147,8 +148,8 @@ rs_status_t rs__rsess_request(rs_reader_session_t *s, rconn_t *c, unsigned type,
     return st;
 }
 
-rs_status_t rs__rsess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,
-                          uint64_t roff)
+rs_status_t rs_rd_sess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,
+                           uint64_t roff)
 {
     op_wait_t o = {0};
     rs_status_t st = rs_get(c->ep, dst, len, mr, c->rkey, roff, on_op, &o);
@@ -158,13 +159,13 @@ rs_status_t rs__rsess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t 
         return st;
     }
     /* Once posted, the callback runs exactly once: wait for it even past an error. */
-    st = rs__rsess_wait(s, c, &o.done, "a read");
+    st = rs_rd_sess_wait(s, c, &o.done, "a read");
     while (!o.done)
         rs_wait(s->ctx, 10); /* the endpoint failed: its ops complete within a bound */
     return st != RS_OK ? st : o.status;
 }
 
-void rs__rsess_pause(rs_reader_session_t *s, uint32_t ms)
+void rs_rd_sess_pause(rs_reader_session_t *s, uint32_t ms)
 {
     uint64_t end = rs_now_coarse_ns() + RS_MS_TO_NS(ms);
     while (rs_now_coarse_ns() < end)
@@ -190,7 +191,7 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
     size_t len;
     st = rs_sproto_attach_encode(&a, buf, sizeof(buf), &len);
     if (st == RS_OK)
-        st = rs__rsess_request(s, c, RS_SMSG_ATTACH, buf, len, RS_SMSG_ATTACH_REPLY, 0, "attach");
+        st = rs_rd_sess_request(s, c, RS_SMSG_ATTACH, buf, len, RS_SMSG_ATTACH_REPLY, 0, "attach");
     if (st != RS_OK) {
         rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(st));
         return st;
@@ -207,7 +208,7 @@ static void conn_close(rconn_t *c)
     c->rkey = NULL;
 }
 
-rs_status_t rs__rsess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p)
+rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p)
 {
     rconn_t *c = &s->conns[w];
     if (c->rkey != NULL && rs_ep_status(c->ep) == RS_OK) {
@@ -225,7 +226,7 @@ rs_status_t rs__rsess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p)
     return RS_OK;
 }
 
-rs_status_t rs__rsess_buf_get(rs_reader_session_t *s, rs_mr_t **mr_p)
+rs_status_t rs_rd_sess_buf_get(rs_reader_session_t *s, rs_mr_t **mr_p)
 {
     if (s->n_bufs > 0) {
         *mr_p = s->bufs[--s->n_bufs];
@@ -234,7 +235,7 @@ rs_status_t rs__rsess_buf_get(rs_reader_session_t *s, rs_mr_t **mr_p)
     return rs_mem_alloc(s->ctx, s->cfg.read_max, RS_MEM_LOCAL, mr_p);
 }
 
-void rs__rsess_buf_put(rs_reader_session_t *s, rs_mr_t *mr)
+void rs_rd_sess_buf_put(rs_reader_session_t *s, rs_mr_t *mr)
 {
     if (s->n_bufs == s->cap_bufs) {
         uint32_t cap = s->cap_bufs ? 2 * s->cap_bufs : 4;
@@ -309,7 +310,7 @@ void rs_reader_session_close(rs_reader_session_t *s)
         return;
     if (s->open_readers > 0)
         rs_warn("reader: session closed with %u readers still open", s->open_readers);
-    rs__rsess_ahead_drop(s);
+    rs_rd_sess_ahead_drop(s);
     for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++)
         conn_close(&s->conns[i]);
     for (uint32_t i = 0; i < s->n_bufs; i++)

@@ -8,7 +8,7 @@
  * handshake, message-type dispatch, and the endpoint state machine.
  *
  * A backend owns: the fabric objects, moving bytes, and reporting back
- * through the rs__* upcalls below. Every backend function is called with the
+ * through the rs_tp_* upcalls below. Every backend function is called with the
  * context lock held; every upcall must be made with it held too (i.e. from
  * inside a backend function, normally progress()).
  */
@@ -126,7 +126,7 @@ typedef struct rs_backend_ops {
     void (*listener_close)(rs_listener_t *l);
     /*
      * Starts connecting ep (state RS_EP_CONNECTING); later calls
-     * rs__ep_connected(ep) or rs__ep_failed(ep, status) from progress.
+     * rs_tp_ep_connected(ep) or rs_tp_ep_failed(ep, status) from progress.
      */
     rs_status_t (*connect)(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port);
     rs_status_t (*address)(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p);
@@ -134,7 +134,7 @@ typedef struct rs_backend_ops {
     /*
      * ep is dead or closing: post nothing more on it and make every op still
      * outstanding on it complete (with an error status) through
-     * rs__op_complete, promptly (before returning, or from the next few
+     * rs_tp_op_complete, promptly (before returning, or from the next few
      * progress calls).
      */
     void (*ep_fail)(rs_ep_t *ep);
@@ -142,10 +142,10 @@ typedef struct rs_backend_ops {
     void (*ep_close)(rs_ep_t *ep);
 
     /*
-     * One-sided operations and messages. RS_OK: posted, and rs__op_complete(op)
+     * One-sided operations and messages. RS_OK: posted, and rs_tp_op_complete(op)
      * follows exactly once, possibly from inside this call (the generic layer
      * queues it: the user's callback still runs only from progress). An error:
-     * nothing was posted and rs__op_complete is never called. raddr is the
+     * nothing was posted and rs_tp_op_complete is never called. raddr is the
      * absolute remote address (rkey->base + offset, range already checked).
      */
     rs_status_t (*put)(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,
@@ -165,7 +165,7 @@ extern const rs_backend_ops_t rs_ucx_ops;
 extern const rs_backend_ops_t rs_verbs_ops;
 
 /* A backend's ops, or NULL when it was configured out. */
-static inline const rs_backend_ops_t *rs__ucx_backend(void)
+static inline const rs_backend_ops_t *rs_tp_ucx_backend(void)
 {
 #ifdef RS_HAVE_UCX
     return &rs_ucx_ops;
@@ -174,7 +174,7 @@ static inline const rs_backend_ops_t *rs__ucx_backend(void)
 #endif
 }
 
-static inline const rs_backend_ops_t *rs__verbs_backend(void)
+static inline const rs_backend_ops_t *rs_tp_verbs_backend(void)
 {
 #ifdef RS_HAVE_VERBS
     return &rs_verbs_ops;
@@ -191,31 +191,31 @@ static inline const rs_backend_ops_t *rs__verbs_backend(void)
  * is NULL and the call only recycles the op; the backend must not use
  * op->ep in completion paths without checking it.
  */
-void rs__op_complete(rs_op_t *op, rs_status_t status);
+void rs_tp_op_complete(rs_op_t *op, rs_status_t status);
 
 /* A new server-side endpoint for an incoming connection (state RS_EP_HANDSHAKE). */
-rs_ep_t *rs__ep_new_accepted(rs_ctx_t *ctx);
+rs_ep_t *rs_tp_ep_new_accepted(rs_ctx_t *ctx);
 
 /* The backend connection of ep is up (client: the generic layer sends HELLO). */
-void rs__ep_connected(rs_ep_t *ep);
+void rs_tp_ep_connected(rs_ep_t *ep);
 
 /* The backend saw ep die (peer gone, QP error, disconnect). */
-void rs__ep_failed(rs_ep_t *ep, rs_status_t status);
+void rs_tp_ep_failed(rs_ep_t *ep, rs_status_t status);
 
 /* The peer closed the connection in order (its goodbye, a CM disconnect): fails
- * the endpoint as rs__ep_failed(ep, RS_ERR_UNREACHABLE) does, but is no death
+ * the endpoint as rs_tp_ep_failed(ep, RS_ERR_UNREACHABLE) does, but is no death
  * worth a log line above debug. */
-void rs__ep_peer_closed(rs_ep_t *ep);
+void rs_tp_ep_peer_closed(rs_ep_t *ep);
 
 /* A message arrived on ep (any type, internal ones included). */
-void rs__msg_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len);
+void rs_tp_msg_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len);
 
 /* A notified put's notification arrived on ep (the data is visible). */
-void rs__notify_recv(rs_ep_t *ep, uint32_t imm);
+void rs_tp_notify_recv(rs_ep_t *ep, uint32_t imm);
 
 /* The context's configuration and backend private pointer. */
-const rs_config_t *rs__ctx_cfg(const rs_ctx_t *ctx);
-void *rs__ctx_be(const rs_ctx_t *ctx);
-void rs__ctx_set_be(rs_ctx_t *ctx, void *be);
+const rs_config_t *rs_tp_ctx_cfg(const rs_ctx_t *ctx);
+void *rs_tp_ctx_be(const rs_ctx_t *ctx);
+void rs_tp_ctx_set_be(rs_ctx_t *ctx, void *be);
 
 #endif

@@ -20,16 +20,16 @@ static rs_status_t ctx_init_lock(rs_ctx_t *ctx)
 
 static rs_status_t ctx_open_backend(rs_ctx_t *ctx)
 {
-    rs_status_t st = rs__select_backend(&ctx->cfg, &ctx->be_ops);
+    rs_status_t st = rs_tp_select_backend(&ctx->cfg, &ctx->be_ops);
     if (st != RS_OK)
         return st;
     st = ctx->be_ops->ctx_open(ctx);
-    if (st == RS_OK || ctx->cfg.transport != RS_TRANSPORT_AUTO || rs__ucx_backend() == NULL ||
-        ctx->be_ops == rs__ucx_backend())
+    if (st == RS_OK || ctx->cfg.transport != RS_TRANSPORT_AUTO || rs_tp_ucx_backend() == NULL ||
+        ctx->be_ops == rs_tp_ucx_backend())
         return st;
     /* auto: a device is present but verbs could not use it; UCX still can. */
     rs_warn("transport auto: verbs backend unavailable (%s), using ucx", rs_strerror(st));
-    ctx->be_ops = rs__ucx_backend();
+    ctx->be_ops = rs_tp_ucx_backend();
     return ctx->be_ops->ctx_open(ctx);
 }
 
@@ -104,7 +104,7 @@ void rs_ctx_destroy(rs_ctx_t *ctx)
     if (ctx == NULL)
         return;
     rs_progress_thread_stop(ctx);
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     if (ctx->in_cb > 0 || ctx->in_progress > 0)
         rs_error("rs_ctx_destroy called from a transport callback: undefined behaviour");
     ctx->destroying = 1;
@@ -123,21 +123,21 @@ void rs_ctx_destroy(rs_ctx_t *ctx)
     /* Let every endpoint wind down at once, then wait for each. */
     rs_list_for_each_safe(pos, tmp, &ctx->eps)
     {
-        rs__ep_be_fail(RS_CONTAINER_OF(pos, rs_ep_t, link));
+        rs_tp_ep_be_fail(RS_CONTAINER_OF(pos, rs_ep_t, link));
     }
-    uint64_t end = rs__close_deadline(ctx); /* one bound for all of them */
+    uint64_t end = rs_tp_close_deadline(ctx); /* one bound for all of them */
     while (!rs_list_empty(&ctx->eps))
-        rs__ep_destroy(rs_list_first(&ctx->eps, rs_ep_t, link), RS_ERR_CANCELED, end);
-    rs__ops_drain(ctx);
+        rs_tp_ep_destroy(rs_list_first(&ctx->eps, rs_ep_t, link), RS_ERR_CANCELED, end);
+    rs_tp_ops_drain(ctx);
 
     while (!rs_list_empty(&ctx->mrs))
         rs_mem_free(rs_list_first(&ctx->mrs, rs_mr_t, link));
 
     ctx->be_ops->ctx_close(ctx);
     /* The backend is gone: ops it never completed can no longer complete. */
-    rs__ops_drain(ctx);
-    rs__ops_pool_free(ctx);
-    rs__unlock(ctx);
+    rs_tp_ops_drain(ctx);
+    rs_tp_ops_pool_free(ctx);
+    rs_tp_unlock(ctx);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
@@ -158,40 +158,40 @@ rs_status_t rs_set_msg_handler(rs_ctx_t *ctx, unsigned type, rs_msg_cb_t cb, voi
         rs_error("message type %u is not a user type (0..%d)", type, RS_MSG_TYPES - 1);
         return RS_ERR_INVALID;
     }
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     ctx->msg_handlers[type].cb = cb;
     ctx->msg_handlers[type].arg = cb != NULL ? arg : NULL;
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return RS_OK;
 }
 
 void rs_set_notify_handler(rs_ctx_t *ctx, rs_notify_cb_t cb, void *arg)
 {
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     ctx->notify_cb = cb;
     ctx->notify_arg = arg;
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
 }
 
 void rs_set_ep_handler(rs_ctx_t *ctx, rs_ep_cb_t cb, void *arg)
 {
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     ctx->ep_cb = cb;
     ctx->ep_arg = arg;
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
 }
 
-const rs_config_t *rs__ctx_cfg(const rs_ctx_t *ctx)
+const rs_config_t *rs_tp_ctx_cfg(const rs_ctx_t *ctx)
 {
     return &ctx->cfg;
 }
 
-void *rs__ctx_be(const rs_ctx_t *ctx)
+void *rs_tp_ctx_be(const rs_ctx_t *ctx)
 {
     return ctx->be;
 }
 
-void rs__ctx_set_be(rs_ctx_t *ctx, void *be)
+void rs_tp_ctx_set_be(rs_ctx_t *ctx, void *be)
 {
     ctx->be = be;
 }

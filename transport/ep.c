@@ -1,7 +1,7 @@
 /*
  * The endpoint state machine: CONNECTING -> HANDSHAKE -> READY, and DEAD or
  * CLOSING from any state. Deadlines of outstanding ops are checked here
- * (rs__eps_scan), and endpoints the user never saw are reaped here.
+ * (rs_tp_eps_scan), and endpoints the user never saw are reaped here.
  */
 #include "transport/internal.h"
 
@@ -18,13 +18,13 @@
  */
 #define RS_EP_CLOSE_WAIT_NS RS_MS_TO_NS(500)
 
-uint64_t rs__close_deadline(const rs_ctx_t *ctx)
+uint64_t rs_tp_close_deadline(const rs_ctx_t *ctx)
 {
     uint64_t wait = RS_EP_CLOSE_WAIT_NS < ctx->timeout_ns ? RS_EP_CLOSE_WAIT_NS : ctx->timeout_ns;
     return rs_now_ns() + wait;
 }
 
-rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx)
+rs_ep_t *rs_tp_ep_alloc(rs_ctx_t *ctx)
 {
     rs_ep_priv_t *p = calloc(1, sizeof(*p));
     if (p == NULL) {
@@ -45,13 +45,13 @@ rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx)
     return ep;
 }
 
-void rs__ep_free(rs_ep_t *ep)
+void rs_tp_ep_free(rs_ep_t *ep)
 {
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     if (p->reap)
         ep->ctx->n_reap--;
-    rs__early_free(ep);
-    rs__peer_unwatch(ep);
+    rs_tp_early_free(ep);
+    rs_tp_peer_unwatch(ep);
     rs_list_del(&ep->link);
     free(p);
 }
@@ -65,11 +65,11 @@ static void ep_mark_reap(rs_ep_t *ep)
     }
 }
 
-rs_ep_t *rs__ep_new_accepted(rs_ctx_t *ctx)
+rs_ep_t *rs_tp_ep_new_accepted(rs_ctx_t *ctx)
 {
     if (ctx->destroying)
         return NULL;
-    rs_ep_t *ep = rs__ep_alloc(ctx);
+    rs_ep_t *ep = rs_tp_ep_alloc(ctx);
     if (ep == NULL)
         return NULL;
     ep->state = RS_EP_HANDSHAKE;
@@ -79,26 +79,26 @@ rs_ep_t *rs__ep_new_accepted(rs_ctx_t *ctx)
     return ep;
 }
 
-void rs__ep_connected(rs_ep_t *ep)
+void rs_tp_ep_connected(rs_ep_t *ep)
 {
     if (ep->state != RS_EP_CONNECTING)
         return;
     ep->state = RS_EP_HANDSHAKE;
-    rs__hs_start_client(ep);
+    rs_tp_hs_start_client(ep);
 }
 
-void rs__ep_failed(rs_ep_t *ep, rs_status_t status)
+void rs_tp_ep_failed(rs_ep_t *ep, rs_status_t status)
 {
-    rs__ep_kill(ep, status);
+    rs_tp_ep_kill(ep, status);
 }
 
-void rs__ep_peer_closed(rs_ep_t *ep)
+void rs_tp_ep_peer_closed(rs_ep_t *ep)
 {
     RS_EP_PRIV(ep)->peer_closed = 1;
-    rs__ep_kill(ep, RS_ERR_UNREACHABLE);
+    rs_tp_ep_kill(ep, RS_ERR_UNREACHABLE);
 }
 
-void rs__ep_tell_user(rs_ep_t *ep, rs_status_t status)
+void rs_tp_ep_tell_user(rs_ep_t *ep, rs_status_t status)
 {
     rs_ctx_t *ctx = ep->ctx;
     if (ctx->ep_cb == NULL)
@@ -108,7 +108,7 @@ void rs__ep_tell_user(rs_ep_t *ep, rs_status_t status)
     ctx->in_cb--;
 }
 
-void rs__ep_be_fail(rs_ep_t *ep)
+void rs_tp_ep_be_fail(rs_ep_t *ep)
 {
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     if (!p->be_failed) {
@@ -117,7 +117,7 @@ void rs__ep_be_fail(rs_ep_t *ep)
     }
 }
 
-void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
+void rs_tp_ep_kill(rs_ep_t *ep, rs_status_t status)
 {
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     if (ep->state == RS_EP_DEAD && ep->accepted && !p->told) {
@@ -140,7 +140,7 @@ void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
         rs_info("endpoint %p died: %s", (void *)ep, rs_strerror(status));
     else
         rs_debug("endpoint %p failed while connecting: %s", (void *)ep, rs_strerror(status));
-    rs__ep_be_fail(ep);
+    rs_tp_ep_be_fail(ep);
 
     /* Whatever the backend still holds completes for the user soon. */
     uint64_t limit = rs_now_coarse_ns() + RS_EP_FAIL_GRACE_NS;
@@ -152,12 +152,12 @@ void rs__ep_kill(rs_ep_t *ep, rs_status_t status)
             op->deadline_ns = limit;
     }
     if (p->told)
-        rs__ep_tell_user(ep, status);
+        rs_tp_ep_tell_user(ep, status);
     else if (ep->accepted)
         ep_mark_reap(ep);
 }
 
-void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end)
+void rs_tp_ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end)
 {
     rs_ctx_t *ctx = ep->ctx;
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
@@ -166,7 +166,7 @@ void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end)
     p->told = 0; /* no more endpoint events for it */
     if (!was_dead)
         ep->state = RS_EP_CLOSING;
-    rs__ep_be_fail(ep);
+    rs_tp_ep_be_fail(ep);
 
     /* Let the backend cancel what it holds, within a bound. */
     while (ep->n_ops > 0 && ctx->in_progress == 0 && rs_now_ns() < end) {
@@ -176,9 +176,9 @@ void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end)
     }
     rs_status_t forced = was_dead ? ep->status : cancel_status;
     while (!rs_list_empty(&ep->ops))
-        rs__op_force(rs_list_first(&ep->ops, rs_op_t, link), forced);
+        rs_tp_op_force(rs_list_first(&ep->ops, rs_op_t, link), forced);
     /* Callbacks run while ep and its rkeys still exist (posting is refused). */
-    rs__ops_drain(ctx);
+    rs_tp_ops_drain(ctx);
 
     while (!rs_list_empty(&ep->rkeys)) {
         rs_rkey_t *rkey = rs_list_first(&ep->rkeys, rs_rkey_t, link);
@@ -187,10 +187,10 @@ void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end)
         free(rkey);
     }
     ctx->be_ops->ep_close(ep);
-    rs__ep_free(ep);
+    rs_tp_ep_free(ep);
 }
 
-unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now)
+unsigned rs_tp_eps_scan(rs_ctx_t *ctx, uint64_t now)
 {
     unsigned n = 0;
     rs_list_t *pos, *tmp;
@@ -203,9 +203,9 @@ unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now)
             ep_mark_reap(ep);
             n++;
         }
-        if (ep->state == RS_EP_READY && rs__peer_exited(ep)) {
+        if (ep->state == RS_EP_READY && rs_tp_peer_exited(ep)) {
             rs_info("endpoint %p: the peer process exited", (void *)ep);
-            rs__ep_kill(ep, RS_ERR_UNREACHABLE);
+            rs_tp_ep_kill(ep, RS_ERR_UNREACHABLE);
             n++;
         }
         if (ep->n_ops == 0 || rs_list_first(&ep->ops, rs_op_t, link)->deadline_ns > now)
@@ -213,21 +213,21 @@ unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now)
         if (ep->state != RS_EP_DEAD && ep->state != RS_EP_CLOSING) {
             rs_warn("endpoint %p: an operation is outstanding for more than %u ms", (void *)ep,
                     ctx->cfg.peer_timeout_ms);
-            rs__ep_kill(ep, RS_ERR_TIMEOUT);
+            rs_tp_ep_kill(ep, RS_ERR_TIMEOUT);
         }
         /* Dead: the backend had its grace period; complete what is left. */
         while (ep->n_ops > 0) {
             rs_op_t *op = rs_list_first(&ep->ops, rs_op_t, link);
             if (op->deadline_ns > now)
                 break;
-            rs__op_force(op, ep->status != RS_OK ? ep->status : RS_ERR_TIMEOUT);
+            rs_tp_op_force(op, ep->status != RS_OK ? ep->status : RS_ERR_TIMEOUT);
             n++;
         }
     }
     return n;
 }
 
-unsigned rs__eps_reap(rs_ctx_t *ctx)
+unsigned rs_tp_eps_reap(rs_ctx_t *ctx)
 {
     unsigned n = 0;
     while (ctx->n_reap > 0) {
@@ -245,13 +245,13 @@ unsigned rs__eps_reap(rs_ctx_t *ctx)
             ctx->n_reap = 0;
             break;
         }
-        rs__ep_destroy(victim, RS_ERR_CANCELED, rs__close_deadline(ctx));
+        rs_tp_ep_destroy(victim, RS_ERR_CANCELED, rs_tp_close_deadline(ctx));
         n++;
     }
     return n;
 }
 
-rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
+rs_status_t rs_tp_ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
 {
     rs_ctx_t *ctx = ep->ctx;
     uint64_t end = rs_now_ns() + RS_MS_TO_NS(ctx->cfg.connect_timeout_ms);
@@ -259,9 +259,9 @@ rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
 
     /* The lock is not held here: the progress thread may run meanwhile. */
     for (;;) {
-        rs__lock(ctx);
+        rs_tp_lock(ctx);
         st = ep->hs_result;
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         if (st != RS_ERR_BUSY)
             break;
         uint64_t now = rs_now_ns();
@@ -273,14 +273,14 @@ rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
         rs_wait(ctx, left_ms > 10 ? 10 : (int)left_ms);
     }
 
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     if (st == RS_OK && ep->state == RS_EP_READY) {
         rs_ep_priv_t *p = RS_EP_PRIV(ep);
         p->told = 1;
         /* Messages that came with the WELCOME go out from the next progress. */
         if (!rs_list_empty(&p->early)) {
             rs_list_add_tail(&ctx->early_eps, &p->early_link);
-            rs__thread_kick(ctx);
+            rs_tp_thread_kick(ctx);
         }
         *ep_p = ep;
     } else {
@@ -297,10 +297,10 @@ rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
             ep->state = RS_EP_DEAD;
             ep->status = st;
         }
-        rs__ep_destroy(ep, RS_ERR_CANCELED, rs__close_deadline(ctx));
-        rs__ops_drain(ctx);
+        rs_tp_ep_destroy(ep, RS_ERR_CANCELED, rs_tp_close_deadline(ctx));
+        rs_tp_ops_drain(ctx);
     }
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return st;
 }
 
@@ -325,15 +325,15 @@ typedef struct {
 
 static rs_status_t connect_to(rs_ctx_t *ctx, const connect_target_t *to, rs_ep_t **ep_p)
 {
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     rs_status_t st = connect_check(ctx);
     if (st != RS_OK) {
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         return st;
     }
-    rs_ep_t *ep = rs__ep_alloc(ctx);
+    rs_ep_t *ep = rs_tp_ep_alloc(ctx);
     if (ep == NULL) {
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         return RS_ERR_NOMEM;
     }
     RS_EP_PRIV(ep)->hs_client = 1;
@@ -342,12 +342,12 @@ static rs_status_t connect_to(rs_ctx_t *ctx, const connect_target_t *to, rs_ep_t
     else
         st = ctx->be_ops->connect_address(ctx, ep, to->blob, to->len);
     if (st != RS_OK) {
-        rs__ep_free(ep);
-        rs__unlock(ctx);
+        rs_tp_ep_free(ep);
+        rs_tp_unlock(ctx);
         return st;
     }
-    rs__unlock(ctx);
-    return rs__ep_connect_wait(ep, ep_p);
+    rs_tp_unlock(ctx);
+    return rs_tp_ep_connect_wait(ep, ep_p);
 }
 
 rs_status_t rs_connect(rs_ctx_t *ctx, const char *host, uint16_t port, rs_ep_t **ep_p)
@@ -372,9 +372,9 @@ rs_status_t rs_ctx_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_
 {
     if (ctx == NULL || buf == NULL || len_p == NULL)
         return RS_ERR_INVALID;
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     rs_status_t st = ctx->be_ops->address(ctx, buf, buflen, len_p);
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return st;
 }
 
@@ -383,9 +383,9 @@ void rs_ep_close(rs_ep_t *ep)
     if (ep == NULL)
         return;
     rs_ctx_t *ctx = ep->ctx;
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     if (RS_EP_PRIV(ep)->reap) {
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         return; /* already being closed */
     }
     if (ctx->in_cb > 0 || ctx->in_progress > 0) {
@@ -395,12 +395,12 @@ void rs_ep_close(rs_ep_t *ep)
         if (ep->state != RS_EP_DEAD)
             ep->state = RS_EP_CLOSING;
         ep_mark_reap(ep);
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         return;
     }
-    rs__ep_destroy(ep, RS_ERR_CANCELED, rs__close_deadline(ctx));
-    rs__ops_drain(ctx);
-    rs__unlock(ctx);
+    rs_tp_ep_destroy(ep, RS_ERR_CANCELED, rs_tp_close_deadline(ctx));
+    rs_tp_ops_drain(ctx);
+    rs_tp_unlock(ctx);
 }
 
 rs_status_t rs_ep_status(const rs_ep_t *ep)

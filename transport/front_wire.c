@@ -38,7 +38,7 @@ static int prefix_ok(const unsigned char *buf, size_t len)
     return memcmp(buf, want, n) == 0;
 }
 
-size_t rs_front_hello_build(unsigned char *buf, const char *token, size_t token_len)
+size_t rs_tp_front_hello_build(unsigned char *buf, const char *token, size_t token_len)
 {
     if (token_len > RS_JOB_TOKEN_MAX)
         return 0;
@@ -50,7 +50,7 @@ size_t rs_front_hello_build(unsigned char *buf, const char *token, size_t token_
     return RS_FRONT_HELLO_HDR + token_len;
 }
 
-int rs_front_hello_parse(const unsigned char *buf, size_t len, rs_front_hello_t *hello)
+int rs_tp_front_hello_parse(const unsigned char *buf, size_t len, rs_tp_front_hello_t *hello)
 {
     if (!prefix_ok(buf, len))
         return RS_FRONT_MALFORMED;
@@ -69,7 +69,8 @@ int rs_front_hello_parse(const unsigned char *buf, size_t len, rs_front_hello_t 
     return (int)total;
 }
 
-size_t rs_front_reply_build(unsigned char *buf, unsigned status, const void *addr, size_t addr_len)
+size_t rs_tp_front_reply_build(unsigned char *buf, unsigned status, const void *addr,
+                               size_t addr_len)
 {
     if (status == RS_FRONT_ACCEPT ? addr_len == 0 || addr_len > RS_ADDR_BLOB_MAX
                                   : status != RS_FRONT_REFUSE || addr_len != 0)
@@ -83,7 +84,7 @@ size_t rs_front_reply_build(unsigned char *buf, unsigned status, const void *add
     return RS_FRONT_REPLY_HDR + addr_len;
 }
 
-int rs_front_reply_parse(const unsigned char *buf, size_t len, rs_front_reply_t *reply)
+int rs_tp_front_reply_parse(const unsigned char *buf, size_t len, rs_tp_front_reply_t *reply)
 {
     if (!prefix_ok(buf, len))
         return RS_FRONT_MALFORMED;
@@ -109,7 +110,7 @@ int rs_front_reply_parse(const unsigned char *buf, size_t len, rs_front_reply_t 
     return (int)total;
 }
 
-int rs_front_token_equal(const unsigned char *a, size_t a_len, const char *b, size_t b_len)
+int rs_tp_front_token_equal(const unsigned char *a, size_t a_len, const char *b, size_t b_len)
 {
     if (a_len > RS_JOB_TOKEN_MAX || b_len > RS_JOB_TOKEN_MAX)
         return 0;

@@ -27,7 +27,7 @@ static size_t hs_build(unsigned char *buf, const char *token)
 {
     rs_hs_hdr_t hdr = {RS_HS_MAGIC, RS_HS_VERSION, (uint16_t)(token ? strlen(token) : 0)};
     rs_proc_id_t id;
-    rs__proc_identity(&id);
+    rs_tp_proc_identity(&id);
     memcpy(buf, &hdr, sizeof(hdr));
     if (hdr.token_len > 0)
         memcpy(buf + sizeof(hdr), token, hdr.token_len);
@@ -35,17 +35,17 @@ static size_t hs_build(unsigned char *buf, const char *token)
     return sizeof(hdr) + hdr.token_len + sizeof(id);
 }
 
-void rs__hs_start_client(rs_ep_t *ep)
+void rs_tp_hs_start_client(rs_ep_t *ep)
 {
     unsigned char buf[sizeof(rs_hs_hdr_t) + RS_JOB_TOKEN_MAX + sizeof(rs_proc_id_t)];
     size_t len = hs_build(buf, ep->ctx->cfg.job_token);
-    rs_status_t st = rs__msg_post(ep, RS__MSG_HELLO, buf, len, NULL, NULL);
+    rs_status_t st = rs_tp_msg_post(ep, RS__MSG_HELLO, buf, len, NULL, NULL);
     if (st != RS_OK)
-        rs__ep_kill(ep, st);
+        rs_tp_ep_kill(ep, st);
 }
 
-int rs__hs_parse(const void *data, size_t len, const char **token_p, uint16_t *token_len_p,
-                 rs_proc_id_t *id_p)
+int rs_tp_hs_parse(const void *data, size_t len, const char **token_p, uint16_t *token_len_p,
+                   rs_proc_id_t *id_p)
 {
     rs_hs_hdr_t hdr;
     if (len < sizeof(hdr))
@@ -76,10 +76,10 @@ static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
         return;
     }
     size_t reply_len = hs_build(reply, NULL);
-    if (!rs__hs_parse(data, len, &token, &token_len, &peer) ||
-        !rs_front_token_equal((const unsigned char *)token, token_len, cfg->job_token, mine)) {
+    if (!rs_tp_hs_parse(data, len, &token, &token_len, &peer) ||
+        !rs_tp_front_token_equal((const unsigned char *)token, token_len, cfg->job_token, mine)) {
         rs_warn("refusing a peer: its HELLO carries another job token");
-        rs__msg_post(ep, RS__MSG_REJECT, reply, reply_len, NULL, NULL);
+        rs_tp_msg_post(ep, RS__MSG_REJECT, reply, reply_len, NULL, NULL);
         /* Dead for the user; the REJECT still goes out. The peer closes on
          * receipt; if it does not, the reap deadline drops the endpoint. */
         ep->state = RS_EP_DEAD;
@@ -87,16 +87,16 @@ static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
         RS_EP_PRIV(ep)->reap_ns = rs_now_coarse_ns() + RS_MS_TO_NS(cfg->connect_timeout_ms);
         return;
     }
-    rs_status_t st = rs__msg_post(ep, RS__MSG_WELCOME, reply, reply_len, NULL, NULL);
+    rs_status_t st = rs_tp_msg_post(ep, RS__MSG_WELCOME, reply, reply_len, NULL, NULL);
     if (st != RS_OK) {
-        rs__ep_kill(ep, st);
+        rs_tp_ep_kill(ep, st);
         return;
     }
-    rs__peer_watch(ep, &peer);
+    rs_tp_peer_watch(ep, &peer);
     ep->state = RS_EP_READY;
     RS_EP_PRIV(ep)->reap_ns = 0;
     RS_EP_PRIV(ep)->told = 1;
-    rs__ep_tell_user(ep, RS_OK);
+    rs_tp_ep_tell_user(ep, RS_OK);
 }
 
 static void hs_client_reply(rs_ep_t *ep, unsigned type, const void *data, size_t len)
@@ -109,22 +109,22 @@ static void hs_client_reply(rs_ep_t *ep, unsigned type, const void *data, size_t
         rs_warn("endpoint %p: unexpected handshake reply (ignored)", (void *)ep);
         return;
     }
-    if (!rs__hs_parse(data, len, &token, &token_len, &peer)) {
+    if (!rs_tp_hs_parse(data, len, &token, &token_len, &peer)) {
         rs_error("endpoint %p: malformed handshake reply", (void *)ep);
-        rs__ep_kill(ep, RS_ERR_PROTOCOL);
+        rs_tp_ep_kill(ep, RS_ERR_PROTOCOL);
         return;
     }
     if (type == RS__MSG_WELCOME) {
-        rs__peer_watch(ep, &peer);
+        rs_tp_peer_watch(ep, &peer);
         ep->state = RS_EP_READY;
         ep->hs_result = RS_OK;
         return;
     }
     ep->hs_result = RS_ERR_AUTH;
-    rs__ep_kill(ep, RS_ERR_AUTH);
+    rs_tp_ep_kill(ep, RS_ERR_AUTH);
 }
 
-void rs__hs_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len)
+void rs_tp_hs_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len)
 {
     switch (type) {
         case RS__MSG_HELLO:

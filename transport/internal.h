@@ -99,18 +99,18 @@ struct rs_ctx {
     int thread_sleeping; /* the thread sleeps on the fd (lock held to change) */
 };
 
-static inline void rs__lock(rs_ctx_t *ctx)
+static inline void rs_tp_lock(rs_ctx_t *ctx)
 {
     pthread_mutex_lock(&ctx->lock);
 }
 
-static inline void rs__unlock(rs_ctx_t *ctx)
+static inline void rs_tp_unlock(rs_ctx_t *ctx)
 {
     pthread_mutex_unlock(&ctx->lock);
 }
 
 /* RS_OK when user traffic may be posted on ep (lock held). */
-static inline rs_status_t rs__ep_check_ready(const rs_ep_t *ep)
+static inline rs_status_t rs_tp_ep_check_ready(const rs_ep_t *ep)
 {
     switch (ep->state) {
         case RS_EP_READY:
@@ -125,77 +125,77 @@ static inline rs_status_t rs__ep_check_ready(const rs_ep_t *ep)
 }
 
 /* Backend selection (select.c). */
-rs_status_t rs__select_backend(const rs_config_t *cfg, const rs_backend_ops_t **ops_p);
-int rs__rdma_device_active(void);
+rs_status_t rs_tp_select_backend(const rs_config_t *cfg, const rs_backend_ops_t **ops_p);
+int rs_tp_rdma_device_active(void);
 
 /* Op pool and completion (op.c). */
-rs_op_t *rs__op_alloc(rs_ctx_t *ctx, rs_ep_t *ep, rs_op_kind_t kind, rs_op_cb_t cb, void *arg);
-/* Undo rs__op_alloc + attach for an op the backend refused. */
-void rs__op_unpost(rs_op_t *op);
+rs_op_t *rs_tp_op_alloc(rs_ctx_t *ctx, rs_ep_t *ep, rs_op_kind_t kind, rs_op_cb_t cb, void *arg);
+/* Undo rs_tp_op_alloc + attach for an op the backend refused. */
+void rs_tp_op_unpost(rs_op_t *op);
 /* Completes op now for the user (status), whatever the backend does later. */
-void rs__op_force(rs_op_t *op, rs_status_t status);
+void rs_tp_op_force(rs_op_t *op, rs_status_t status);
 /* Runs the callbacks of completed ops; returns how many. */
-unsigned rs__ops_drain(rs_ctx_t *ctx);
-void rs__ops_pool_free(rs_ctx_t *ctx);
+unsigned rs_tp_ops_drain(rs_ctx_t *ctx);
+void rs_tp_ops_pool_free(rs_ctx_t *ctx);
 
 /* Endpoints (ep.c). */
-rs_ep_t *rs__ep_alloc(rs_ctx_t *ctx);
-void rs__ep_free(rs_ep_t *ep);
+rs_ep_t *rs_tp_ep_alloc(rs_ctx_t *ctx);
+void rs_tp_ep_free(rs_ep_t *ep);
 /* Calls the backend's ep_fail once per endpoint. */
-void rs__ep_be_fail(rs_ep_t *ep);
+void rs_tp_ep_be_fail(rs_ep_t *ep);
 /* Marks ep dead with status, tells the backend and (if known) the user. */
-void rs__ep_kill(rs_ep_t *ep, rs_status_t status);
+void rs_tp_ep_kill(rs_ep_t *ep, rs_status_t status);
 /*
  * Fails, drains (until end, rs_now_ns) and releases ep. Lock held, not
- * inside backend progress. rs__close_deadline gives the usual end.
+ * inside backend progress. rs_tp_close_deadline gives the usual end.
  */
-void rs__ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end);
-uint64_t rs__close_deadline(const rs_ctx_t *ctx);
+void rs_tp_ep_destroy(rs_ep_t *ep, rs_status_t cancel_status, uint64_t end);
+uint64_t rs_tp_close_deadline(const rs_ctx_t *ctx);
 /* Deadline scan and deferred closes, from progress. */
-unsigned rs__eps_scan(rs_ctx_t *ctx, uint64_t now);
-unsigned rs__eps_reap(rs_ctx_t *ctx);
+unsigned rs_tp_eps_scan(rs_ctx_t *ctx, uint64_t now);
+unsigned rs_tp_eps_reap(rs_ctx_t *ctx);
 /* Waits for the client handshake of ep; closes ep on failure. */
-rs_status_t rs__ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p);
+rs_status_t rs_tp_ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p);
 
 /* Early messages (msg.c): queue one, deliver those of known endpoints. */
-int rs__early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,
-                    size_t len);
-unsigned rs__early_deliver(rs_ctx_t *ctx);
-void rs__early_free(rs_ep_t *ep);
+int rs_tp_early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,
+                      size_t len);
+unsigned rs_tp_early_deliver(rs_ctx_t *ctx);
+void rs_tp_early_free(rs_ep_t *ep);
 
 /* Liveness of peers on this host (peer_alive.c). */
-void rs__proc_identity(rs_proc_id_t *id);
-void rs__peer_watch(rs_ep_t *ep, const rs_proc_id_t *peer);
-int rs__peer_exited(rs_ep_t *ep);
-void rs__peer_unwatch(rs_ep_t *ep);
+void rs_tp_proc_identity(rs_proc_id_t *id);
+void rs_tp_peer_watch(rs_ep_t *ep, const rs_proc_id_t *peer);
+int rs_tp_peer_exited(rs_ep_t *ep);
+void rs_tp_peer_unwatch(rs_ep_t *ep);
 
 /* Handshake (handshake.c). */
-void rs__hs_start_client(rs_ep_t *ep);
-void rs__hs_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len);
+void rs_tp_hs_start_client(rs_ep_t *ep);
+void rs_tp_hs_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len);
 /*
  * Decodes a HELLO, WELCOME or REJECT from a peer: 1 with the token it
  * carries (*token_p points into data) and the sender's identity, or 0 when
  * the header, version or exact length is wrong. Peer bytes: the fuzz
  * target fuzz_handshake calls it directly.
  */
-int rs__hs_parse(const void *data, size_t len, const char **token_p, uint16_t *token_len_p,
-                 rs_proc_id_t *id_p);
+int rs_tp_hs_parse(const void *data, size_t len, const char **token_p, uint16_t *token_len_p,
+                   rs_proc_id_t *id_p);
 
 /* Progress (progress.c): one round with the lock held. */
-unsigned rs__progress_locked(rs_ctx_t *ctx);
+unsigned rs_tp_progress_locked(rs_ctx_t *ctx);
 /* Wakes the progress thread (a completion is queued). */
-void rs__thread_wake(rs_ctx_t *ctx);
+void rs_tp_thread_wake(rs_ctx_t *ctx);
 /* Reports an endpoint event to the context's endpoint handler, if any. */
-void rs__ep_tell_user(rs_ep_t *ep, rs_status_t status);
+void rs_tp_ep_tell_user(rs_ep_t *ep, rs_status_t status);
 /* Work for progress was queued (lock held): wakes the progress thread if it sleeps. */
-static inline void rs__thread_kick(rs_ctx_t *ctx)
+static inline void rs_tp_thread_kick(rs_ctx_t *ctx)
 {
     if (ctx->thread_sleeping)
-        rs__thread_wake(ctx);
+        rs_tp_thread_wake(ctx);
 }
 
 /* Message posting used by the handshake: like rs_msg_send, any type. */
-rs_status_t rs__msg_post(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,
-                         void *arg);
+rs_status_t rs_tp_msg_post(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,
+                           void *arg);
 
 #endif

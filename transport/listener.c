@@ -17,11 +17,11 @@ rs_status_t rs_listen(rs_ctx_t *ctx, const char *host, uint16_t port, rs_listene
         return RS_ERR_NOMEM;
     }
     l->ctx = ctx;
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     rs_status_t st = ctx->destroying ? RS_ERR_STATE : ctx->be_ops->listen(ctx, l, host, port);
     if (st == RS_OK)
         rs_list_add_tail(&ctx->listeners, &l->link);
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     if (st != RS_OK) {
         free(l);
         return st;
@@ -40,9 +40,9 @@ void rs_listener_destroy(rs_listener_t *listener)
     if (listener == NULL)
         return;
     rs_ctx_t *ctx = listener->ctx;
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     ctx->be_ops->listener_close(listener);
     rs_list_del(&listener->link);
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     free(listener);
 }

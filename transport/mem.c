@@ -19,14 +19,14 @@ static rs_status_t mem_new(rs_ctx_t *ctx, void *addr, size_t len, unsigned acces
     mr->ctx = ctx;
     mr->access = access;
     mr->allocated = addr == NULL;
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     rs_status_t st =
         ctx->destroying ? RS_ERR_STATE : ctx->be_ops->mem_reg(ctx, mr, addr, len, access);
     if (st == RS_OK) {
         mr->len = len;
         rs_list_add_tail(&ctx->mrs, &mr->link);
     }
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     if (st != RS_OK) {
         free(mr);
         return st;
@@ -54,10 +54,10 @@ void rs_mem_free(rs_mr_t *mr)
     if (mr == NULL)
         return;
     rs_ctx_t *ctx = mr->ctx;
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     ctx->be_ops->mem_dereg(mr);
     rs_list_del(&mr->link);
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     free(mr);
 }
 

@@ -7,16 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-rs_status_t rs__msg_post(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,
-                         void *arg)
+rs_status_t rs_tp_msg_post(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,
+                           void *arg)
 {
     rs_ctx_t *ctx = ep->ctx;
-    rs_op_t *op = rs__op_alloc(ctx, ep, RS_OP_MSG, cb, arg);
+    rs_op_t *op = rs_tp_op_alloc(ctx, ep, RS_OP_MSG, cb, arg);
     if (op == NULL)
         return RS_ERR_NOMEM;
     rs_status_t st = ctx->be_ops->msg_send(ep, op, type, data, len);
     if (st != RS_OK)
-        rs__op_unpost(op);
+        rs_tp_op_unpost(op);
     return st;
 }
 
@@ -32,11 +32,11 @@ rs_status_t rs_msg_send(rs_ep_t *ep, unsigned type, const void *data, size_t len
         rs_error("rs_msg_send: %zu bytes exceed msg_max %u", len, ctx->cfg.msg_max);
         return RS_ERR_MSG_SIZE;
     }
-    rs__lock(ctx);
-    rs_status_t st = rs__ep_check_ready(ep);
+    rs_tp_lock(ctx);
+    rs_status_t st = rs_tp_ep_check_ready(ep);
     if (st == RS_OK)
-        st = rs__msg_post(ep, type, data, len, cb, arg);
-    rs__unlock(ctx);
+        st = rs_tp_msg_post(ep, type, data, len, cb, arg);
+    rs_tp_unlock(ctx);
     return st;
 }
 
@@ -58,11 +58,11 @@ static int deliver(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const v
     return 1;
 }
 
-void rs__msg_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len)
+void rs_tp_msg_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len)
 {
     rs_ctx_t *ctx = ep->ctx;
     if (type >= RS_MSG_TYPES) {
-        rs__hs_recv(ep, type, data, len);
+        rs_tp_hs_recv(ep, type, data, len);
         return;
     }
     if (ep->state != RS_EP_READY) {
@@ -74,19 +74,19 @@ void rs__msg_recv(rs_ep_t *ep, unsigned type, const void *data, size_t len)
                 ctx->cfg.msg_max);
         return;
     }
-    if (rs__early_queue(ep, 0, type, 0, data, len))
+    if (rs_tp_early_queue(ep, 0, type, 0, data, len))
         return;
     if (!deliver(ep, 0, type, 0, data, len))
         rs_debug("endpoint %p: no handler for message type %u (dropped)", (void *)ep, type);
 }
 
-void rs__notify_recv(rs_ep_t *ep, uint32_t imm)
+void rs_tp_notify_recv(rs_ep_t *ep, uint32_t imm)
 {
     if (ep->state != RS_EP_READY) {
         rs_debug("endpoint %p: notification before the handshake passed (dropped)", (void *)ep);
         return;
     }
-    if (rs__early_queue(ep, 1, 0, imm, NULL, 0))
+    if (rs_tp_early_queue(ep, 1, 0, imm, NULL, 0))
         return;
     if (!deliver(ep, 1, 0, imm, NULL, 0))
         rs_debug("endpoint %p: no notify handler (notification %u dropped)", (void *)ep, imm);
@@ -98,8 +98,8 @@ void rs__notify_recv(rs_ep_t *ep, uint32_t imm)
  * name. Such messages (and any behind them, to keep order) wait here.
  * Returns 1 when the message was queued.
  */
-int rs__early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,
-                    size_t len)
+int rs_tp_early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,
+                      size_t len)
 {
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     if (p->told && rs_list_empty(&p->early))
@@ -130,7 +130,7 @@ static void early_deliver_ep(rs_ep_t *ep)
     }
 }
 
-unsigned rs__early_deliver(rs_ctx_t *ctx)
+unsigned rs_tp_early_deliver(rs_ctx_t *ctx)
 {
     unsigned n = 0;
     while (!rs_list_empty(&ctx->early_eps)) {
@@ -142,7 +142,7 @@ unsigned rs__early_deliver(rs_ctx_t *ctx)
     return n;
 }
 
-void rs__early_free(rs_ep_t *ep)
+void rs_tp_early_free(rs_ep_t *ep)
 {
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     rs_list_del(&p->early_link);

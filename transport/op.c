@@ -1,6 +1,6 @@
 /*
- * The op pool and deferred completion. rs__op_complete only queues an op on
- * ctx->done; callbacks run from progress (rs__ops_drain), so no callback
+ * The op pool and deferred completion. rs_tp_op_complete only queues an op on
+ * ctx->done; callbacks run from progress (rs_tp_ops_drain), so no callback
  * ever runs inside the call that posted its op, whatever the backend does.
  */
 #include "transport/internal.h"
@@ -30,7 +30,7 @@ static int op_pool_grow(rs_ctx_t *ctx)
     return 0;
 }
 
-rs_op_t *rs__op_alloc(rs_ctx_t *ctx, rs_ep_t *ep, rs_op_kind_t kind, rs_op_cb_t cb, void *arg)
+rs_op_t *rs_tp_op_alloc(rs_ctx_t *ctx, rs_ep_t *ep, rs_op_kind_t kind, rs_op_cb_t cb, void *arg)
 {
     RS_ASSERT(ep != NULL && ep->ctx == ctx);
     if (rs_list_empty(&ctx->op_free) && op_pool_grow(ctx) != 0) {
@@ -73,14 +73,14 @@ static void op_detach(rs_op_t *op)
     op->ep = NULL;
 }
 
-void rs__op_unpost(rs_op_t *op)
+void rs_tp_op_unpost(rs_op_t *op)
 {
     rs_ctx_t *ctx = op->ep->ctx;
     op_detach(op);
     op_release(ctx, op);
 }
 
-void rs__op_complete(rs_op_t *op, rs_status_t status)
+void rs_tp_op_complete(rs_op_t *op, rs_status_t status)
 {
     rs_op_priv_t *p = RS_OP_PRIV(op);
     RS_ASSERT(!p->be_done); /* a backend completes each op exactly once */
@@ -107,10 +107,10 @@ void rs__op_complete(rs_op_t *op, rs_status_t status)
     op_detach(op);
     p->status = status;
     rs_list_add_tail(&ctx->done, &op->link);
-    rs__thread_kick(ctx);
+    rs_tp_thread_kick(ctx);
 }
 
-void rs__op_force(rs_op_t *op, rs_status_t status)
+void rs_tp_op_force(rs_op_t *op, rs_status_t status)
 {
     rs_op_priv_t *p = RS_OP_PRIV(op);
     rs_ctx_t *ctx = p->ctx;
@@ -121,7 +121,7 @@ void rs__op_force(rs_op_t *op, rs_status_t status)
     rs_list_add_tail(&ctx->done, &op->link);
 }
 
-unsigned rs__ops_drain(rs_ctx_t *ctx)
+unsigned rs_tp_ops_drain(rs_ctx_t *ctx)
 {
     unsigned n = 0;
     while (!rs_list_empty(&ctx->done)) {
@@ -150,7 +150,7 @@ unsigned rs__ops_drain(rs_ctx_t *ctx)
     return n;
 }
 
-void rs__ops_pool_free(rs_ctx_t *ctx)
+void rs_tp_ops_pool_free(rs_ctx_t *ctx)
 {
     if (ctx->n_ops_live != 0)
         rs_debug("%zu ops never completed by the backend", ctx->n_ops_live);

@@ -71,23 +71,23 @@ static rs_status_t put_common(rs_ep_t *ep, const void *src, size_t len, rs_mr_t 
         return RS_ERR_INVALID;
     }
     rs_ctx_t *ctx = ep->ctx;
-    rs__lock(ctx);
-    rs_status_t st = rs__ep_check_ready(ep);
+    rs_tp_lock(ctx);
+    rs_status_t st = rs_tp_ep_check_ready(ep);
     if (st == RS_OK)
         st = check_remote(ep, rkey, roff, len, RS_MEM_REMOTE_WRITE, what);
     if (st == RS_OK)
         st = check_local(ctx, src, len, src_mr, what);
     if (st == RS_OK) {
-        rs_op_t *op = rs__op_alloc(ctx, ep, notify ? RS_OP_PUT_NOTIFY : RS_OP_PUT, cb, arg);
+        rs_op_t *op = rs_tp_op_alloc(ctx, ep, notify ? RS_OP_PUT_NOTIFY : RS_OP_PUT, cb, arg);
         if (op == NULL) {
             st = RS_ERR_NOMEM;
         } else {
             st = ctx->be_ops->put(ep, op, src, len, src_mr, rkey, rkey->base + roff, notify, imm);
             if (st != RS_OK)
-                rs__op_unpost(op);
+                rs_tp_op_unpost(op);
         }
     }
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return st;
 }
 
@@ -111,23 +111,23 @@ rs_status_t rs_get(rs_ep_t *ep, void *dst, size_t len, rs_mr_t *dst_mr, rs_rkey_
         return RS_ERR_INVALID;
     }
     rs_ctx_t *ctx = ep->ctx;
-    rs__lock(ctx);
-    rs_status_t st = rs__ep_check_ready(ep);
+    rs_tp_lock(ctx);
+    rs_status_t st = rs_tp_ep_check_ready(ep);
     if (st == RS_OK)
         st = check_remote(ep, rkey, roff, len, RS_MEM_REMOTE_READ, "rs_get");
     if (st == RS_OK)
         st = check_local(ctx, dst, len, dst_mr, "rs_get");
     if (st == RS_OK) {
-        rs_op_t *op = rs__op_alloc(ctx, ep, RS_OP_GET, cb, arg);
+        rs_op_t *op = rs_tp_op_alloc(ctx, ep, RS_OP_GET, cb, arg);
         if (op == NULL) {
             st = RS_ERR_NOMEM;
         } else {
             st = ctx->be_ops->get(ep, op, dst, len, dst_mr, rkey, rkey->base + roff);
             if (st != RS_OK)
-                rs__op_unpost(op);
+                rs_tp_op_unpost(op);
         }
     }
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return st;
 }
 
@@ -144,22 +144,22 @@ rs_status_t rs_fetch_add(rs_ep_t *ep, rs_rkey_t *rkey, uint64_t roff, uint64_t a
         return RS_ERR_INVALID;
     }
     rs_ctx_t *ctx = ep->ctx;
-    rs__lock(ctx);
-    rs_status_t st = rs__ep_check_ready(ep);
+    rs_tp_lock(ctx);
+    rs_status_t st = rs_tp_ep_check_ready(ep);
     if (st == RS_OK)
         st = check_remote(ep, rkey, roff, 8, RS_MEM_REMOTE_ATOMIC, "rs_fetch_add");
     if (st == RS_OK) {
-        rs_op_t *op = rs__op_alloc(ctx, ep, RS_OP_FETCH_ADD, cb, arg);
+        rs_op_t *op = rs_tp_op_alloc(ctx, ep, RS_OP_FETCH_ADD, cb, arg);
         if (op == NULL) {
             st = RS_ERR_NOMEM;
         } else {
             op->old_p = old_p;
             st = ctx->be_ops->fetch_add(ep, op, rkey, rkey->base + roff, add);
             if (st != RS_OK)
-                rs__op_unpost(op);
+                rs_tp_op_unpost(op);
         }
     }
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return st;
 }
 
@@ -168,18 +168,18 @@ rs_status_t rs_ep_flush(rs_ep_t *ep, rs_op_cb_t cb, void *arg)
     if (ep == NULL)
         return RS_ERR_INVALID;
     rs_ctx_t *ctx = ep->ctx;
-    rs__lock(ctx);
-    rs_status_t st = rs__ep_check_ready(ep);
+    rs_tp_lock(ctx);
+    rs_status_t st = rs_tp_ep_check_ready(ep);
     if (st == RS_OK) {
-        rs_op_t *op = rs__op_alloc(ctx, ep, RS_OP_FLUSH, cb, arg);
+        rs_op_t *op = rs_tp_op_alloc(ctx, ep, RS_OP_FLUSH, cb, arg);
         if (op == NULL) {
             st = RS_ERR_NOMEM;
         } else {
             st = ctx->be_ops->flush(ep, op);
             if (st != RS_OK)
-                rs__op_unpost(op);
+                rs_tp_op_unpost(op);
         }
     }
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return st;
 }

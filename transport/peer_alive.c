@@ -31,7 +31,7 @@ static void read_boot_id(char *out, size_t cap)
     out[strcspn(out, "\n")] = '\0';
 }
 
-void rs__proc_identity(rs_proc_id_t *id)
+void rs_tp_proc_identity(rs_proc_id_t *id)
 {
     struct stat st;
     memset(id, 0, sizeof(*id));
@@ -41,11 +41,11 @@ void rs__proc_identity(rs_proc_id_t *id)
     read_boot_id(id->boot_id, sizeof(id->boot_id));
 }
 
-void rs__peer_watch(rs_ep_t *ep, const rs_proc_id_t *peer)
+void rs_tp_peer_watch(rs_ep_t *ep, const rs_proc_id_t *peer)
 {
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     rs_proc_id_t me;
-    rs__proc_identity(&me);
+    rs_tp_proc_identity(&me);
     if (p->peer_pidfd >= 0 || me.boot_id[0] == '\0' || me.pidns == 0 || peer->pidns != me.pidns ||
         memcmp(peer->boot_id, me.boot_id, sizeof(me.boot_id)) != 0 || peer->pid == me.pid)
         return; /* another host or namespace, or ourselves: nothing to watch */
@@ -63,7 +63,7 @@ void rs__peer_watch(rs_ep_t *ep, const rs_proc_id_t *peer)
 #endif
 }
 
-int rs__peer_exited(rs_ep_t *ep)
+int rs_tp_peer_exited(rs_ep_t *ep)
 {
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     if (p->peer_gone)
@@ -78,7 +78,7 @@ int rs__peer_exited(rs_ep_t *ep)
     return 0;
 }
 
-void rs__peer_unwatch(rs_ep_t *ep)
+void rs_tp_peer_unwatch(rs_ep_t *ep)
 {
     rs_ep_priv_t *p = RS_EP_PRIV(ep);
     if (p->peer_pidfd >= 0)

@@ -15,7 +15,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-unsigned rs__progress_locked(rs_ctx_t *ctx)
+unsigned rs_tp_progress_locked(rs_ctx_t *ctx)
 {
     if (ctx->in_progress > 0 || ctx->in_cb > 0)
         return 0; /* called from a callback: progress is not re-entrant */
@@ -26,17 +26,17 @@ unsigned rs__progress_locked(rs_ctx_t *ctx)
     uint64_t now = rs_now_coarse_ns();
     if (now >= ctx->next_scan_ns) {
         ctx->next_scan_ns = now + ctx->scan_period_ns;
-        n += rs__eps_scan(ctx, now);
+        n += rs_tp_eps_scan(ctx, now);
     }
     if (ctx->n_reap > 0)
-        n += rs__eps_reap(ctx);
+        n += rs_tp_eps_reap(ctx);
     if (!rs_list_empty(&ctx->early_eps))
-        n += rs__early_deliver(ctx);
-    n += rs__ops_drain(ctx);
+        n += rs_tp_early_deliver(ctx);
+    n += rs_tp_ops_drain(ctx);
     return n;
 }
 
-void rs__thread_wake(rs_ctx_t *ctx)
+void rs_tp_thread_wake(rs_ctx_t *ctx)
 {
     ctx->thread_sleeping = 0;
     uint64_t one = 1;
@@ -46,9 +46,9 @@ void rs__thread_wake(rs_ctx_t *ctx)
 
 unsigned rs_progress(rs_ctx_t *ctx)
 {
-    rs__lock(ctx);
-    unsigned n = rs__progress_locked(ctx);
-    rs__unlock(ctx);
+    rs_tp_lock(ctx);
+    unsigned n = rs_tp_progress_locked(ctx);
+    rs_tp_unlock(ctx);
     return n;
 }
 
@@ -61,17 +61,17 @@ static rs_status_t arm_locked(rs_ctx_t *ctx)
 
 int rs_ctx_fd(rs_ctx_t *ctx)
 {
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     int fd = ctx->be_ops->fd(ctx);
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return fd;
 }
 
 rs_status_t rs_ctx_arm(rs_ctx_t *ctx)
 {
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     rs_status_t st = arm_locked(ctx);
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return st;
 }
 
@@ -92,15 +92,15 @@ rs_status_t rs_wait(rs_ctx_t *ctx, int timeout_ms)
     int scan_ms = (int)(ctx->scan_period_ns / 1000000);
 
     for (;;) {
-        rs__lock(ctx);
+        rs_tp_lock(ctx);
         if (ctx->in_cb > 0 || ctx->in_progress > 0) {
-            rs__unlock(ctx);
+            rs_tp_unlock(ctx);
             rs_error("rs_wait called from a transport callback");
             return RS_ERR_STATE;
         }
-        unsigned n = rs__progress_locked(ctx);
+        unsigned n = rs_tp_progress_locked(ctx);
         rs_status_t st = n > 0 ? RS_OK : arm_locked(ctx);
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         if (n > 0)
             return RS_OK;
 
@@ -126,15 +126,15 @@ static void *progress_thread_main(void *arg)
     unsigned idle = 0;
 
     while (!__atomic_load_n(&ctx->thread_stop, __ATOMIC_ACQUIRE)) {
-        rs__lock(ctx);
+        rs_tp_lock(ctx);
         ctx->thread_sleeping = 0; /* awake (a wake-up in between costs one spare write) */
-        unsigned n = rs__progress_locked(ctx);
+        unsigned n = rs_tp_progress_locked(ctx);
         rs_status_t st = RS_ERR_BUSY;
         if (n == 0 && ++idle >= RS_THREAD_SPIN)
             st = arm_locked(ctx);
         /* Asleep: a completion queued by a posting call must wake us. */
         ctx->thread_sleeping = st == RS_OK;
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         if (n > 0) {
             idle = 0;
             continue;
@@ -154,14 +154,14 @@ static void *progress_thread_main(void *arg)
 
 rs_status_t rs_progress_thread_start(rs_ctx_t *ctx)
 {
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     if (ctx->thread_running) {
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         return RS_OK;
     }
     ctx->thread_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (ctx->thread_wake_fd < 0) {
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         rs_error("eventfd for the progress thread failed: errno %d", errno);
         return RS_ERR_IO;
     }
@@ -169,35 +169,35 @@ rs_status_t rs_progress_thread_start(rs_ctx_t *ctx)
     if (pthread_create(&ctx->thread, NULL, progress_thread_main, ctx) != 0) {
         close(ctx->thread_wake_fd);
         ctx->thread_wake_fd = -1;
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         rs_error("cannot start the progress thread");
         return RS_ERR_NOMEM;
     }
     ctx->thread_running = 1;
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return RS_OK;
 }
 
 void rs_progress_thread_stop(rs_ctx_t *ctx)
 {
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     if (!ctx->thread_running) {
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         return;
     }
     if (pthread_equal(pthread_self(), ctx->thread)) {
-        rs__unlock(ctx);
+        rs_tp_unlock(ctx);
         rs_error("rs_progress_thread_stop called from the progress thread (ignored)");
         return;
     }
     __atomic_store_n(&ctx->thread_stop, 1, __ATOMIC_RELEASE);
     ctx->thread_running = 0;
-    rs__thread_wake(ctx);
+    rs_tp_thread_wake(ctx);
     pthread_t thread = ctx->thread;
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     pthread_join(thread, NULL);
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     close(ctx->thread_wake_fd);
     ctx->thread_wake_fd = -1;
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
 }

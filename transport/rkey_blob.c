@@ -17,14 +17,14 @@
 
 static uint16_t backend_id(const rs_backend_ops_t *ops)
 {
-    if (ops == rs__ucx_backend())
+    if (ops == rs_tp_ucx_backend())
         return RS_RKEY_BACKEND_UCX;
-    if (ops == rs__verbs_backend())
+    if (ops == rs_tp_verbs_backend())
         return RS_RKEY_BACKEND_VERBS;
     return 0xffff;
 }
 
-uint64_t rs__rkey_blob_checksum(const rs_rkey_hdr_t *hdr, const void *be, size_t be_len)
+uint64_t rs_tp_rkey_blob_checksum(const rs_rkey_hdr_t *hdr, const void *be, size_t be_len)
 {
     rs_rkey_hdr_t h = *hdr;
     h.checksum = 0;
@@ -45,9 +45,9 @@ rs_status_t rs_mr_pack_rkey(const rs_mr_t *mr, void *buf, size_t buflen, size_t 
         room = RS_RKEY_BLOB_MAX - sizeof(rs_rkey_hdr_t);
     unsigned char *be = (unsigned char *)buf + sizeof(rs_rkey_hdr_t);
     size_t be_len = 0;
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     rs_status_t st = ctx->be_ops->rkey_pack(mr, be, room, &be_len);
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     if (st != RS_OK)
         return st;
     RS_ASSERT(be_len <= room); /* the backend wrote within the room it was given */
@@ -62,14 +62,14 @@ rs_status_t rs_mr_pack_rkey(const rs_mr_t *mr, void *buf, size_t buflen, size_t 
         .len = mr->len,
         .checksum = 0,
     };
-    hdr.checksum = rs__rkey_blob_checksum(&hdr, be, be_len);
+    hdr.checksum = rs_tp_rkey_blob_checksum(&hdr, be, be_len);
     memcpy(buf, &hdr, sizeof(hdr));
     *len_p = sizeof(hdr) + be_len;
     return RS_OK;
 }
 
-rs_status_t rs__rkey_blob_parse(const void *blob, size_t len, uint16_t backend,
-                                rs_rkey_hdr_t *hdr_p)
+rs_status_t rs_tp_rkey_blob_parse(const void *blob, size_t len, uint16_t backend,
+                                  rs_rkey_hdr_t *hdr_p)
 {
     /* Peer bytes: refusals log at debug (a hostile peer must not flood the log). */
     rs_rkey_hdr_t hdr;
@@ -88,7 +88,7 @@ rs_status_t rs__rkey_blob_parse(const void *blob, size_t len, uint16_t backend,
                  hdr.be_len);
         return RS_ERR_BAD_RKEY;
     }
-    if (hdr.checksum != rs__rkey_blob_checksum(&hdr, be, hdr.be_len)) {
+    if (hdr.checksum != rs_tp_rkey_blob_checksum(&hdr, be, hdr.be_len)) {
         rs_debug("remote key blob corrupted: checksum mismatch");
         return RS_ERR_BAD_RKEY;
     }
@@ -110,7 +110,7 @@ rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_rkey_t 
         return RS_ERR_INVALID;
     rs_ctx_t *ctx = ep->ctx;
     rs_rkey_hdr_t hdr;
-    rs_status_t st = rs__rkey_blob_parse(blob, len, backend_id(ctx->be_ops), &hdr);
+    rs_status_t st = rs_tp_rkey_blob_parse(blob, len, backend_id(ctx->be_ops), &hdr);
     if (st != RS_OK)
         return st;
     rs_rkey_t *rkey = calloc(1, sizeof(*rkey));
@@ -123,8 +123,8 @@ rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_rkey_t 
     rkey->len = hdr.len;
     rkey->access = hdr.access;
 
-    rs__lock(ctx);
-    st = rs__ep_check_ready(ep);
+    rs_tp_lock(ctx);
+    st = rs_tp_ep_check_ready(ep);
     if (st == RS_OK) {
         st = ctx->be_ops->rkey_unpack(ep, rkey, (const unsigned char *)blob + sizeof(hdr),
                                       hdr.be_len);
@@ -133,7 +133,7 @@ rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_rkey_t 
     }
     if (st == RS_OK)
         rs_list_add_tail(&ep->rkeys, &rkey->link);
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     if (st != RS_OK) {
         free(rkey);
         return st;
@@ -152,9 +152,9 @@ void rs_rkey_destroy(rs_rkey_t *rkey)
     if (rkey == NULL)
         return;
     rs_ctx_t *ctx = rkey->ep->ctx;
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     ctx->be_ops->rkey_release(rkey);
     rs_list_del(&rkey->link);
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     free(rkey);
 }

@@ -31,7 +31,7 @@ typedef struct rs_rkey_hdr {
 _Static_assert(sizeof(rs_rkey_hdr_t) == 40, "rkey blob header has no padding");
 
 /* The checksum a blob's header carries: over the header (checksum zero) and the backend bytes. */
-uint64_t rs__rkey_blob_checksum(const rs_rkey_hdr_t *hdr, const void *be, size_t be_len);
+uint64_t rs_tp_rkey_blob_checksum(const rs_rkey_hdr_t *hdr, const void *be, size_t be_len);
 
 /*
  * Checks a peer's blob of len bytes for the backend with id backend: size,
@@ -39,7 +39,7 @@ uint64_t rs__rkey_blob_checksum(const rs_rkey_hdr_t *hdr, const void *be, size_t
  * and access bits. RS_OK and *hdr_p, or RS_ERR_BAD_RKEY (logged at debug).
  * Needs no context: the fuzz target calls it directly.
  */
-rs_status_t rs__rkey_blob_parse(const void *blob, size_t len, uint16_t backend,
-                                rs_rkey_hdr_t *hdr_p);
+rs_status_t rs_tp_rkey_blob_parse(const void *blob, size_t len, uint16_t backend,
+                                  rs_rkey_hdr_t *hdr_p);
 
 #endif

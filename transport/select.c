@@ -11,7 +11,7 @@
  * True when some RDMA device has a port in state ACTIVE. Read from sysfs so
  * that the generic layer never links against or loads libibverbs itself.
  */
-int rs__rdma_device_active(void)
+int rs_tp_rdma_device_active(void)
 {
     const char *root = "/sys/class/infiniband";
     DIR *devs = opendir(root);
@@ -59,18 +59,18 @@ static rs_status_t built(const rs_backend_ops_t *ops, const char *name, const ch
     return RS_OK;
 }
 
-rs_status_t rs__select_backend(const rs_config_t *cfg, const rs_backend_ops_t **ops_p)
+rs_status_t rs_tp_select_backend(const rs_config_t *cfg, const rs_backend_ops_t **ops_p)
 {
     switch (cfg->transport) {
         case RS_TRANSPORT_UCX:
-            return built(rs__ucx_backend(), "ucx", "RS_WITH_UCX", ops_p);
+            return built(rs_tp_ucx_backend(), "ucx", "RS_WITH_UCX", ops_p);
         case RS_TRANSPORT_VERBS:
-            return built(rs__verbs_backend(), "verbs", "RS_WITH_VERBS", ops_p);
+            return built(rs_tp_verbs_backend(), "verbs", "RS_WITH_VERBS", ops_p);
         case RS_TRANSPORT_AUTO:
-            if (rs__verbs_backend() != NULL &&
-                (rs__ucx_backend() == NULL || rs__rdma_device_active()))
-                return built(rs__verbs_backend(), "verbs", "RS_WITH_VERBS", ops_p);
-            return built(rs__ucx_backend(), "ucx", "RS_WITH_UCX", ops_p);
+            if (rs_tp_verbs_backend() != NULL &&
+                (rs_tp_ucx_backend() == NULL || rs_tp_rdma_device_active()))
+                return built(rs_tp_verbs_backend(), "verbs", "RS_WITH_VERBS", ops_p);
+            return built(rs_tp_ucx_backend(), "ucx", "RS_WITH_UCX", ops_p);
     }
     rs_error("unknown transport kind %d", (int)cfg->transport);
     return RS_ERR_CONFIG;

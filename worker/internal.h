@@ -139,13 +139,13 @@ typedef struct rs_worker_store {
     uint32_t next_snap;
     int spill_broken; /* spilling failed once (logged once) */
     rs_worker_stats_t stats;
-} wstore_t;
+} rs_wk_store_t;
 
 struct rs_worker {
     rs_ctx_t *ctx;
     rs_mr_t *arena_mr;
     rs_listener_t *listener;
-    wstore_t st;
+    rs_wk_store_t st;
     rs_list_t conns;
     pthread_t thread;
     int thread_started;
@@ -161,59 +161,60 @@ struct rs_worker {
 };
 
 /* serve.c */
-rs_status_t rs__worker_handlers(rs_worker_t *w);
-void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out);
-void rs__worker_conn_free(rs_worker_t *w, wconn_t *c);
+rs_status_t rs_wk_handlers(rs_worker_t *w);
+void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out);
+void rs_wk_conn_free(rs_worker_t *w, wconn_t *c);
 /* worker.c */
-void rs__worker_defer_close(rs_worker_t *w, rs_ep_t *ep);
+void rs_wk_defer_close(rs_worker_t *w, rs_ep_t *ep);
 /* Publishes the counters for rs_worker_stats. */
-void rs__worker_stats_publish(rs_worker_t *w);
+void rs_wk_stats_publish(rs_worker_t *w);
 
 /* store.c */
-rs_status_t wstore_init(wstore_t *st, const rs_worker_config_t *cfg, uint8_t *arena, uint64_t len);
-void wstore_cleanup(wstore_t *st);
-wshuffle_t *wstore_find(wstore_t *st, uint32_t shuffle_id);
-rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitions,
-                          wshuffle_t **sh_p);
+rs_status_t rs_wk_store_init(rs_wk_store_t *st, const rs_worker_config_t *cfg, uint8_t *arena,
+                             uint64_t len);
+void rs_wk_store_cleanup(rs_wk_store_t *st);
+wshuffle_t *rs_wk_store_find(rs_wk_store_t *st, uint32_t shuffle_id);
+rs_status_t rs_wk_store_attach(rs_wk_store_t *st, uint32_t shuffle_id, uint32_t n_partitions,
+                               wshuffle_t **sh_p);
 /*
  * A new grant of want bytes (+ bulk room while memory is plentiful) for
  * partition p. RS_ERR_BACKPRESSURE when even want does not fit after
  * spilling; RS_ERR_BUSY for an RS_GRANT_AHEAD request while memory is short.
  */
-rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want, uint32_t flags,
-                         wgrant_t **g_p);
+rs_status_t rs_wk_store_grant(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint64_t want,
+                              uint32_t flags, wgrant_t **g_p);
 /* Marks bytes of g as arrived (sink mode frees a released grant's extent at once). */
-void wstore_settle(wstore_t *st, wgrant_t *g, uint64_t bytes);
+void rs_wk_store_settle(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes);
 /* The pusher is done with g after used bytes (idempotent). */
-void wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used);
+void rs_wk_store_retire(rs_wk_store_t *st, wgrant_t *g, uint64_t used);
 /* Frees g; bytes that never arrived are given up (the pusher is gone). */
-void wstore_grant_free(wstore_t *st, wgrant_t *g);
-rs_status_t wstore_add_entry(wstore_t *st, wgrant_t *g, const rs_snap_entry_t *e);
+void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g);
+rs_status_t rs_wk_store_add_entry(rs_wk_store_t *st, wgrant_t *g, const rs_snap_entry_t *e);
 /* Keeps a map's commit: entries (sorted by partition, owned from now on). */
-void wstore_commit(wstore_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
-                   rs_commit_entry_t *entries, uint32_t n);
+void rs_wk_store_commit(rs_wk_store_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
+                        rs_commit_entry_t *entries, uint32_t n);
 /* Spills unpinned settled extents until the data area is below the mark and need bytes fit. */
-void wstore_spill(wstore_t *st, uint64_t need);
+void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need);
 /*
  * Opens a snapshot of partition p: its commits and entries, with every
  * extent holding its in-memory batches pinned. The index is returned in
  * *index_p (malloc'ed, caller frees); when longer than inline_max it is also
  * copied into the arena (snap->index). RS_ERR_BACKPRESSURE: no room for it.
  */
-rs_status_t wstore_snap_open(wstore_t *st, wshuffle_t *sh, uint32_t p, size_t inline_max,
-                             wsnap_t **snap_p, void **index_p, size_t *index_len_p);
+rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, size_t inline_max,
+                                  wsnap_t **snap_p, void **index_p, size_t *index_len_p);
 /*
  * Stages spilled frames [first, first+n) of snap in the arena (snap->stage):
  * all of them, or as many leading ones as fit (*staged_p). RS_ERR_BACKPRESSURE
  * when not even one fits now.
  */
-rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n,
-                         uint32_t *staged_p);
+rs_status_t rs_wk_store_stage(rs_wk_store_t *st, wsnap_t *snap, uint32_t first, uint32_t n,
+                              uint32_t *staged_p);
 /* Releases the snapshot's pins and staging room and frees it. */
-void wstore_snap_close(wstore_t *st, wsnap_t *snap);
-/* A pusher connection attached to sh (wstore_attach counts it) went away. */
-void wstore_pusher_detach(wstore_t *st, wshuffle_t *sh);
+void rs_wk_store_snap_close(rs_wk_store_t *st, wsnap_t *snap);
+/* A pusher connection attached to sh (rs_wk_store_attach counts it) went away. */
+void rs_wk_store_pusher_detach(rs_wk_store_t *st, wshuffle_t *sh);
 /* Frees a shuffle now, or once its last snapshot and attached pusher are gone. */
-void wstore_drop(wstore_t *st, wshuffle_t *sh);
+void rs_wk_store_drop(rs_wk_store_t *st, wshuffle_t *sh);
 
 #endif

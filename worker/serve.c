@@ -45,7 +45,7 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
     }
     if (m.role == RS_ROLE_PUSHER) {
         wshuffle_t *sh;
-        s = wstore_attach(&w->st, m.shuffle_id, m.n_partitions, &sh);
+        s = rs_wk_store_attach(&w->st, m.shuffle_id, m.n_partitions, &sh);
         if (s != RS_OK) {
             reply_status(ep, RS_SMSG_ATTACH_REPLY, s);
             return;
@@ -80,7 +80,7 @@ static void slot_maybe_free(rs_worker_t *w, wconn_t *c, wgrant_t *g)
         return;
     c->slots[g->slot] = NULL;
     c->free_slots[c->n_free++] = g->slot;
-    wstore_grant_free(&w->st, g);
+    rs_wk_store_grant_free(&w->st, g);
 }
 
 /* A free slot in O(1): grants come and go by the hundred thousand with many partitions. */
@@ -120,7 +120,7 @@ static void grant_retire(rs_worker_t *w, wconn_t *c, uint32_t slot, uint32_t par
         rs_warn("worker: retire of grant slot %u (partition %u) that is not open", slot, partition);
         return;
     }
-    wstore_retire(&w->st, g, used);
+    rs_wk_store_retire(&w->st, g, used);
     c->open_grants--;
     slot_maybe_free(w, c, g);
 }
@@ -199,11 +199,11 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
         else if (c->n_free == 0 && c->n_slots == RS_GRANT_SLOTS)
             s = RS_ERR_BUSY; /* no slot: carve nothing (the pusher asks again later) */
         else
-            s = wstore_grant(&w->st, c->sh, wt.partition, wt.want, wt.flags, &g);
+            s = rs_wk_store_grant(&w->st, c->sh, wt.partition, wt.want, wt.flags, &g);
         if (s == RS_OK && g != NULL) {
             s = slot_alloc(c, g);
             if (s != RS_OK) {
-                wstore_grant_free(&w->st, g);
+                rs_wk_store_grant_free(&w->st, g);
                 g = NULL;
             }
         }
@@ -290,7 +290,7 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
     if (s != RS_OK) {
         rs_warn("worker: batch of shuffle %u partition %u refused: %s", c->sh->id, g->partition,
                 rs_strerror(s));
-        wstore_settle(&w->st, g, room < RS_SPROTO_ALIGN ? room : RS_SPROTO_ALIGN);
+        rs_wk_store_settle(&w->st, g, room < RS_SPROTO_ALIGN ? room : RS_SPROTO_ALIGN);
         nack(w, c, g->partition, imm, 0, s);
         slot_maybe_free(w, c, g);
         return;
@@ -300,7 +300,7 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
                          .map_id = f.ids.map_id,
                          .attempt = f.ids.attempt,
                          .seq = f.ids.seq};
-    s = wstore_add_entry(&w->st, g, &e);
+    s = rs_wk_store_add_entry(&w->st, g, &e);
     if (s != RS_OK) {
         nack(w, c, g->partition, imm, f.ids.seq, s);
         return;
@@ -318,10 +318,10 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
         ps->checksum += f.checksum;
     }
     c->batches++;
-    wstore_settle(&w->st, g, f.frame_len);
+    rs_wk_store_settle(&w->st, g, f.frame_len);
     slot_maybe_free(w, c, g);
     if (c->commit_pending)
-        rs__worker_commit_check(w, c, 0);
+        rs_wk_commit_check(w, c, 0);
 }
 
 /* ---------------------------------------------------------------- commit */
@@ -341,7 +341,7 @@ static int cmp_entry(const void *a, const void *b)
 }
 
 /* Replies to a pending commit once every announced batch arrived (or it timed out). */
-void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
+void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
 {
     if (!c->commit_pending)
         return;
@@ -371,11 +371,11 @@ void rs__worker_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
     if (s == RS_OK) {
         if (c->commit_n > 0) /* a map with nothing for this worker commits no entries */
             qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);
-        wstore_commit(&w->st, c->sh, c->map_id, c->attempt, c->commit, c->commit_n);
+        rs_wk_store_commit(&w->st, c->sh, c->map_id, c->attempt, c->commit, c->commit_n);
         c->commit = NULL; /* the store owns the entries now */
         grants_retire_all(w, c);
     }
-    rs__worker_stats_publish(w); /* a committed map's batches show in the stats from now on */
+    rs_wk_stats_publish(w); /* a committed map's batches show in the stats from now on */
     reply_status(c->ep, RS_SMSG_COMMIT_REPLY, s);
     commit_reset(c);
 }
@@ -420,7 +420,7 @@ static void on_commit(void *arg, rs_ep_t *ep, const void *data, size_t len)
     c->commit_total = m.total_batches;
     c->commit_pending = 1;
     c->commit_deadline = rs_now_coarse_ns() + RS_MS_TO_NS(w->st.cfg.commit_wait_ms);
-    rs__worker_commit_check(w, c, 0);
+    rs_wk_commit_check(w, c, 0);
 }
 
 /* ----------------------------------------------------------------- reads */
@@ -464,7 +464,7 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
         s = RS_ERR_STATE;
     wshuffle_t *sh = NULL;
     if (s == RS_OK) {
-        sh = wstore_find(&w->st, m.shuffle_id);
+        sh = rs_wk_store_find(&w->st, m.shuffle_id);
         if (sh == NULL || m.partition >= sh->n_partitions) {
             rs_warn("worker: read of unknown shuffle %u partition %u refused", m.shuffle_id,
                     m.partition);
@@ -476,7 +476,7 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
     wsnap_t *snap = NULL;
     size_t inline_max = rs_ctx_config(w->ctx)->msg_max - RS_SPROTO_READ_REPLY_LEN;
     if (s == RS_OK)
-        s = wstore_snap_open(&w->st, sh, m.partition, inline_max, &snap, &index, &index_len);
+        s = rs_wk_store_snap_open(&w->st, sh, m.partition, inline_max, &snap, &index, &index_len);
     if (s != RS_OK) {
         read_reply(w, ep, s, m.tag, NULL, NULL, 0);
         return;
@@ -504,7 +504,7 @@ static void on_spill_load(void *arg, rs_ep_t *ep, const void *data, size_t len)
     }
     uint32_t staged = 0;
     if (s == RS_OK)
-        s = wstore_stage(&w->st, snap, m.first, m.n, &staged);
+        s = rs_wk_store_stage(&w->st, snap, m.first, m.n, &staged);
     if (s == RS_OK) {
         r.off = snap->stage.off;
         r.len = snap->stage.len;
@@ -526,7 +526,7 @@ static void on_spill_load(void *arg, rs_ep_t *ep, const void *data, size_t len)
 static void snap_close(rs_worker_t *w, wsnap_t *snap)
 {
     rs_list_del(&snap->link);
-    wstore_snap_close(&w->st, snap);
+    rs_wk_store_snap_close(&w->st, snap);
 }
 
 static void on_read_close(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -547,26 +547,26 @@ static void on_drop(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_smsg_drop_t m;
     rs_status_t s = rs_sproto_drop_decode(data, len, &m);
     if (s == RS_OK) {
-        wshuffle_t *sh = wstore_find(&w->st, m.shuffle_id);
+        wshuffle_t *sh = rs_wk_store_find(&w->st, m.shuffle_id);
         if (sh == NULL)
             s = RS_ERR_NOT_FOUND;
         else
-            wstore_drop(&w->st, sh);
+            rs_wk_store_drop(&w->st, sh);
     }
     reply_status(ep, RS_SMSG_DROP_REPLY, s);
 }
 
 /* ---------------------------------------------------------- connections */
 
-void rs__worker_conn_free(rs_worker_t *w, wconn_t *c)
+void rs_wk_conn_free(rs_worker_t *w, wconn_t *c)
 {
     for (uint32_t i = 0; i < c->n_slots; i++)
         if (c->slots[i] != NULL)
-            wstore_grant_free(&w->st, c->slots[i]);
+            rs_wk_store_grant_free(&w->st, c->slots[i]);
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &c->snaps) snap_close(w, RS_CONTAINER_OF(pos, wsnap_t, link));
     if (c->sh != NULL)
-        wstore_pusher_detach(&w->st, c->sh);
+        rs_wk_store_pusher_detach(&w->st, c->sh);
     free(c->slots);
     free(c->free_slots);
     free(c->stats);
@@ -592,13 +592,13 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
     wconn_t *c = conn_of(ep);
     if (c != NULL) {
         rs_info("worker: peer gone (%s); its grants are released", rs_strerror(status));
-        rs__worker_conn_free(w, c);
+        rs_wk_conn_free(w, c);
         rs_ep_set_user(ep, NULL);
     }
-    rs__worker_defer_close(w, ep);
+    rs_wk_defer_close(w, ep);
 }
 
-rs_status_t rs__worker_handlers(rs_worker_t *w)
+rs_status_t rs_wk_handlers(rs_worker_t *w)
 {
     static const struct {
         unsigned type;

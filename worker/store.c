@@ -21,7 +21,8 @@
 #define RESERVE_MIN ((uint64_t)128 << 10)
 #define RESERVE_MAX ((uint64_t)16 << 20)
 
-rs_status_t wstore_init(wstore_t *st, const rs_worker_config_t *cfg, uint8_t *arena, uint64_t len)
+rs_status_t rs_wk_store_init(rs_wk_store_t *st, const rs_worker_config_t *cfg, uint8_t *arena,
+                             uint64_t len)
 {
     memset(st, 0, sizeof(*st));
     st->cfg = *cfg;
@@ -55,7 +56,7 @@ rs_status_t wstore_init(wstore_t *st, const rs_worker_config_t *cfg, uint8_t *ar
     return s;
 }
 
-wshuffle_t *wstore_find(wstore_t *st, uint32_t shuffle_id)
+wshuffle_t *rs_wk_store_find(rs_wk_store_t *st, uint32_t shuffle_id)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &st->shuffles)
@@ -69,10 +70,10 @@ wshuffle_t *wstore_find(wstore_t *st, uint32_t shuffle_id)
 
 #define EXTENT_FIRST_MIN 256 /* smallest first extent of a partition, bytes */
 
-rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitions,
-                          wshuffle_t **sh_p)
+rs_status_t rs_wk_store_attach(rs_wk_store_t *st, uint32_t shuffle_id, uint32_t n_partitions,
+                               wshuffle_t **sh_p)
 {
-    wshuffle_t *sh = wstore_find(st, shuffle_id);
+    wshuffle_t *sh = rs_wk_store_find(st, shuffle_id);
     if (sh != NULL) {
         if (sh->n_partitions != n_partitions) {
             rs_warn("worker: shuffle %u has %u partitions, a pusher says %u", shuffle_id,
@@ -117,21 +118,21 @@ rs_status_t wstore_attach(wstore_t *st, uint32_t shuffle_id, uint32_t n_partitio
 
 /* ----------------------------------------------------------------- arena */
 
-static void used_update(wstore_t *st)
+static void used_update(rs_wk_store_t *st)
 {
     st->stats.arena_used = st->ra.used + st->rsv.used;
     if (st->stats.arena_used > st->stats.arena_peak)
         st->stats.arena_peak = st->stats.arena_used;
 }
 
-static void arena_put(wstore_t *st, uint64_t off, uint64_t len)
+static void arena_put(rs_wk_store_t *st, uint64_t off, uint64_t len)
 {
     if (len > 0)
         rs_range_put(&st->ra, off, len);
     used_update(st);
 }
 
-static rs_status_t arena_get(wstore_t *st, uint64_t len, uint64_t *off_p)
+static rs_status_t arena_get(rs_wk_store_t *st, uint64_t len, uint64_t *off_p)
 {
     rs_status_t s = rs_range_get(&st->ra, len, off_p);
     used_update(st);
@@ -139,7 +140,7 @@ static rs_status_t arena_get(wstore_t *st, uint64_t len, uint64_t *off_p)
 }
 
 /* Room for an index or a stage: the reserve first, then the data area (spilling for it). */
-static rs_status_t space_get(wstore_t *st, uint64_t len, wspace_t *sp)
+static rs_status_t space_get(rs_wk_store_t *st, uint64_t len, wspace_t *sp)
 {
     uint64_t off;
     if (rs_range_get(&st->rsv, len, &off) == RS_OK) {
@@ -150,7 +151,7 @@ static rs_status_t space_get(wstore_t *st, uint64_t len, wspace_t *sp)
     }
     rs_status_t s = arena_get(st, len, &off);
     if (s != RS_OK) {
-        wstore_spill(st, len);
+        rs_wk_store_spill(st, len);
         s = arena_get(st, len, &off);
     }
     if (s != RS_OK)
@@ -159,7 +160,7 @@ static rs_status_t space_get(wstore_t *st, uint64_t len, wspace_t *sp)
     return RS_OK;
 }
 
-static void space_put(wstore_t *st, wspace_t *sp)
+static void space_put(rs_wk_store_t *st, wspace_t *sp)
 {
     if (sp->len == 0)
         return;
@@ -172,7 +173,7 @@ static void space_put(wstore_t *st, wspace_t *sp)
 }
 
 /* The longest space space_get could hand out now without spilling. */
-static uint64_t space_largest(wstore_t *st)
+static uint64_t space_largest(rs_wk_store_t *st)
 {
     uint64_t a = rs_range_largest(&st->rsv), b = rs_range_largest(&st->ra);
     return a > b ? a : b;
@@ -180,7 +181,7 @@ static uint64_t space_largest(wstore_t *st)
 
 /* --------------------------------------------------------------- extents */
 
-static void extent_free(wstore_t *st, extent_t *e)
+static void extent_free(rs_wk_store_t *st, extent_t *e)
 {
     wpart_t *part = e->part;
     if (part->cur == e)
@@ -191,7 +192,7 @@ static void extent_free(wstore_t *st, extent_t *e)
 }
 
 /* Stops granting from e and gives its unused tail back. */
-static void extent_close(wstore_t *st, extent_t *e)
+static void extent_close(rs_wk_store_t *st, extent_t *e)
 {
     if (e->closed)
         return;
@@ -205,14 +206,14 @@ static void extent_close(wstore_t *st, extent_t *e)
 }
 
 /* An extent nothing will write into and no batch of which is still in memory. */
-static void extent_maybe_free(wstore_t *st, extent_t *e)
+static void extent_maybe_free(rs_wk_store_t *st, extent_t *e)
 {
     if (e->closed && e->live_grants == 0 && e->n_batches == 0 && e->pins == 0)
         extent_free(st, e);
 }
 
 /* Is there room for len more bytes of grants below the high-water mark? */
-static int plenty(const wstore_t *st, uint64_t len)
+static int plenty(const rs_wk_store_t *st, uint64_t len)
 {
     return st->ra.used + len <= st->high_water;
 }
@@ -222,12 +223,12 @@ static int plenty(const wstore_t *st, uint64_t len)
  * and such room held by all pushers stays within a quarter of the data area:
  * idle grant room must never be what pushes batches out to disk.
  */
-static int extra_ok(const wstore_t *st, uint64_t len)
+static int extra_ok(const rs_wk_store_t *st, uint64_t len)
 {
     return plenty(st, len) && st->open_room + len <= st->data_len / 4;
 }
 
-static rs_status_t extent_new(wstore_t *st, wpart_t *part, uint64_t want, uint64_t *len_p,
+static rs_status_t extent_new(rs_wk_store_t *st, wpart_t *part, uint64_t want, uint64_t *len_p,
                               uint32_t flags, extent_t **e_p)
 {
     uint64_t len = *len_p;
@@ -243,7 +244,7 @@ static rs_status_t extent_new(wstore_t *st, wpart_t *part, uint64_t want, uint64
     if (s != RS_OK && (flags & RS_GRANT_AHEAD))
         return RS_ERR_BUSY; /* never spill for a grant nobody waits for yet */
     if (s != RS_OK) {
-        wstore_spill(st, want);
+        rs_wk_store_spill(st, want);
         s = arena_get(st, size = len = want, &off);
     }
     if (s != RS_OK) {
@@ -271,8 +272,8 @@ static rs_status_t extent_new(wstore_t *st, wpart_t *part, uint64_t want, uint64
 
 /* ---------------------------------------------------------------- grants */
 
-rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want, uint32_t flags,
-                         wgrant_t **g_p)
+rs_status_t rs_wk_store_grant(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint64_t want,
+                              uint32_t flags, wgrant_t **g_p)
 {
     wpart_t *part = &sh->parts[p];
     want = rs_sproto_round(want);
@@ -316,7 +317,7 @@ rs_status_t wstore_grant(wstore_t *st, wshuffle_t *sh, uint32_t p, uint64_t want
     return RS_OK;
 }
 
-static void open_less(wstore_t *st, wgrant_t *g, uint64_t bytes)
+static void open_less(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes)
 {
     if (bytes > g->open)
         bytes = g->open;
@@ -325,7 +326,7 @@ static void open_less(wstore_t *st, wgrant_t *g, uint64_t bytes)
 }
 
 /* Once every byte the grant will ever hold arrived, its extent stops waiting for it. */
-static void grant_maybe_release(wstore_t *st, wgrant_t *g)
+static void grant_maybe_release(rs_wk_store_t *st, wgrant_t *g)
 {
     if (g->released || g->settled < (g->retired ? g->used : g->len))
         return;
@@ -335,14 +336,14 @@ static void grant_maybe_release(wstore_t *st, wgrant_t *g)
     extent_maybe_free(st, g->ext);
 }
 
-void wstore_settle(wstore_t *st, wgrant_t *g, uint64_t bytes)
+void rs_wk_store_settle(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes)
 {
     g->settled += rs_sproto_round(bytes);
     open_less(st, g, rs_sproto_round(bytes));
     grant_maybe_release(st, g);
 }
 
-void wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used)
+void rs_wk_store_retire(rs_wk_store_t *st, wgrant_t *g, uint64_t used)
 {
     if (g->retired)
         return;
@@ -354,7 +355,7 @@ void wstore_retire(wstore_t *st, wgrant_t *g, uint64_t used)
     grant_maybe_release(st, g);
 }
 
-void wstore_grant_free(wstore_t *st, wgrant_t *g)
+void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g)
 {
     if (!g->released) { /* the pusher went away: nothing more will arrive */
         g->retired = 1;
@@ -367,7 +368,7 @@ void wstore_grant_free(wstore_t *st, wgrant_t *g)
     free(g);
 }
 
-rs_status_t wstore_add_entry(wstore_t *st, wgrant_t *g, const rs_snap_entry_t *e)
+rs_status_t rs_wk_store_add_entry(rs_wk_store_t *st, wgrant_t *g, const rs_snap_entry_t *e)
 {
     st->stats.batches++;
     st->stats.bytes += e->len;
@@ -389,8 +390,8 @@ rs_status_t wstore_add_entry(wstore_t *st, wgrant_t *g, const rs_snap_entry_t *e
     return RS_OK;
 }
 
-void wstore_commit(wstore_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
-                   rs_commit_entry_t *entries, uint32_t n)
+void rs_wk_store_commit(rs_wk_store_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
+                        rs_commit_entry_t *entries, uint32_t n)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &sh->commits)
@@ -419,7 +420,7 @@ void wstore_commit(wstore_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attem
 
 /* One append-only file per shuffle: its partitions' batches by offset (a file per partition
  * made 1,009 files for a 1,009-partition shuffle, and creating them cost more than writing). */
-static rs_status_t spill_open(wstore_t *st, wshuffle_t *sh)
+static rs_status_t spill_open(rs_wk_store_t *st, wshuffle_t *sh)
 {
     if (sh->spill_fd >= 0)
         return RS_OK;
@@ -439,7 +440,7 @@ static rs_status_t spill_open(wstore_t *st, wshuffle_t *sh)
     return RS_OK;
 }
 
-static rs_status_t write_all(wstore_t *st, int fd, const void *buf, size_t len, uint64_t off)
+static rs_status_t write_all(rs_wk_store_t *st, int fd, const void *buf, size_t len, uint64_t off)
 {
     const uint8_t *p = buf;
     while (len > 0) {
@@ -464,7 +465,7 @@ static rs_status_t write_all(wstore_t *st, int fd, const void *buf, size_t len, 
  * partition's file and frees it. The entries move to the file only once
  * all of them are written, so a failed write leaves the extent as it was.
  */
-static rs_status_t spill_extent(wstore_t *st, extent_t *e)
+static rs_status_t spill_extent(rs_wk_store_t *st, extent_t *e)
 {
     wpart_t *part = e->part;
     wshuffle_t *sh = part->sh;
@@ -499,13 +500,13 @@ static rs_status_t spill_extent(wstore_t *st, extent_t *e)
     return RS_OK;
 }
 
-static int spill_done(const wstore_t *st, uint64_t need)
+static int spill_done(const rs_wk_store_t *st, uint64_t need)
 {
     return st->ra.used <= st->high_water && rs_range_largest(&st->ra) >= need;
 }
 
 /* Gives back the unused tails of partitions' current extents (no I/O). */
-static void trim(wstore_t *st)
+static void trim(rs_wk_store_t *st)
 {
     rs_list_t *spos, *stmp;
     rs_list_for_each_safe(spos, stmp, &st->shuffles)
@@ -521,7 +522,7 @@ static void trim(wstore_t *st)
     }
 }
 
-void wstore_spill(wstore_t *st, uint64_t need)
+void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need)
 {
     if (st->cfg.sink || spill_done(st, need))
         return;
@@ -550,7 +551,7 @@ void wstore_spill(wstore_t *st, uint64_t need)
 
 /* ------------------------------------------------------------- snapshots */
 
-static void snap_free(wstore_t *st, wsnap_t *snap)
+static void snap_free(rs_wk_store_t *st, wsnap_t *snap)
 {
     for (uint32_t i = 0; i < snap->n_pinned; i++) {
         extent_t *e = snap->pinned[i];
@@ -607,8 +608,8 @@ static rs_status_t snap_build(wshuffle_t *sh, uint32_t p, uint8_t **buf_p, size_
     return RS_OK;
 }
 
-rs_status_t wstore_snap_open(wstore_t *st, wshuffle_t *sh, uint32_t p, size_t inline_max,
-                             wsnap_t **snap_p, void **index_p, size_t *index_len_p)
+rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, size_t inline_max,
+                                  wsnap_t **snap_p, void **index_p, size_t *index_len_p)
 {
     wpart_t *part = &sh->parts[p];
     uint8_t *buf;
@@ -684,8 +685,8 @@ static rs_status_t read_all(int fd, void *buf, size_t len, uint64_t off)
     return RS_OK;
 }
 
-rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n,
-                         uint32_t *staged_p)
+rs_status_t rs_wk_store_stage(rs_wk_store_t *st, wsnap_t *snap, uint32_t first, uint32_t n,
+                              uint32_t *staged_p)
 {
     wshuffle_t *sh = snap->sh;
     if (n == 0 || first > snap->n_entries || n > snap->n_entries - first)
@@ -726,7 +727,7 @@ rs_status_t wstore_stage(wstore_t *st, wsnap_t *snap, uint32_t first, uint32_t n
     return RS_OK;
 }
 
-static void shuffle_free(wstore_t *st, wshuffle_t *sh)
+static void shuffle_free(rs_wk_store_t *st, wshuffle_t *sh)
 {
     for (uint32_t p = 0; p < sh->n_partitions; p++) {
         wpart_t *part = &sh->parts[p];
@@ -750,13 +751,13 @@ static void shuffle_free(wstore_t *st, wshuffle_t *sh)
     st->stats.shuffles--;
 }
 
-static void shuffle_maybe_free(wstore_t *st, wshuffle_t *sh)
+static void shuffle_maybe_free(rs_wk_store_t *st, wshuffle_t *sh)
 {
     if (sh->dropped && sh->open_snaps == 0 && sh->pushers == 0)
         shuffle_free(st, sh);
 }
 
-void wstore_snap_close(wstore_t *st, wsnap_t *snap)
+void rs_wk_store_snap_close(rs_wk_store_t *st, wsnap_t *snap)
 {
     wshuffle_t *sh = snap->sh;
     snap_free(st, snap);
@@ -764,19 +765,19 @@ void wstore_snap_close(wstore_t *st, wsnap_t *snap)
     shuffle_maybe_free(st, sh);
 }
 
-void wstore_pusher_detach(wstore_t *st, wshuffle_t *sh)
+void rs_wk_store_pusher_detach(rs_wk_store_t *st, wshuffle_t *sh)
 {
     sh->pushers--;
     shuffle_maybe_free(st, sh);
 }
 
-void wstore_drop(wstore_t *st, wshuffle_t *sh)
+void rs_wk_store_drop(rs_wk_store_t *st, wshuffle_t *sh)
 {
     sh->dropped = 1;
     shuffle_maybe_free(st, sh);
 }
 
-void wstore_cleanup(wstore_t *st)
+void rs_wk_store_cleanup(rs_wk_store_t *st)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &st->shuffles)

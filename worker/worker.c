@@ -45,7 +45,7 @@ rs_status_t rs_worker_config_from_env(rs_worker_config_t *cfg)
     return RS_OK;
 }
 
-void rs__worker_defer_close(rs_worker_t *w, rs_ep_t *ep)
+void rs_wk_defer_close(rs_worker_t *w, rs_ep_t *ep)
 {
     if (w->n_dead == w->cap_dead) {
         size_t cap = w->cap_dead ? 2 * w->cap_dead : 16;
@@ -58,7 +58,7 @@ void rs__worker_defer_close(rs_worker_t *w, rs_ep_t *ep)
     w->dead[w->n_dead++] = ep;
 }
 
-void rs__worker_stats_publish(rs_worker_t *w)
+void rs_wk_stats_publish(rs_worker_t *w)
 {
     pthread_mutex_lock(&w->stats_lock);
     w->stats_copy = w->st.stats;
@@ -76,11 +76,11 @@ static void housekeeping(rs_worker_t *w)
     {
         wconn_t *c = RS_CONTAINER_OF(pos, wconn_t, link);
         if (c->commit_pending)
-            rs__worker_commit_check(w, c, now >= c->commit_deadline);
+            rs_wk_commit_check(w, c, now >= c->commit_deadline);
     }
     if (w->st.ra.used > w->st.high_water)
-        wstore_spill(&w->st, 0);
-    rs__worker_stats_publish(w);
+        rs_wk_store_spill(&w->st, 0);
+    rs_wk_stats_publish(w);
 }
 
 /*
@@ -150,10 +150,10 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
     s = rs_mr_pack_rkey(w->arena_mr, w->rkey, sizeof(w->rkey), &w->rkey_len);
     if (s != RS_OK)
         goto err_free_arena;
-    s = wstore_init(&w->st, &cfg, rs_mr_addr(w->arena_mr), rs_mr_len(w->arena_mr));
+    s = rs_wk_store_init(&w->st, &cfg, rs_mr_addr(w->arena_mr), rs_mr_len(w->arena_mr));
     if (s != RS_OK)
         goto err_free_arena;
-    s = rs__worker_handlers(w);
+    s = rs_wk_handlers(w);
     if (s != RS_OK)
         goto err_cleanup_store;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
@@ -166,7 +166,7 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
     return RS_OK;
 
 err_cleanup_store:
-    wstore_cleanup(&w->st);
+    rs_wk_store_cleanup(&w->st);
 err_free_arena:
     rs_mem_free(w->arena_mr);
 err_destroy_ctx:
@@ -212,14 +212,14 @@ void rs_worker_destroy(rs_worker_t *w)
     {
         wconn_t *c = RS_CONTAINER_OF(pos, wconn_t, link);
         rs_ep_t *ep = c->ep;
-        rs__worker_conn_free(w, c);
+        rs_wk_conn_free(w, c);
         rs_ep_set_user(ep, NULL);
         rs_ep_close(ep);
     }
     for (size_t i = 0; i < w->n_dead; i++)
         rs_ep_close(w->dead[i]);
     free(w->dead);
-    wstore_cleanup(&w->st);
+    rs_wk_store_cleanup(&w->st);
     rs_mem_free(w->arena_mr);
     rs_ctx_destroy(w->ctx);
     free(w->msg_buf);

@@ -1,4 +1,4 @@
-/* codec/: sized partition streams (seed 002): same bytes as the unsized path, bounded memory. */
+/* codec/: sized partition streams: same bytes as the unsized path, bounded memory. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -436,7 +436,7 @@ static void test_bad_params(void **state)
 }
 
 /*
- * The seed's spill: 1,009 partitions of varied sizes, each through its own
+ * A Tez-like spill: 1,009 partitions of varied sizes, each through its own
  * sized stream, allocate no more than the sum of the partitions' bounds
  * (min(raw, block) + the frame bound of that) plus the stream objects.
  */

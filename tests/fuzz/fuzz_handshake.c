@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *token = NULL;
     uint16_t token_len = 0;
     rs_proc_id_t id;
-    if (!rs__hs_parse(data, size, &token, &token_len, &id))
+    if (!rs_tp_hs_parse(data, size, &token, &token_len, &id))
         return 0;
     CHECK(size == 8 + (size_t)token_len + sizeof(id));
     CHECK((const uint8_t *)token == data + 8);

@@ -25,11 +25,11 @@ static const char token[] = "rshuffle";
 static int parse(int reply, const uint8_t *buf, size_t len)
 {
     if (reply) {
-        rs_front_reply_t r;
-        return rs_front_reply_parse(buf, len, &r);
+        rs_tp_front_reply_t r;
+        return rs_tp_front_reply_parse(buf, len, &r);
     }
-    rs_front_hello_t h;
-    return rs_front_hello_parse(buf, len, &h);
+    rs_tp_front_hello_t h;
+    return rs_tp_front_hello_parse(buf, len, &h);
 }
 
 /* Prefixes: incomplete before a complete message, malformed stays malformed. */
@@ -51,26 +51,26 @@ static void check_prefixes(int reply, const uint8_t *buf, size_t len, int whole)
 
 static void fuzz_hello(const uint8_t *buf, size_t len)
 {
-    rs_front_hello_t h;
-    int r = rs_front_hello_parse(buf, len, &h);
+    rs_tp_front_hello_t h;
+    int r = rs_tp_front_hello_parse(buf, len, &h);
     CHECK(r == RS_FRONT_INCOMPLETE || r == RS_FRONT_MALFORMED || (r > 0 && (size_t)r == len));
     CHECK(len <= RS_FRONT_HELLO_MAX || r == RS_FRONT_MALFORMED);
     if (r > 0) {
         CHECK(h.token_len <= RS_JOB_TOKEN_MAX && h.token == buf + RS_FRONT_HELLO_HDR);
         CHECK(RS_FRONT_HELLO_HDR + h.token_len == len);
         uint8_t again[RS_FRONT_HELLO_MAX];
-        CHECK(rs_front_hello_build(again, (const char *)h.token, h.token_len) == len);
+        CHECK(rs_tp_front_hello_build(again, (const char *)h.token, h.token_len) == len);
         CHECK(memcmp(again, buf, len) == 0);
         int same = h.token_len == strlen(token) && memcmp(h.token, token, h.token_len) == 0;
-        CHECK(rs_front_token_equal(h.token, h.token_len, token, strlen(token)) == same);
+        CHECK(rs_tp_front_token_equal(h.token, h.token_len, token, strlen(token)) == same);
     }
     check_prefixes(0, buf, len, r);
 }
 
 static void fuzz_reply(const uint8_t *buf, size_t len)
 {
-    rs_front_reply_t rep;
-    int r = rs_front_reply_parse(buf, len, &rep);
+    rs_tp_front_reply_t rep;
+    int r = rs_tp_front_reply_parse(buf, len, &rep);
     CHECK(r == RS_FRONT_INCOMPLETE || r == RS_FRONT_MALFORMED || (r > 0 && (size_t)r == len));
     CHECK(len <= RS_FRONT_REPLY_MAX || r == RS_FRONT_MALFORMED);
     if (r > 0) {
@@ -79,7 +79,7 @@ static void fuzz_reply(const uint8_t *buf, size_t len)
                                             : rep.addr_len == 0 && rep.addr == NULL);
         CHECK(RS_FRONT_REPLY_HDR + rep.addr_len == len);
         static uint8_t again[RS_FRONT_REPLY_MAX];
-        CHECK(rs_front_reply_build(again, rep.status, rep.addr, rep.addr_len) == len);
+        CHECK(rs_tp_front_reply_build(again, rep.status, rep.addr, rep.addr_len) == len);
         CHECK(memcmp(again, buf, len) == 0);
     }
     /* Prefixes of long inputs cost len^2: the first 256 bytes hold every field. */

@@ -34,24 +34,24 @@ static void check_inside(const uint8_t *in, size_t len, const void *p, size_t n)
 
 static void fuzz_desc(const uint8_t *in, size_t len)
 {
-    rs_bdesc_t d;
-    rs_status_t st = rs_bdesc_decode(in, len, &d);
+    rs_bc_desc_t d;
+    rs_status_t st = rs_bc_desc_decode(in, len, &d);
     CHECK(st == RS_OK || is_decode_error(st));
     if (st != RS_OK)
         return;
     check_inside(in, len, d.src.bytes.p, d.src.bytes.len);
-    CHECK(d.nblocks == rs_bcast_nblocks(d.size, d.block_size));
+    CHECK(d.nblocks == rs_bc_nblocks(d.size, d.block_size));
     uint8_t *out = malloc(len);
     size_t n = 0;
-    CHECK(out != NULL && rs_bdesc_encode(&d, out, len, &n) == RS_OK);
+    CHECK(out != NULL && rs_bc_desc_encode(&d, out, len, &n) == RS_OK);
     CHECK(n == len && memcmp(out, in, len) == 0);
     free(out);
 }
 
 static void fuzz_req(const uint8_t *in, size_t len)
 {
-    rs_breq_t q;
-    rs_status_t st = rs_breq_decode(in, len, &q);
+    rs_bc_req_t q;
+    rs_status_t st = rs_bc_req_decode(in, len, &q);
     CHECK(st == RS_OK || is_decode_error(st));
     if (st != RS_OK)
         return;
@@ -59,18 +59,18 @@ static void fuzz_req(const uint8_t *in, size_t len)
     check_inside(in, len, q.holder_addr.bytes.p, q.holder_addr.bytes.len);
     check_inside(in, len, q.holder_rkey.p, q.holder_rkey.len);
     check_inside(in, len, q.bitmap.p, q.bitmap.len);
-    CHECK(rs_breq_len(&q) == len);
+    CHECK(rs_bc_req_len(&q) == len);
     uint8_t *out = malloc(len);
     size_t n = 0;
-    CHECK(out != NULL && rs_breq_encode(&q, out, len, &n) == RS_OK);
+    CHECK(out != NULL && rs_bc_req_encode(&q, out, len, &n) == RS_OK);
     CHECK(n == len && memcmp(out, in, len) == 0);
     free(out);
 }
 
 static void fuzz_reply(const uint8_t *in, size_t len)
 {
-    rs_breply_t r;
-    rs_status_t st = rs_breply_decode(in, len, &r);
+    rs_bc_reply_t r;
+    rs_status_t st = rs_bc_reply_decode(in, len, &r);
     CHECK(st == RS_OK || is_decode_error(st));
     if (st != RS_OK)
         return;
@@ -84,13 +84,13 @@ static void fuzz_reply(const uint8_t *in, size_t len)
     CHECK(r.sums.len == 0 || r.sums.len == 8ull * r.nblocks);
     CHECK(r.tickets.len == 8ull * r.n_active);
     for (uint32_t i = 0; i < r.nblocks && r.sums.len > 0; i++)
-        (void)rs_breply_sum(&r, i);
+        (void)rs_bc_reply_sum(&r, i);
     for (uint32_t i = 0; i < r.n_active; i++)
-        CHECK(rs_breply_active(&r, i).start < (r.nblocks > 0 ? r.nblocks : 1));
-    rs_bholder_wire_t h;
+        CHECK(rs_bc_reply_active(&r, i).start < (r.nblocks > 0 ? r.nblocks : 1));
+    rs_bc_holder_wire_t h;
     size_t off = 0;
     uint32_t n = 0;
-    while (rs_breply_next_holder(&r, &off, &h)) {
+    while (rs_bc_reply_next_holder(&r, &off, &h)) {
         check_inside(in, len, h.addr.bytes.p, h.addr.bytes.len);
         check_inside(in, len, h.rkey.p, h.rkey.len);
         check_inside(in, len, h.bitmap.p, h.bitmap.len);
@@ -124,19 +124,19 @@ static void fuzz_reply_resealed(const uint8_t *in, size_t len)
 
 static void fuzz_news(const uint8_t *in, size_t len)
 {
-    rs_bnews_t n;
-    rs_status_t st = rs_bnews_decode(in, len, &n);
+    rs_bc_news_t n;
+    rs_status_t st = rs_bc_news_decode(in, len, &n);
     CHECK(st == RS_OK || is_decode_error(st));
     if (st != RS_OK)
         return;
     check_inside(in, len, n.tickets.p, n.tickets.len);
-    rs_bactive_t *t = malloc((n.n_active + 1u) * sizeof(*t));
+    rs_bc_active_t *t = malloc((n.n_active + 1u) * sizeof(*t));
     uint8_t *out = malloc(len);
     size_t olen = 0;
     CHECK(t != NULL && out != NULL);
     for (uint32_t i = 0; i < n.n_active; i++)
-        t[i] = rs_bnews_active(&n, i);
-    CHECK(rs_bnews_encode(n.node_id, n.seq, n.rversion, t, n.n_active, out, len, &olen) == RS_OK);
+        t[i] = rs_bc_news_active(&n, i);
+    CHECK(rs_bc_news_encode(n.node_id, n.seq, n.rversion, t, n.n_active, out, len, &olen) == RS_OK);
     CHECK(olen == len && memcmp(out, in, len) == 0);
     free(out);
     free(t);
@@ -145,11 +145,11 @@ static void fuzz_news(const uint8_t *in, size_t len)
 static void fuzz_destroy(const uint8_t *in, size_t len)
 {
     uint64_t node_id, seq;
-    rs_status_t st = rs_bdestroy_decode(in, len, &node_id, &seq);
+    rs_status_t st = rs_bc_destroy_decode(in, len, &node_id, &seq);
     CHECK(st == RS_OK || is_decode_error(st));
     if (st == RS_OK) {
         uint8_t out[RS_BDESTROY_LEN];
-        rs_bdestroy_encode(node_id, seq, out);
+        rs_bc_destroy_encode(node_id, seq, out);
         CHECK(len == RS_BDESTROY_LEN && memcmp(out, in, len) == 0);
     }
 }

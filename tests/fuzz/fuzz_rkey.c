@@ -33,13 +33,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rs_rkey_hdr_t h;
         memcpy(&h, blob, sizeof(h));
         if (h.be_len == len - sizeof(h)) {
-            h.checksum = rs__rkey_blob_checksum(&h, blob + sizeof(h), h.be_len);
+            h.checksum = rs_tp_rkey_blob_checksum(&h, blob + sizeof(h), h.be_len);
             memcpy(blob, &h, sizeof(h));
         }
     }
     rs_rkey_hdr_t hdr;
     memset(&hdr, 0xa5, sizeof(hdr));
-    rs_status_t st = rs__rkey_blob_parse(blob, len, backend, &hdr);
+    rs_status_t st = rs_tp_rkey_blob_parse(blob, len, backend, &hdr);
     CHECK(st == RS_OK || st == RS_ERR_BAD_RKEY);
     if (st != RS_OK)
         return 0;
@@ -49,6 +49,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(hdr.backend == backend);
     CHECK(hdr.base + hdr.len >= hdr.base);
     CHECK((hdr.access & ~(unsigned)RS_MEM_REMOTE_ALL) == 0);
-    CHECK(hdr.checksum == rs__rkey_blob_checksum(&hdr, blob + sizeof(hdr), hdr.be_len));
+    CHECK(hdr.checksum == rs_tp_rkey_blob_checksum(&hdr, blob + sizeof(hdr), hdr.be_len));
     return 0;
 }

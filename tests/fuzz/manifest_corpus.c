@@ -24,13 +24,13 @@ static void seed_descs(void (*emit)(void *, const uint8_t *, size_t), void *user
     uint8_t buf[RS_BCAST_DESC_MAX];
     size_t len;
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        rs_bdesc_t d;
+        rs_bc_desc_t d;
         memset(&d, 0, sizeof(d));
         d.node_id = 0x1122334455667788ull + i;
         d.seq = 1 + i;
         d.size = sizes[i];
         d.block_size = 1u << 20;
-        d.nblocks = rs_bcast_nblocks(d.size, d.block_size);
+        d.nblocks = rs_bc_nblocks(d.size, d.block_size);
         d.flags = d.size <= 65536 ? RS_BDESC_F_INLINE : 0;
         if (i % 2 == 0) {
             d.src.kind = RS_BCAST_ADDR_HOSTPORT;
@@ -42,7 +42,7 @@ static void seed_descs(void (*emit)(void *, const uint8_t *, size_t), void *user
             d.src.bytes.p = blob;
             d.src.bytes.len = sizeof(blob);
         }
-        if (rs_bdesc_encode(&d, buf, sizeof(buf), &len) == RS_OK)
+        if (rs_bc_desc_encode(&d, buf, sizeof(buf), &len) == RS_OK)
             emit_mode(emit, user, FUZZ_DESC, buf, len);
     }
 }
@@ -55,7 +55,7 @@ static void seed_reqs(void (*emit)(void *, const uint8_t *, size_t), void *user)
     size_t len;
     for (int kind = RS_BREQ_GET; kind <= RS_BREQ_ANNOUNCE; kind++) {
         for (int variant = 0; variant < 3; variant++) {
-            rs_breq_t q;
+            rs_bc_req_t q;
             memset(&q, 0, sizeof(q));
             q.kind = (uint8_t)kind;
             q.req_id = 77;
@@ -81,7 +81,7 @@ static void seed_reqs(void (*emit)(void *, const uint8_t *, size_t), void *user)
                 q.bitmap.p = bitmap;
                 q.bitmap.len = sizeof(bitmap);
             }
-            if (rs_breq_encode(&q, buf, sizeof(buf), &len) == RS_OK)
+            if (rs_bc_req_encode(&q, buf, sizeof(buf), &len) == RS_OK)
                 emit_mode(emit, user, FUZZ_REQ, buf, len);
         }
     }
@@ -90,22 +90,22 @@ static void seed_reqs(void (*emit)(void *, const uint8_t *, size_t), void *user)
 static void seed_replies(void (*emit)(void *, const uint8_t *, size_t), void *user)
 {
     static const uint64_t sums[3] = {1, 2, 3};
-    static const rs_bactive_t tickets[3] = {{0, 0}, {4, 1}, {9, 2}};
+    static const rs_bc_active_t tickets[3] = {{0, 0}, {4, 1}, {9, 2}};
     static const uint8_t rkey[20] = {3, 1, 4, 1, 5};
     static const uint8_t bitmap[1] = {0x05};
     static const uint8_t data[100] = {42};
     uint8_t buf[2048];
     size_t len;
     for (int variant = 0; variant < 4; variant++) {
-        rs_breply_t h;
-        rs_breply_enc_t e;
+        rs_bc_reply_t h;
+        rs_bc_reply_enc_t e;
         memset(&h, 0, sizeof(h));
         h.kind = variant == 2 ? RS_BREQ_UPDATE : RS_BREQ_GET;
         h.node_id = 10;
         h.seq = 11;
         h.block_size = 4096;
         h.size = variant == 1 ? sizeof(data) : 3 * 4096 - 7;
-        h.nblocks = rs_bcast_nblocks(h.size, h.block_size);
+        h.nblocks = rs_bc_nblocks(h.size, h.block_size);
         h.flags = variant == 2 ? 0 : RS_BREPLY_F_SUMS;
         h.flags |= variant == 1 ? RS_BREPLY_F_INLINE : 0;
         h.ticket = 4;
@@ -116,13 +116,13 @@ static void seed_replies(void (*emit)(void *, const uint8_t *, size_t), void *us
             h.kind = RS_BREQ_GET;
             h.status = RS_ERR_DESTROYED;
         }
-        rs_breply_begin(&e, buf, sizeof(buf), &h);
+        rs_bc_reply_begin(&e, buf, sizeof(buf), &h);
         if (h.flags & RS_BREPLY_F_SUMS)
-            rs_breply_put_sums(&e, sums, h.nblocks);
+            rs_bc_reply_put_sums(&e, sums, h.nblocks);
         if (variant == 0 || variant == 2) {
-            rs_bholder_wire_t w;
+            rs_bc_holder_wire_t w;
             memset(&w, 0, sizeof(w));
-            rs_breply_put_active(&e, tickets, 3);
+            rs_bc_reply_put_active(&e, tickets, 3);
             w.flags = RS_BHOLDER_F_SOURCE | RS_BHOLDER_F_COMPLETE;
             w.addr.kind = RS_BCAST_ADDR_HOSTPORT;
             w.addr.port = 7;
@@ -130,15 +130,15 @@ static void seed_replies(void (*emit)(void *, const uint8_t *, size_t), void *us
             w.addr.bytes.len = 8;
             w.rkey.p = rkey;
             w.rkey.len = sizeof(rkey);
-            rs_breply_add_holder(&e, &w);
+            rs_bc_reply_add_holder(&e, &w);
             w.id = 3;
             w.flags = 0;
             w.bitmap.p = bitmap;
             w.bitmap.len = 1;
-            rs_breply_add_holder(&e, &w);
+            rs_bc_reply_add_holder(&e, &w);
         }
-        if (rs_breply_finish(&e, variant == 1 ? data : NULL, variant == 1 ? sizeof(data) : 0,
-                             &len) == RS_OK) {
+        if (rs_bc_reply_finish(&e, variant == 1 ? data : NULL, variant == 1 ? sizeof(data) : 0,
+                               &len) == RS_OK) {
             emit_mode(emit, user, FUZZ_REPLY, buf, len);
             emit_mode(emit, user, FUZZ_REPLY_RESEALED, buf, len);
         }
@@ -147,15 +147,15 @@ static void seed_replies(void (*emit)(void *, const uint8_t *, size_t), void *us
 
 void manifest_corpus(void (*emit)(void *user, const uint8_t *seed, size_t len), void *user)
 {
-    static const rs_bactive_t tickets[4] = {{0, 0}, {1, 8}, {2, 4}, {7, 14}};
+    static const rs_bc_active_t tickets[4] = {{0, 0}, {1, 8}, {2, 4}, {7, 14}};
     uint8_t buf[256];
     size_t len;
     seed_descs(emit, user);
     seed_reqs(emit, user);
     seed_replies(emit, user);
     for (uint32_t n = 0; n <= 4; n += 4)
-        if (rs_bnews_encode(1, 2, 3, tickets, n, buf, sizeof(buf), &len) == RS_OK)
+        if (rs_bc_news_encode(1, 2, 3, tickets, n, buf, sizeof(buf), &len) == RS_OK)
             emit_mode(emit, user, FUZZ_NEWS, buf, len);
-    rs_bdestroy_encode(1, 2, buf);
+    rs_bc_destroy_encode(1, 2, buf);
     emit_mode(emit, user, FUZZ_DESTROY, buf, RS_BDESTROY_LEN);
 }

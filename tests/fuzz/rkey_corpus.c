@@ -23,7 +23,7 @@ void rkey_corpus(void (*emit)(void *user, const uint8_t *seed, size_t len), void
             uint8_t *be = seed + 1 + sizeof(h);
             for (size_t k = 0; k < h.be_len; k++)
                 be[k] = (uint8_t)(k * 7 + i);
-            h.checksum = rs__rkey_blob_checksum(&h, be, h.be_len);
+            h.checksum = rs_tp_rkey_blob_checksum(&h, be, h.be_len);
             seed[0] = (uint8_t)mode;
             memcpy(seed + 1, &h, sizeof(h));
             emit(user, seed, 1 + sizeof(h) + h.be_len);

@@ -1,5 +1,5 @@
 /*
- * The push-buffer swap (seed 000, Celeborn's DataPusher tests, in C) and the
+ * The push-buffer swap (Celeborn's DataPusher tests, in C) and the
  * pool's bounds: the writer hands full buffers to the engine thread through
  * the bounded queue and keeps filling the buffers it gets back.
  */

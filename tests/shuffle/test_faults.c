@@ -115,7 +115,7 @@ static rs_status_t push(uint32_t id, uint32_t parts, uint32_t map, uint32_t atte
     if (s != RS_OK)
         return s;
     if (fault)
-        rs__pusher_fault(p, fault, every);
+        rs_push_fault(p, fault, every);
     uint8_t rec[64];
     for (uint32_t i = 0; i < n && s == RS_OK; i++) {
         memset(rec, (int)i, sizeof(rec));

@@ -20,7 +20,7 @@
 #define ARENA (256u << 10)
 
 typedef struct fixture {
-    wstore_t st;
+    rs_wk_store_t st;
     uint8_t *arena;
     wshuffle_t *sh;
     uint64_t seq;
@@ -37,13 +37,13 @@ static void fx_init(fixture_t *fx, uint32_t parts, uint32_t high_water_pct)
     memset(fx, 0, sizeof(*fx));
     fx->arena = aligned_alloc(64, ARENA);
     assert_non_null(fx->arena);
-    assert_int_equal(wstore_init(&fx->st, &cfg, fx->arena, ARENA), RS_OK);
-    assert_int_equal(wstore_attach(&fx->st, 9, parts, &fx->sh), RS_OK);
+    assert_int_equal(rs_wk_store_init(&fx->st, &cfg, fx->arena, ARENA), RS_OK);
+    assert_int_equal(rs_wk_store_attach(&fx->st, 9, parts, &fx->sh), RS_OK);
 }
 
 static void fx_fini(fixture_t *fx)
 {
-    wstore_cleanup(&fx->st);
+    rs_wk_store_cleanup(&fx->st);
     free(fx->arena);
 }
 
@@ -57,7 +57,7 @@ static uint8_t pattern(uint64_t seq, uint32_t i)
 static rs_status_t fill_grant(fixture_t *fx, uint32_t p, uint32_t flags, uint32_t *batches)
 {
     wgrant_t *g;
-    rs_status_t s = wstore_grant(&fx->st, fx->sh, p, 1024, flags, &g);
+    rs_status_t s = rs_wk_store_grant(&fx->st, fx->sh, p, 1024, flags, &g);
     if (s != RS_OK)
         return s;
     for (uint64_t off = 0; off + 1024 <= g->len; off += 1024) {
@@ -65,13 +65,13 @@ static rs_status_t fill_grant(fixture_t *fx, uint32_t p, uint32_t flags, uint32_
         for (uint32_t i = 0; i < 1024; i++)
             fx->arena[g->off + off + i] = pattern(seq, i);
         rs_snap_entry_t e = {.loc = g->off + off, .len = 1024, .seq = seq};
-        assert_int_equal(wstore_add_entry(&fx->st, g, &e), RS_OK);
-        wstore_settle(&fx->st, g, 1024);
+        assert_int_equal(rs_wk_store_add_entry(&fx->st, g, &e), RS_OK);
+        rs_wk_store_settle(&fx->st, g, 1024);
         (*batches)++;
     }
-    wstore_retire(&fx->st, g, g->len);
+    rs_wk_store_retire(&fx->st, g, g->len);
     assert_true(g->released);
-    wstore_grant_free(&fx->st, g);
+    rs_wk_store_grant_free(&fx->st, g);
     return RS_OK;
 }
 
@@ -104,7 +104,7 @@ static uint32_t stage_all(fixture_t *fx, wsnap_t *snap)
         while (i + n < snap->n_entries && (snap->entries[i + n].flags & RS_SNAP_SPILLED) && n < 64)
             n++;
         uint32_t staged = 0;
-        assert_int_equal(wstore_stage(&fx->st, snap, i, n, &staged), RS_OK);
+        assert_int_equal(rs_wk_store_stage(&fx->st, snap, i, n, &staged), RS_OK);
         assert_true(staged >= 1 && staged <= n);
         for (uint32_t k = 0; k < staged; k++)
             check_bytes(fx->arena + snap->stage.off + (uint64_t)k * 1024, snap->entries[i + k].seq);
@@ -140,11 +140,11 @@ static void test_grants_spill_stage(void **state)
     fixture_t fx;
     fx_init(&fx, 2, 50);
     wshuffle_t *other;
-    assert_int_equal(wstore_attach(&fx.st, 9, 3, &other), RS_ERR_INVALID);
+    assert_int_equal(rs_wk_store_attach(&fx.st, 9, 3, &other), RS_ERR_INVALID);
     uint32_t n = 0;
     for (int round = 0; round < 80; round++) {
         assert_int_equal(fill_grant(&fx, 0, RS_GRANT_BULK, &n), RS_OK);
-        wstore_spill(&fx.st, 0);
+        rs_wk_store_spill(&fx.st, 0);
         assert_true(fx.st.ra.used <= fx.st.data_len);
     }
     /* Over the high-water mark, settled extents went to the spill file. */
@@ -153,7 +153,8 @@ static void test_grants_spill_stage(void **state)
     wsnap_t *snap;
     void *index;
     size_t index_len;
-    assert_int_equal(wstore_snap_open(&fx.st, fx.sh, 0, 1 << 20, &snap, &index, &index_len), RS_OK);
+    assert_int_equal(rs_wk_store_snap_open(&fx.st, fx.sh, 0, 1 << 20, &snap, &index, &index_len),
+                     RS_OK);
     free(index);
     assert_int_equal(snap->n_entries, n);
     assert_int_equal(snap->index.len, 0); /* small enough to go inline */
@@ -161,10 +162,11 @@ static void test_grants_spill_stage(void **state)
     assert_int_equal(stage_all(&fx, snap) * 1024ull, fx.st.stats.spilled_bytes);
     /* Past the snapshot, or a range with batches still in memory: refused. */
     uint32_t staged;
-    assert_int_equal(wstore_stage(&fx.st, snap, snap->n_entries, 1, &staged), RS_ERR_OUT_OF_RANGE);
-    assert_int_equal(wstore_stage(&fx.st, snap, snap->n_entries - 1, 1, &staged),
+    assert_int_equal(rs_wk_store_stage(&fx.st, snap, snap->n_entries, 1, &staged),
                      RS_ERR_OUT_OF_RANGE);
-    wstore_snap_close(&fx.st, snap);
+    assert_int_equal(rs_wk_store_stage(&fx.st, snap, snap->n_entries - 1, 1, &staged),
+                     RS_ERR_OUT_OF_RANGE);
+    rs_wk_store_snap_close(&fx.st, snap);
     assert_int_equal(fx.st.open_room, 0);
     fx_fini(&fx);
 }
@@ -184,23 +186,24 @@ static void test_spill_while_snapshot_open(void **state)
     wsnap_t *snap;
     void *index;
     size_t index_len;
-    assert_int_equal(wstore_snap_open(&fx.st, fx.sh, 0, 1 << 20, &snap, &index, &index_len), RS_OK);
+    assert_int_equal(rs_wk_store_snap_open(&fx.st, fx.sh, 0, 1 << 20, &snap, &index, &index_len),
+                     RS_OK);
     free(index);
     assert_true(snap->n_pinned > 0);
     /* Everything spillable goes: partition 1 only. */
-    wstore_spill(&fx.st, fx.st.data_len);
+    rs_wk_store_spill(&fx.st, fx.st.data_len);
     assert_int_equal(fx.st.stats.spilled_bytes, (uint64_t)n1 * 1024);
     check_snapshot(&fx, snap);
     /* New allocations (other partitions' grants) never land on the pinned batches. */
     uint32_t more = 0;
     while (more * 1024ull < 2 * fx.st.data_len) {
         assert_int_equal(fill_grant(&fx, 1, 0, &more), RS_OK);
-        wstore_spill(&fx.st, 0);
+        rs_wk_store_spill(&fx.st, 0);
     }
     check_snapshot(&fx, snap);
-    wstore_snap_close(&fx.st, snap);
+    rs_wk_store_snap_close(&fx.st, snap);
     /* Closed: now partition 0 can go too. */
-    wstore_spill(&fx.st, fx.st.data_len);
+    rs_wk_store_spill(&fx.st, fx.st.data_len);
     assert_int_equal(fx.st.stats.spilled_bytes, (uint64_t)(n0 + n1 + more) * 1024);
     fx_fini(&fx);
 }
@@ -234,7 +237,7 @@ static void test_snapshot_open_when_full(void **state)
     wsnap_t *snap;
     void *index;
     size_t index_len;
-    assert_int_equal(wstore_snap_open(&fx.st, fx.sh, 0, 0, &snap, &index, &index_len), RS_OK);
+    assert_int_equal(rs_wk_store_snap_open(&fx.st, fx.sh, 0, 0, &snap, &index, &index_len), RS_OK);
     assert_int_equal(snap->index.reserve, 0);
     assert_true(snap->index.len >= index_len);
     assert_memory_equal(fx.arena + snap->index.off, index, index_len);
@@ -245,7 +248,7 @@ static void test_snapshot_open_when_full(void **state)
         assert_false(snap->entries[i].flags & RS_SNAP_SPILLED);
     assert_int_equal(snap->n_entries, n0);
     check_snapshot(&fx, snap);
-    wstore_snap_close(&fx.st, snap);
+    rs_wk_store_snap_close(&fx.st, snap);
     fx_fini(&fx);
 }
 
@@ -259,18 +262,19 @@ static void test_stage_when_pinned_full(void **state)
     for (int i = 0; i < 400; i++) {
         if (fill_grant(&fx, 0, 0, &n) != RS_OK)
             break;
-        wstore_spill(&fx.st, 0);
+        rs_wk_store_spill(&fx.st, 0);
     }
     uint64_t spilled = fx.st.stats.spilled_bytes;
     assert_true(spilled > 0);
     wsnap_t *snap;
     void *index;
     size_t index_len;
-    assert_int_equal(wstore_snap_open(&fx.st, fx.sh, 0, 1 << 20, &snap, &index, &index_len), RS_OK);
+    assert_int_equal(rs_wk_store_snap_open(&fx.st, fx.sh, 0, 1 << 20, &snap, &index, &index_len),
+                     RS_OK);
     free(index);
     /* Fill the data area to the last byte with batches of a second snapshot-pinned shuffle. */
     wshuffle_t *sh2;
-    assert_int_equal(wstore_attach(&fx.st, 10, 1, &sh2), RS_OK);
+    assert_int_equal(rs_wk_store_attach(&fx.st, 10, 1, &sh2), RS_OK);
     wshuffle_t *keep = fx.sh;
     fx.sh = sh2;
     uint32_t n2 = 0;
@@ -280,7 +284,8 @@ static void test_stage_when_pinned_full(void **state)
     while (rs_range_get(&fx.st.ra, 64, &hold_off) == RS_OK)
         ;
     wsnap_t *snap2;
-    assert_int_equal(wstore_snap_open(&fx.st, sh2, 0, 1 << 20, &snap2, &index, &index_len), RS_OK);
+    assert_int_equal(rs_wk_store_snap_open(&fx.st, sh2, 0, 1 << 20, &snap2, &index, &index_len),
+                     RS_OK);
     free(index);
     fx.sh = keep;
     assert_int_equal(rs_range_largest(&fx.st.ra), 0);
@@ -288,8 +293,8 @@ static void test_stage_when_pinned_full(void **state)
     assert_int_equal(fx.st.stats.spilled_bytes, spilled); /* nothing else had to move */
     check_snapshot(&fx, snap);
     check_snapshot(&fx, snap2);
-    wstore_snap_close(&fx.st, snap2);
-    wstore_snap_close(&fx.st, snap);
+    rs_wk_store_snap_close(&fx.st, snap2);
+    rs_wk_store_snap_close(&fx.st, snap);
     fx_fini(&fx);
 }
 
@@ -305,7 +310,7 @@ static void test_grants_under_pressure(void **state)
     for (int i = 0; i < 512; i++) {
         int past_mark = fx.st.ra.used + 1024 + fx.st.cfg.grant_bulk > fx.st.high_water;
         rs_status_t s =
-            wstore_grant(&fx.st, fx.sh, (uint32_t)i % 63, 1024, RS_GRANT_BULK, &g[held]);
+            rs_wk_store_grant(&fx.st, fx.sh, (uint32_t)i % 63, 1024, RS_GRANT_BULK, &g[held]);
         if (s != RS_OK) {
             assert_int_equal(s, RS_ERR_BACKPRESSURE);
             break;
@@ -315,7 +320,7 @@ static void test_grants_under_pressure(void **state)
         held++;
         if (fx.st.ra.used > fx.st.high_water) {
             wgrant_t *x;
-            assert_int_equal(wstore_grant(&fx.st, fx.sh, 63, 1024, RS_GRANT_AHEAD, &x),
+            assert_int_equal(rs_wk_store_grant(&fx.st, fx.sh, 63, 1024, RS_GRANT_AHEAD, &x),
                              RS_ERR_BUSY);
         }
     }
@@ -326,9 +331,9 @@ static void test_grants_under_pressure(void **state)
     assert_int_equal(fx.st.stats.spilled_bytes, 0);
     /* ...until they are retired unused (what RECLAIM asks pushers to do). */
     for (int i = 0; i < held; i++) {
-        wstore_retire(&fx.st, g[i], 0);
+        rs_wk_store_retire(&fx.st, g[i], 0);
         assert_true(g[i]->released);
-        wstore_grant_free(&fx.st, g[i]);
+        rs_wk_store_grant_free(&fx.st, g[i]);
     }
     assert_int_equal(fill_grant(&fx, 63, 0, &n), RS_OK);
     assert_int_equal(fx.st.open_room, 0); /* every granted byte arrived or was given back */

@@ -54,13 +54,13 @@ static void test_backend_selection(void **state)
 
     /* Without an RDMA device (or without the verbs backend) verbs fails cleanly. */
     cfg.transport = RS_TRANSPORT_VERBS;
-    if (!rs__rdma_device_active())
+    if (!rs_tp_rdma_device_active())
         assert_int_equal(rs_ctx_create(&cfg, &ctx), RS_ERR_UNSUPPORTED);
 
     /* auto: UCX unless a device with an active port exists. */
     cfg.transport = RS_TRANSPORT_AUTO;
     assert_int_equal(rs_ctx_create(&cfg, &ctx), RS_OK);
-    if (!rs__rdma_device_active())
+    if (!rs_tp_rdma_device_active())
         assert_string_equal(rs_ctx_backend(ctx), "ucx");
     assert_int_equal(rs_ctx_config(ctx)->peer_timeout_ms, cfg.peer_timeout_ms);
     rs_ctx_destroy(ctx);

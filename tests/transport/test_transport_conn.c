@@ -19,10 +19,10 @@
 static size_t n_eps(rs_ctx_t *ctx)
 {
     size_t n = 0;
-    rs__lock(ctx);
+    rs_tp_lock(ctx);
     for (rs_list_t *pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next)
         n++;
-    rs__unlock(ctx);
+    rs_tp_unlock(ctx);
     return n;
 }
 
@@ -172,11 +172,11 @@ static void test_connect_address(void **state)
     assert_int_equal(s.errors, 1);
     assert_int_equal(__atomic_load_n(&logged_died, __ATOMIC_RELAXED), 0);
     assert_true(__atomic_load_n(&logged_closed, __ATOMIC_RELAXED) >= 1);
-    rs__lock(s.ctx);
+    rs_tp_lock(s.ctx);
     assert_int_equal(rs_ep_status(s.last), RS_ERR_UNREACHABLE);
     assert_int_equal(rs_msg_send(s.last, 0, "x", 1, NULL, NULL), RS_ERR_UNREACHABLE);
     rs_ep_close(s.last);
-    rs__unlock(s.ctx);
+    rs_tp_unlock(s.ctx);
     rs_ctx_destroy(cli);
     server_close(&s);
 }

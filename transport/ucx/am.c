@@ -43,7 +43,7 @@ static void msg_sent_cb(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
     free(op->be[0]);
     op->be[0] = NULL;
-    rs__op_complete(op, rs_ucx_status(status));
+    rs_tp_op_complete(op, rs_ucx_status(status));
 }
 
 rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len)

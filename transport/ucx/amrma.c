@@ -127,7 +127,7 @@ static void pend_part_done(rs_ucx_pending_t *s, unsigned part, ucs_status_t stat
     rs_op_t *op = s->op;
     ucs_status_t st = s->status;
     pend_release(s);
-    rs__op_complete(op, rs_ucx_status(st));
+    rs_tp_op_complete(op, rs_ucx_status(st));
 }
 
 void rs_ucx_amrma_ep_failed(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep)
@@ -309,7 +309,7 @@ static void on_put(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep, const rs_ucx_rma_hdr_t *h
     }
     memcpy((void *)(uintptr_t)h->raddr, data, len);
     if (h->flags & RS_UCX_F_NOTIFY)
-        rs__notify_recv(uep->ep, (uint32_t)h->value);
+        rs_tp_notify_recv(uep->ep, (uint32_t)h->value);
 }
 
 static void on_get(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep, const rs_ucx_rma_hdr_t *h)

@@ -1,7 +1,7 @@
 /*
  * UCX backend: connections. Connection ids, connecting by worker address
  * (host:port goes through the front door first, front.c), the CONN / CONN_ACK / BYE exchange, peer
- * failures (error callback -> rs__ep_failed) and endpoint teardown.
+ * failures (error callback -> rs_tp_ep_failed) and endpoint teardown.
  * Anything that closes a ucp_ep runs outside ucp_worker_progress.
  */
 #include "transport/ucx/ucx.h"
@@ -178,7 +178,7 @@ static void uep_release(rs_ucx_ep_t *uep)
 /* Links a new rs_ep_t (server side) to uep; NULL when the context refuses. */
 static rs_ep_t *accept_ep(rs_ctx_t *ctx, rs_ucx_ep_t *uep)
 {
-    rs_ep_t *ep = rs__ep_new_accepted(ctx);
+    rs_ep_t *ep = rs_tp_ep_new_accepted(ctx);
     if (ep == NULL)
         return NULL;
     ep->be = uep;
@@ -303,7 +303,7 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
     uep->conn_hdr =
         (rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .kind = RS_UCX_CONN_ACK};
     if (rs_ucx_send_ctl(uep, &uep->conn_hdr, NULL, 0, 0) != RS_OK)
-        rs__ep_failed(uep->ep, RS_ERR_UNREACHABLE);
+        rs_tp_ep_failed(uep->ep, RS_ERR_UNREACHABLE);
 }
 
 void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr)
@@ -312,7 +312,7 @@ void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr)
     if (uep == NULL || uep->ep == NULL || uep->ep->state != RS_EP_CONNECTING)
         return;
     uep->peer_id = hdr->src_id;
-    rs__ep_connected(uep->ep);
+    rs_tp_ep_connected(uep->ep);
 }
 
 void rs_ucx_on_bye(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr)
@@ -354,10 +354,10 @@ unsigned rs_ucx_conn_progress(rs_ctx_t *ctx)
         rs_list_del(&uep->pend_link);
         uep->fail_pending = 0;
         if (uep->ep != NULL && uep->bye) {
-            rs__ep_peer_closed(uep->ep);
+            rs_tp_ep_peer_closed(uep->ep);
         } else if (uep->ep != NULL) {
             rs_status_t st = rs_ucx_status(uep->fail_status);
-            rs__ep_failed(uep->ep, st == RS_ERR_TIMEOUT ? RS_ERR_TIMEOUT : RS_ERR_UNREACHABLE);
+            rs_tp_ep_failed(uep->ep, st == RS_ERR_TIMEOUT ? RS_ERR_TIMEOUT : RS_ERR_UNREACHABLE);
         }
         n++;
     }

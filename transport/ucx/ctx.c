@@ -200,17 +200,17 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     const char *mode = getenv("RSHUFFLE_UCX_NOTIFY");
     uc->notify_flush = mode != NULL && strcasecmp(mode, "flush") == 0;
 
-    rs_status_t st = ucx_init_context(uc, rs__ctx_cfg(ctx));
+    rs_status_t st = ucx_init_context(uc, rs_tp_ctx_cfg(ctx));
     if (st != RS_OK)
         goto err_free_uc;
-    rs__ctx_set_be(ctx, uc);
+    rs_tp_ctx_set_be(ctx, uc);
     st = ucx_init_worker(ctx, uc);
     if (st != RS_OK)
         goto err_cleanup_context;
     return RS_OK;
 
 err_cleanup_context:
-    rs__ctx_set_be(ctx, NULL);
+    rs_tp_ctx_set_be(ctx, NULL);
     ucp_cleanup(uc->context);
 err_free_uc:
     free(uc);
@@ -232,7 +232,7 @@ static void ucx_ctx_close(rs_ctx_t *ctx)
     free(uc->gens);
     free(uc->free_ids);
     free(uc);
-    rs__ctx_set_be(ctx, NULL);
+    rs_tp_ctx_set_be(ctx, NULL);
 }
 
 static unsigned ucx_progress(rs_ctx_t *ctx)

@@ -295,7 +295,7 @@ static unsigned front_accept(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_front_t *lf
             continue;
         }
         f->l = lf->l;
-        f->deadline_ns = rs_now_coarse_ns() + RS_MS_TO_NS(rs__ctx_cfg(ctx)->connect_timeout_ms);
+        f->deadline_ns = rs_now_coarse_ns() + RS_MS_TO_NS(rs_tp_ctx_cfg(ctx)->connect_timeout_ms);
         uc->front_hellos++;
     }
     return n;
@@ -340,20 +340,20 @@ static void front_hello_recv(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
         return;
     }
     f->len += (size_t)r;
-    rs_front_hello_t hello;
-    int n = rs_front_hello_parse(f->buf, f->len, &hello);
+    rs_tp_front_hello_t hello;
+    int n = rs_tp_front_hello_parse(f->buf, f->len, &hello);
     if (n == RS_FRONT_INCOMPLETE)
         return;
     if (n == RS_FRONT_MALFORMED) {
         front_drop(uc, f, "malformed hello");
         return;
     }
-    const char *token = rs__ctx_cfg(ctx)->job_token;
-    if (rs_front_token_equal(hello.token, hello.token_len, token, strlen(token))) {
-        f->len = rs_front_reply_build(f->buf, RS_FRONT_ACCEPT, uc->addr, uc->addr_len);
+    const char *token = rs_tp_ctx_cfg(ctx)->job_token;
+    if (rs_tp_front_token_equal(hello.token, hello.token_len, token, strlen(token))) {
+        f->len = rs_tp_front_reply_build(f->buf, RS_FRONT_ACCEPT, uc->addr, uc->addr_len);
     } else {
         front_refusal_log(uc);
-        f->len = rs_front_reply_build(f->buf, RS_FRONT_REFUSE, NULL, 0);
+        f->len = rs_tp_front_reply_build(f->buf, RS_FRONT_REFUSE, NULL, 0);
     }
     if (f->len == 0) {
         rs_error("front door: the worker address (%zu bytes) does not fit a reply", uc->addr_len);
@@ -374,7 +374,7 @@ static void client_fail(rs_ucx_ctx_t *uc, rs_ucx_front_t *f, rs_status_t st, con
     rs_debug("front door: connect failed: %s", why);
     front_close(uc, f, 1);
     if (uep != NULL && uep->ep != NULL)
-        rs__ep_failed(uep->ep, st);
+        rs_tp_ep_failed(uep->ep, st);
 }
 
 rs_status_t rs_ucx_front_connect(rs_ucx_ep_t *uep, const char *host, uint16_t port)
@@ -404,8 +404,8 @@ rs_status_t rs_ucx_front_connect(rs_ucx_ep_t *uep, const char *host, uint16_t po
         close(fd);
         return RS_ERR_NOMEM;
     }
-    const char *token = rs__ctx_cfg(ctx)->job_token;
-    f->len = rs_front_hello_build(f->buf, token, strlen(token));
+    const char *token = rs_tp_ctx_cfg(ctx)->job_token;
+    f->len = rs_tp_front_hello_build(f->buf, token, strlen(token));
     f->uep = uep;
     uep->front = f;
     return RS_OK;
@@ -458,8 +458,8 @@ static void client_recv(rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
         return;
     }
     f->len += (size_t)r;
-    rs_front_reply_t reply;
-    int n = rs_front_reply_parse(f->buf, f->len, &reply);
+    rs_tp_front_reply_t reply;
+    int n = rs_tp_front_reply_parse(f->buf, f->len, &reply);
     if (n == RS_FRONT_INCOMPLETE)
         return;
     if (n == RS_FRONT_MALFORMED) {
@@ -475,7 +475,7 @@ static void client_recv(rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
     rs_status_t st = rs_ucx_connect_uep(uep, reply.addr, reply.addr_len);
     front_close(uc, f, 0);
     if (st != RS_OK && uep->ep != NULL)
-        rs__ep_failed(uep->ep, st);
+        rs_tp_ep_failed(uep->ep, st);
 }
 
 /* ------------------------------------------------------------- progress */

@@ -44,11 +44,11 @@ ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length,
     switch (hdr.kind) {
         case RS_UCX_MSG:
             if ((ep = hdr_ep(ctx, &hdr)) != NULL && hdr.arg < RS__MSG_TYPE_LIMIT)
-                rs__msg_recv(ep, hdr.arg, data, length);
+                rs_tp_msg_recv(ep, hdr.arg, data, length);
             break;
         case RS_UCX_NOTIFY:
             if ((ep = hdr_ep(ctx, &hdr)) != NULL)
-                rs__notify_recv(ep, hdr.arg);
+                rs_tp_notify_recv(ep, hdr.arg);
             break;
         case RS_UCX_CONN:
             rs_ucx_on_conn(ctx, &hdr, data, length, param);

@@ -37,7 +37,7 @@ rs_status_t rs_ucx_status(ucs_status_t status)
 void rs_ucx_op_done_cb(void *request, ucs_status_t status, void *user_data)
 {
     ucp_request_free(request);
-    rs__op_complete(user_data, rs_ucx_status(status));
+    rs_tp_op_complete(user_data, rs_ucx_status(status));
 }
 
 rs_status_t rs_ucx_post_error(ucs_status_ptr_t req, const char *what)
@@ -49,7 +49,7 @@ rs_status_t rs_ucx_post_error(ucs_status_ptr_t req, const char *what)
 rs_status_t rs_ucx_post_result(rs_op_t *op, ucs_status_ptr_t req, const char *what)
 {
     if (req == NULL) {
-        rs__op_complete(op, RS_OK);
+        rs_tp_op_complete(op, RS_OK);
         return RS_OK;
     }
     return UCS_PTR_IS_ERR(req) ? rs_ucx_post_error(req, what) : RS_OK;

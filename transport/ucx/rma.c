@@ -49,7 +49,7 @@ void rs_ucx_op_part_done(rs_op_t *op, ucs_status_t status)
     op_error_set(op, status);
     op_parts_set(op, op_parts(op) - 1);
     if (op_parts(op) == 0)
-        rs__op_complete(op, rs_ucx_status(op_error(op)));
+        rs_tp_op_complete(op, rs_ucx_status(op_error(op)));
 }
 
 static void part_done_cb(void *request, ucs_status_t status, void *user_data)
@@ -210,7 +210,7 @@ static void fadd_done_cb(void *request, ucs_status_t status, void *user_data)
     rs_op_t *op = user_data;
     (void)request; /* ours: never ucp_request_free'd */
     amo_req_put(op->be[2], op->be[1]);
-    rs__op_complete(op, rs_ucx_status(status));
+    rs_tp_op_complete(op, rs_ucx_status(status));
 }
 
 rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
@@ -243,7 +243,7 @@ rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t
     if (!UCS_PTR_IS_PTR(r))
         amo_req_put(uc, req); /* done or failed at once: UCX let go of it */
     if (r == NULL) {
-        rs__op_complete(op, RS_OK);
+        rs_tp_op_complete(op, RS_OK);
         return RS_OK;
     }
     if (UCS_PTR_IS_ERR(r)) {

@@ -160,7 +160,7 @@ typedef struct rs_ucx_rkey {
 
 static inline rs_ucx_ctx_t *rs_ucx_ctx(const rs_ctx_t *ctx)
 {
-    return (rs_ucx_ctx_t *)rs__ctx_be(ctx);
+    return (rs_ucx_ctx_t *)rs_tp_ctx_be(ctx);
 }
 
 /* req.c */

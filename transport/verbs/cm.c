@@ -203,13 +203,13 @@ static rs_status_t vep_create_qp(rs_vep_t *v)
     }
     v->qp = v->id->qp;
     v->qp_num = v->qp->qp_num;
-    rs_status_t st = rs__v_ep_init_sq(v, vc->sq_depth, inl);
+    rs_status_t st = rs_verbs_ep_init_sq(v, vc->sq_depth, inl);
     if (st != RS_OK) {
         rdma_destroy_qp(v->id);
         v->qp = NULL;
         return st;
     }
-    rs__v_qp_table_add(vc, v);
+    rs_verbs_qp_table_add(vc, v);
     vc->cq_free--; /* this QP's tail write */
     v->counted = 1;
     return RS_OK;
@@ -233,7 +233,7 @@ static uint8_t resp_resources(const rs_vctx_t *vc)
 static void vep_fail(rs_vep_t *v, rs_status_t st)
 {
     if (!v->failed)
-        rs__ep_failed(v->ep, st);
+        rs_tp_ep_failed(v->ep, st);
 }
 
 static rs_status_t start_connect(rs_vctx_t *vc, rs_ep_t *ep, struct sockaddr_storage *ss)
@@ -259,7 +259,7 @@ static rs_status_t start_connect(rs_vctx_t *vc, rs_ep_t *ep, struct sockaddr_sto
     return RS_OK;
 }
 
-rs_status_t rs__v_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port)
+rs_status_t rs_verbs_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port)
 {
     struct sockaddr_storage ss;
     if (host == NULL || host[0] == '\0') {
@@ -269,21 +269,21 @@ rs_status_t rs__v_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t
     rs_status_t st = resolve(host, port, 0, &ss);
     if (st != RS_OK)
         return st;
-    return start_connect(rs__vctx(ctx), ep, &ss);
+    return start_connect(rs_verbs_vctx(ctx), ep, &ss);
 }
 
-void rs__v_ep_close(rs_ep_t *ep)
+void rs_verbs_ep_close(rs_ep_t *ep)
 {
     rs_vep_t *v = ep->be;
     if (v == NULL)
         return;
     rs_vctx_t *vc = v->vc;
-    rs__v_ep_fail(ep);
-    rs__v_qp_table_del(vc, v);
+    rs_verbs_ep_fail(ep);
+    rs_verbs_qp_table_del(vc, v);
     if (v->qp != NULL)
         rdma_destroy_qp(v->id);
     v->qp = NULL;
-    rs__v_ep_release_sq(v);
+    rs_verbs_ep_release_sq(v);
     if (v->counted)
         vc->cq_free++;
     if (v->id != NULL && rdma_destroy_id(v->id) != 0)
@@ -343,14 +343,14 @@ err_free:
     return st;
 }
 
-rs_status_t rs__v_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port)
+rs_status_t rs_verbs_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port)
 {
     struct sockaddr_storage ss;
     rs_vlistener_t *vl;
     rs_status_t st = resolve(host, port, 1, &ss);
     if (st != RS_OK)
         return st;
-    st = listen_on(rs__vctx(ctx), l, &ss, &vl);
+    st = listen_on(rs_verbs_vctx(ctx), l, &ss, &vl);
     if (st != RS_OK)
         return st;
     l->port = ntohs(rdma_get_src_port(vl->id));
@@ -358,7 +358,7 @@ rs_status_t rs__v_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint
     return RS_OK;
 }
 
-void rs__v_listener_free(rs_vlistener_t *vl)
+void rs_verbs_listener_free(rs_vlistener_t *vl)
 {
     if (vl->vc->own_listener == vl)
         vl->vc->own_listener = NULL;
@@ -368,18 +368,18 @@ void rs__v_listener_free(rs_vlistener_t *vl)
     free(vl);
 }
 
-void rs__v_listener_close(rs_listener_t *l)
+void rs_verbs_listener_close(rs_listener_t *l)
 {
     if (l->be != NULL)
-        rs__v_listener_free(l->be);
+        rs_verbs_listener_free(l->be);
     l->be = NULL;
 }
 
 /* ---------------------------------------------------- address blobs */
 
-rs_status_t rs__v_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p)
+rs_status_t rs_verbs_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p)
 {
-    rs_vctx_t *vc = rs__vctx(ctx);
+    rs_vctx_t *vc = rs_verbs_vctx(ctx);
     struct sockaddr_storage ss;
     rs_vlistener_t *pick = NULL;
     rs_list_t *pos, *tmp;
@@ -434,7 +434,7 @@ rs_status_t rs__v_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p
     return RS_OK;
 }
 
-rs_status_t rs__v_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len)
+rs_status_t rs_verbs_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len)
 {
     const unsigned char *p = blob;
     if (len != RS_V_ADDR_LEN || rs_get_le(p, 4) != RS_V_ADDR_MAGIC ||
@@ -463,7 +463,7 @@ rs_status_t rs__v_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, 
         return RS_ERR_INVALID;
     }
     sa_set_port(&ss, port);
-    return start_connect(rs__vctx(ctx), ep, &ss);
+    return start_connect(rs_verbs_vctx(ctx), ep, &ss);
 }
 
 /* ------------------------------------------------------------ CM events */
@@ -478,7 +478,7 @@ static void on_connect_request(rs_vctx_t *vc, struct rdma_cm_id *id,
                 ibv_get_device_name(vc->dev->device));
         goto err_reject;
     }
-    ep = rs__ep_new_accepted(vc->ctx);
+    ep = rs_tp_ep_new_accepted(vc->ctx);
     if (ep == NULL)
         goto err_reject;
     rs_vep_t *v = vep_new(vc, ep);
@@ -511,7 +511,7 @@ static void on_connect_request(rs_vctx_t *vc, struct rdma_cm_id *id,
     return;
 
 err_reject_ep:
-    rs__ep_failed(ep, RS_ERR_NOMEM);
+    rs_tp_ep_failed(ep, RS_ERR_NOMEM);
 err_reject:
     rdma_reject(id, NULL, 0);
     if (ep == NULL || ep->be == NULL)
@@ -563,7 +563,7 @@ static void on_established(rs_vep_t *v, const struct rdma_conn_param *p)
                                                                               : v->vc->rd_cap;
     v->can_post = 1;
     tune_rts_qp(v);
-    rs__ep_connected(v->ep);
+    rs_tp_ep_connected(v->ep);
 }
 
 static void on_ep_event(rs_vep_t *v, const struct rdma_cm_event *ev)
@@ -594,7 +594,7 @@ static void on_ep_event(rs_vep_t *v, const struct rdma_cm_event *ev)
         case RDMA_CM_EVENT_DISCONNECTED: /* the peer closed in order */
             rs_debug("verbs: %s on QP %u", rdma_event_str(ev->event), v->qp_num);
             if (!v->failed)
-                rs__ep_peer_closed(v->ep);
+                rs_tp_ep_peer_closed(v->ep);
             break;
         case RDMA_CM_EVENT_DEVICE_REMOVAL:
             rs_debug("verbs: %s on QP %u", rdma_event_str(ev->event), v->qp_num);
@@ -605,7 +605,7 @@ static void on_ep_event(rs_vep_t *v, const struct rdma_cm_event *ev)
     }
 }
 
-unsigned rs__v_cm_progress(rs_vctx_t *vc)
+unsigned rs_verbs_cm_progress(rs_vctx_t *vc)
 {
     unsigned n = 0;
     while (n < RS_V_CM_EVENTS) {

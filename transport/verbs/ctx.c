@@ -281,7 +281,7 @@ static rs_status_t verbs_ctx_open(rs_ctx_t *ctx)
         return RS_ERR_NOMEM;
     }
     vc->ctx = ctx;
-    vc->cfg = rs__ctx_cfg(ctx);
+    vc->cfg = rs_tp_ctx_cfg(ctx);
     vc->epfd = vc->wake_fd = -1;
     vc->next_uid = 1;
     rs_list_init(&vc->eps);
@@ -319,17 +319,17 @@ static rs_status_t verbs_ctx_open(rs_ctx_t *ctx)
     st = create_epoll(vc);
     if (st != RS_OK)
         goto err_release_queues;
-    st = rs__v_pool_init(vc, &vc->msg_pool, vc->msg_max, 32, "message copies");
+    st = rs_verbs_pool_init(vc, &vc->msg_pool, vc->msg_max, 32, "message copies");
     if (st != RS_OK)
         goto err_close_epoll;
-    st = rs__v_pool_init(vc, &vc->atomic_pool, sizeof(uint64_t), 256, "atomic results");
+    st = rs_verbs_pool_init(vc, &vc->atomic_pool, sizeof(uint64_t), 256, "atomic results");
     if (st != RS_OK)
         goto err_destroy_pool;
-    rs__ctx_set_be(ctx, vc);
+    rs_tp_ctx_set_be(ctx, vc);
     return RS_OK;
 
 err_destroy_pool:
-    rs__v_pool_destroy(&vc->msg_pool);
+    rs_verbs_pool_destroy(&vc->msg_pool);
 err_close_epoll:
     close_epoll(vc);
 err_release_queues:
@@ -347,31 +347,31 @@ err_free_vc:
 
 static void verbs_ctx_close(rs_ctx_t *ctx)
 {
-    rs_vctx_t *vc = rs__vctx(ctx);
+    rs_vctx_t *vc = rs_verbs_vctx(ctx);
     if (vc == NULL)
         return;
     if (vc->own_listener != NULL)
-        rs__v_listener_free(vc->own_listener);
+        rs_verbs_listener_free(vc->own_listener);
     while (!rs_list_empty(&vc->eps)) {
         /* The generic layer closes every endpoint first; this is a safety net. */
         rs_vep_t *v = rs_list_first(&vc->eps, rs_vep_t, link);
         rs_warn("verbs: endpoint %p still open at context close", (void *)v->ep);
-        rs__v_ep_close(v->ep);
+        rs_verbs_ep_close(v->ep);
     }
     while (!rs_list_empty(&vc->deferred)) {
         rs_vdeferred_t *d = rs_list_first(&vc->deferred, rs_vdeferred_t, link);
         rs_list_del(&d->link);
         free(d);
     }
-    rs__v_work_free_all(vc);
-    rs__v_pool_destroy(&vc->atomic_pool);
-    rs__v_pool_destroy(&vc->msg_pool);
+    rs_verbs_work_free_all(vc);
+    rs_verbs_pool_destroy(&vc->atomic_pool);
+    rs_verbs_pool_destroy(&vc->msg_pool);
     close_epoll(vc);
     release_queues(vc);
     ibv_dealloc_pd(vc->pd);
     rdma_free_devices(vc->devices);
     rdma_destroy_event_channel(vc->cm);
-    rs__ctx_set_be(ctx, NULL);
+    rs_tp_ctx_set_be(ctx, NULL);
     free(vc);
 }
 
@@ -385,12 +385,12 @@ static void handle_recv(rs_vctx_t *vc, const struct ibv_wc *wc, uint32_t *repost
         return;
     }
     repost[(*nr)++] = idx;
-    rs_vep_t *v = rs__v_qp_table_find(vc, wc->qp_num);
+    rs_vep_t *v = rs_verbs_qp_table_find(vc, wc->qp_num);
     if (v == NULL || v->failed || v->ep == NULL)
         return; /* an endpoint already gone: drop */
     if (wc->status != IBV_WC_SUCCESS) {
         rs_debug("verbs: receive failed on QP %u: %s", wc->qp_num, ibv_wc_status_str(wc->status));
-        rs__ep_failed(v->ep, rs__v_wc_status(wc->status));
+        rs_tp_ep_failed(v->ep, rs_verbs_wc_status(wc->status));
         return;
     }
     if (!(wc->wc_flags & IBV_WC_WITH_IMM)) {
@@ -399,9 +399,9 @@ static void handle_recv(rs_vctx_t *vc, const struct ibv_wc *wc, uint32_t *repost
     }
     uint32_t imm = ntohl(wc->imm_data);
     if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-        rs__notify_recv(v->ep, imm);
+        rs_tp_notify_recv(v->ep, imm);
     } else if (imm < RS__MSG_TYPE_LIMIT) {
-        rs__msg_recv(v->ep, imm, vc->rbuf + (size_t)idx * vc->msg_max, wc->byte_len);
+        rs_tp_msg_recv(v->ep, imm, vc->rbuf + (size_t)idx * vc->msg_max, wc->byte_len);
     } else {
         rs_warn("verbs: message of unknown type %u on QP %u dropped", imm, wc->qp_num);
     }
@@ -415,7 +415,7 @@ static unsigned handle_wcs(rs_vctx_t *vc, const struct ibv_wc *wcs, int n)
         if (wcs[i].wr_id & RS_V_RECV_WRID)
             handle_recv(vc, &wcs[i], repost, &nr);
         else
-            rs__v_handle_send_wc(vc, &wcs[i]);
+            rs_verbs_handle_send_wc(vc, &wcs[i]);
     }
     if (nr > 0)
         post_recvs(vc, repost, nr);
@@ -460,7 +460,7 @@ static void drain_cq_channel(rs_vctx_t *vc)
 
 static unsigned verbs_progress(rs_ctx_t *ctx)
 {
-    rs_vctx_t *vc = rs__vctx(ctx);
+    rs_vctx_t *vc = rs_verbs_vctx(ctx);
     vc->armed = 0;
     if (vc->woken) {
         uint64_t v;
@@ -468,23 +468,23 @@ static unsigned verbs_progress(rs_ctx_t *ctx)
         if (read(vc->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
             rs_debug("verbs: reading the wake fd failed: %s", strerror(errno));
     }
-    unsigned n = rs__v_cm_progress(vc);
+    unsigned n = rs_verbs_cm_progress(vc);
     drain_cq_channel(vc);
     n += poll_cq(vc);
-    rs__v_post_backlogs(vc);
-    n += rs__v_run_deferred(vc);
-    rs__v_post_tails(vc);
+    rs_verbs_post_backlogs(vc);
+    n += rs_verbs_run_deferred(vc);
+    rs_verbs_post_tails(vc);
     return n;
 }
 
 static int verbs_fd(rs_ctx_t *ctx)
 {
-    return rs__vctx(ctx)->epfd;
+    return rs_verbs_vctx(ctx)->epfd;
 }
 
 static rs_status_t verbs_arm(rs_ctx_t *ctx)
 {
-    rs_vctx_t *vc = rs__vctx(ctx);
+    rs_vctx_t *vc = rs_verbs_vctx(ctx);
     if (vc->n_stash > 0 || !rs_list_empty(&vc->deferred))
         return RS_ERR_BUSY;
     int rc = ibv_req_notify_cq(vc->cq, 0);
@@ -512,21 +512,21 @@ const rs_backend_ops_t rs_verbs_ops = {
     .progress = verbs_progress,
     .fd = verbs_fd,
     .arm = verbs_arm,
-    .mem_reg = rs__v_mem_reg,
-    .mem_dereg = rs__v_mem_dereg,
-    .rkey_pack = rs__v_rkey_pack,
-    .rkey_unpack = rs__v_rkey_unpack,
-    .rkey_release = rs__v_rkey_release,
-    .listen = rs__v_listen,
-    .listener_close = rs__v_listener_close,
-    .connect = rs__v_connect,
-    .address = rs__v_address,
-    .connect_address = rs__v_connect_address,
-    .ep_fail = rs__v_ep_fail,
-    .ep_close = rs__v_ep_close,
-    .put = rs__v_put,
-    .get = rs__v_get,
-    .fetch_add = rs__v_fetch_add,
-    .flush = rs__v_flush,
-    .msg_send = rs__v_msg_send,
+    .mem_reg = rs_verbs_mem_reg,
+    .mem_dereg = rs_verbs_mem_dereg,
+    .rkey_pack = rs_verbs_rkey_pack,
+    .rkey_unpack = rs_verbs_rkey_unpack,
+    .rkey_release = rs_verbs_rkey_release,
+    .listen = rs_verbs_listen,
+    .listener_close = rs_verbs_listener_close,
+    .connect = rs_verbs_connect,
+    .address = rs_verbs_address,
+    .connect_address = rs_verbs_connect_address,
+    .ep_fail = rs_verbs_ep_fail,
+    .ep_close = rs_verbs_ep_close,
+    .put = rs_verbs_put,
+    .get = rs_verbs_get,
+    .fetch_add = rs_verbs_fetch_add,
+    .flush = rs_verbs_flush,
+    .msg_send = rs_verbs_msg_send,
 };

@@ -65,8 +65,8 @@ err:
     return -1;
 }
 
-rs_status_t rs__v_pool_init(rs_vctx_t *vc, rs_vpool_t *pool, size_t size, unsigned per,
-                            const char *what)
+rs_status_t rs_verbs_pool_init(rs_vctx_t *vc, rs_vpool_t *pool, size_t size, unsigned per,
+                               const char *what)
 {
     pool->size = (size + 7) & ~(size_t)7;
     pool->per = per;
@@ -76,7 +76,7 @@ rs_status_t rs__v_pool_init(rs_vctx_t *vc, rs_vpool_t *pool, size_t size, unsign
     return pool_grow(vc, pool) == 0 ? RS_OK : RS_ERR_NOMEM;
 }
 
-void rs__v_pool_destroy(rs_vpool_t *pool)
+void rs_verbs_pool_destroy(rs_vpool_t *pool)
 {
     while (!rs_list_empty(&pool->slabs)) {
         rs_vslab_t *slab = rs_list_first(&pool->slabs, rs_vslab_t, link);
@@ -88,7 +88,7 @@ void rs__v_pool_destroy(rs_vpool_t *pool)
     pool->free = NULL;
 }
 
-rs_vslot_t *rs__v_slot_get(rs_vctx_t *vc, rs_vpool_t *pool)
+rs_vslot_t *rs_verbs_slot_get(rs_vctx_t *vc, rs_vpool_t *pool)
 {
     if (pool->free == NULL && pool_grow(vc, pool) != 0)
         return NULL;
@@ -97,7 +97,7 @@ rs_vslot_t *rs__v_slot_get(rs_vctx_t *vc, rs_vpool_t *pool)
     return s;
 }
 
-void rs__v_slot_put(rs_vpool_t *pool, rs_vslot_t *slot)
+void rs_verbs_slot_put(rs_vpool_t *pool, rs_vslot_t *slot)
 {
     slot->next = pool->free;
     pool->free = slot;
@@ -117,9 +117,9 @@ static int ibv_access(unsigned access)
     return flags;
 }
 
-rs_status_t rs__v_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access)
+rs_status_t rs_verbs_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access)
 {
-    rs_vctx_t *vc = rs__vctx(ctx);
+    rs_vctx_t *vc = rs_verbs_vctx(ctx);
     void *mem = addr;
     if (mem == NULL) {
         size_t pg = page_size();
@@ -149,7 +149,7 @@ rs_status_t rs__v_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, un
     return RS_OK;
 }
 
-void rs__v_mem_dereg(rs_mr_t *mr)
+void rs_verbs_mem_dereg(rs_mr_t *mr)
 {
     struct ibv_mr *imr = mr->be;
     if (imr != NULL) {
@@ -164,7 +164,7 @@ void rs__v_mem_dereg(rs_mr_t *mr)
 
 /* ---------------------------------------------------------- remote keys */
 
-rs_status_t rs__v_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p)
+rs_status_t rs_verbs_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p)
 {
     const struct ibv_mr *imr = mr->be;
     if (buflen < RS_V_RKEY_LEN)
@@ -177,7 +177,7 @@ rs_status_t rs__v_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t 
     return RS_OK;
 }
 
-rs_status_t rs__v_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len)
+rs_status_t rs_verbs_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len)
 {
     (void)ep;
     const unsigned char *p = buf;
@@ -190,7 +190,7 @@ rs_status_t rs__v_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, siz
     return RS_OK;
 }
 
-void rs__v_rkey_release(rs_rkey_t *rkey)
+void rs_verbs_rkey_release(rs_rkey_t *rkey)
 {
     rkey->be = NULL;
 }

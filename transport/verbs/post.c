@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-rs_status_t rs__v_ep_init_sq(rs_vep_t *v, uint32_t sq_cap, uint32_t inline_max)
+rs_status_t rs_verbs_ep_init_sq(rs_vep_t *v, uint32_t sq_cap, uint32_t inline_max)
 {
     v->ring_size = sq_cap + 1;
     v->ring = calloc(v->ring_size, sizeof(*v->ring));
@@ -54,7 +54,7 @@ static int is_atomic(enum ibv_wr_opcode op)
 static void slot_release(rs_vctx_t *vc, rs_vslot_t *slot, int atomic)
 {
     if (slot != NULL)
-        rs__v_slot_put(atomic ? &vc->atomic_pool : &vc->msg_pool, slot);
+        rs_verbs_slot_put(atomic ? &vc->atomic_pool : &vc->msg_pool, slot);
 }
 
 static void list_leave(rs_list_t *link, uint8_t *flag)
@@ -139,7 +139,7 @@ static int post_wr(rs_vep_t *v, rs_vwork_t *w, int tail)
             rs_list_add_tail(&vc->tails, &v->tail_link);
             v->on_tails = 1;
         }
-        rs__v_wake(vc);
+        rs_verbs_wake(vc);
     }
     return 0;
 }
@@ -211,7 +211,7 @@ static void retire(rs_vep_t *v, uint64_t seq, rs_status_t last)
         if (e->op != NULL) {
             if (st == RS_OK && e->atomic)
                 memcpy(&e->op->result, e->slot->buf, sizeof(uint64_t));
-            rs__op_complete(e->op, st);
+            rs_tp_op_complete(e->op, st);
         }
         slot_release(vc, e->slot, e->atomic);
         memset(e, 0, sizeof(*e));
@@ -219,9 +219,9 @@ static void retire(rs_vep_t *v, uint64_t seq, rs_status_t last)
     }
 }
 
-void rs__v_handle_send_wc(rs_vctx_t *vc, const struct ibv_wc *wc)
+void rs_verbs_handle_send_wc(rs_vctx_t *vc, const struct ibv_wc *wc)
 {
-    rs_vep_t *v = rs__v_qp_table_find(vc, wc->qp_num);
+    rs_vep_t *v = rs_verbs_qp_table_find(vc, wc->qp_num);
     if (v == NULL || v->uid != (uint32_t)(wc->wr_id >> 32))
         return; /* from a QP destroyed meanwhile */
     uint32_t s32 = (uint32_t)wc->wr_id;
@@ -230,19 +230,19 @@ void rs__v_handle_send_wc(rs_vctx_t *vc, const struct ibv_wc *wc)
         rs_error("verbs: completion for an unknown work request on QP %u", wc->qp_num);
         return;
     }
-    rs_status_t st = rs__v_wc_status(wc->status);
+    rs_status_t st = rs_verbs_wc_status(wc->status);
     int first_error = st != RS_OK && !v->failed;
     if (first_error)
         rs_warn("verbs: work request failed on QP %u: %s (vendor error 0x%x)", wc->qp_num,
                 ibv_wc_status_str(wc->status), wc->vendor_err);
     retire(v, seq, st);
     if (first_error && !v->failed)
-        rs__ep_failed(v->ep, st == RS_ERR_UNREACHABLE ? st : RS_ERR_TRANSPORT);
+        rs_tp_ep_failed(v->ep, st == RS_ERR_UNREACHABLE ? st : RS_ERR_TRANSPORT);
 }
 
 /* ------------------------------------------- backlogs, tails, deferred */
 
-unsigned rs__v_post_backlogs(rs_vctx_t *vc)
+unsigned rs_verbs_post_backlogs(rs_vctx_t *vc)
 {
     unsigned n = 0;
     rs_list_t *pos, *tmp;
@@ -259,9 +259,9 @@ unsigned rs__v_post_backlogs(rs_vctx_t *vc)
                 rs_error("verbs: ibv_post_send failed: %s", strerror(rc));
                 slot_release(vc, w->slot, is_atomic(w->opcode));
                 if (w->op != NULL)
-                    rs__op_complete(w->op, RS_ERR_TRANSPORT);
+                    rs_tp_op_complete(w->op, RS_ERR_TRANSPORT);
                 work_recycle(vc, w);
-                rs__ep_failed(v->ep, RS_ERR_TRANSPORT);
+                rs_tp_ep_failed(v->ep, RS_ERR_TRANSPORT);
                 break;
             }
             work_recycle(vc, w);
@@ -273,7 +273,7 @@ unsigned rs__v_post_backlogs(rs_vctx_t *vc)
     return n;
 }
 
-unsigned rs__v_post_tails(rs_vctx_t *vc)
+unsigned rs_verbs_post_tails(rs_vctx_t *vc)
 {
     unsigned n = 0;
     rs_list_t *pos, *tmp;
@@ -291,7 +291,7 @@ unsigned rs__v_post_tails(rs_vctx_t *vc)
         if (rc != 0) {
             rs_error("verbs: posting a signal-only write failed: %s", strerror(rc));
             list_leave(&v->tail_link, &v->on_tails);
-            rs__ep_failed(v->ep, RS_ERR_TRANSPORT);
+            rs_tp_ep_failed(v->ep, RS_ERR_TRANSPORT);
             continue;
         }
         list_leave(&v->tail_link, &v->on_tails);
@@ -300,13 +300,13 @@ unsigned rs__v_post_tails(rs_vctx_t *vc)
     return n;
 }
 
-unsigned rs__v_run_deferred(rs_vctx_t *vc)
+unsigned rs_verbs_run_deferred(rs_vctx_t *vc)
 {
     unsigned n = 0;
     while (!rs_list_empty(&vc->deferred)) {
         rs_vdeferred_t *d = rs_list_first(&vc->deferred, rs_vdeferred_t, link);
         rs_list_del(&d->link);
-        rs__op_complete(d->op, d->status);
+        rs_tp_op_complete(d->op, d->status);
         free(d);
         n++;
     }
@@ -327,7 +327,7 @@ static rs_status_t defer(rs_vep_t *v, rs_op_t *op, rs_status_t status)
     return RS_OK;
 }
 
-void rs__v_work_free_all(rs_vctx_t *vc)
+void rs_verbs_work_free_all(rs_vctx_t *vc)
 {
     while (!rs_list_empty(&vc->work_free)) {
         rs_vwork_t *w = rs_list_first(&vc->work_free, rs_vwork_t, link);
@@ -344,7 +344,7 @@ void rs__v_work_free_all(rs_vctx_t *vc)
  * layer forces what a broken device never returns). Queued ops never
  * reached the device: they complete now.
  */
-void rs__v_ep_fail(rs_ep_t *ep)
+void rs_verbs_ep_fail(rs_ep_t *ep)
 {
     rs_vep_t *v = ep->be;
     if (v == NULL || v->failed)
@@ -366,7 +366,7 @@ void rs__v_ep_fail(rs_ep_t *ep)
         rs_list_del(&w->link);
         slot_release(vc, w->slot, is_atomic(w->opcode));
         if (w->op != NULL)
-            rs__op_complete(w->op, st);
+            rs_tp_op_complete(w->op, st);
         work_recycle(vc, w);
     }
     list_leave(&v->backlog_link, &v->on_backlogged);
@@ -377,14 +377,14 @@ void rs__v_ep_fail(rs_ep_t *ep)
         rs_vdeferred_t *d = RS_CONTAINER_OF(pos, rs_vdeferred_t, link);
         if (d->v == v) {
             rs_list_del(&d->link);
-            rs__op_complete(d->op, st);
+            rs_tp_op_complete(d->op, st);
             free(d);
         }
     }
 }
 
 /* After the QP is destroyed: what the device never returned completes here. */
-void rs__v_ep_release_sq(rs_vep_t *v)
+void rs_verbs_ep_release_sq(rs_vep_t *v)
 {
     rs_vctx_t *vc = v->vc;
     if (v->ring != NULL && v->head < v->tail) {
@@ -398,8 +398,8 @@ void rs__v_ep_release_sq(rs_vep_t *v)
 
 /* ------------------------------------------------------ the operations */
 
-rs_status_t rs__v_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,
-                      rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm)
+rs_status_t rs_verbs_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,
+                         rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm)
 {
     rs_vep_t *v = ep->be;
     if (len > UINT32_MAX >> 1) {
@@ -419,8 +419,8 @@ rs_status_t rs__v_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_
     return submit(v, &w);
 }
 
-rs_status_t rs__v_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr, rs_rkey_t *rkey,
-                      uint64_t raddr)
+rs_status_t rs_verbs_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr,
+                         rs_rkey_t *rkey, uint64_t raddr)
 {
     rs_vep_t *v = ep->be;
     if (len > UINT32_MAX >> 1) {
@@ -443,7 +443,8 @@ rs_status_t rs__v_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *
     return submit(v, &w);
 }
 
-rs_status_t rs__v_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr, uint64_t add)
+rs_status_t rs_verbs_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
+                               uint64_t add)
 {
     rs_vep_t *v = ep->be;
     rs_vctx_t *vc = v->vc;
@@ -455,7 +456,7 @@ rs_status_t rs__v_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t 
         rs_error("verbs: fetch-and-add on an address not 8-byte aligned");
         return RS_ERR_INVALID;
     }
-    rs_vslot_t *slot = rs__v_slot_get(vc, &vc->atomic_pool);
+    rs_vslot_t *slot = rs_verbs_slot_get(vc, &vc->atomic_pool);
     if (slot == NULL)
         return RS_ERR_NOMEM;
     rs_vwork_t w = {
@@ -475,7 +476,7 @@ rs_status_t rs__v_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t 
     return st;
 }
 
-rs_status_t rs__v_flush(rs_ep_t *ep, rs_op_t *op)
+rs_status_t rs_verbs_flush(rs_ep_t *ep, rs_op_t *op)
 {
     rs_vep_t *v = ep->be;
     if (v->failed)
@@ -487,7 +488,7 @@ rs_status_t rs__v_flush(rs_ep_t *ep, rs_op_t *op)
     return submit(v, &w);
 }
 
-rs_status_t rs__v_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len)
+rs_status_t rs_verbs_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len)
 {
     rs_vep_t *v = ep->be;
     rs_vctx_t *vc = v->vc;
@@ -503,7 +504,7 @@ rs_status_t rs__v_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *
         return submit(v, &w);
     }
     if (len > 0) {
-        w.slot = rs__v_slot_get(vc, &vc->msg_pool);
+        w.slot = rs_verbs_slot_get(vc, &vc->msg_pool);
         if (w.slot == NULL)
             return RS_ERR_NOMEM;
         memcpy(w.slot->buf, data, len);

@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <unistd.h>
 
-rs_vctx_t *rs__vctx(const rs_ctx_t *ctx)
+rs_vctx_t *rs_verbs_vctx(const rs_ctx_t *ctx)
 {
-    return rs__ctx_be(ctx);
+    return rs_tp_ctx_be(ctx);
 }
 
 /* ------------------------------------------------------- QP number table */
@@ -23,7 +23,7 @@ static unsigned qp_bucket(uint32_t qp_num)
     return (qp_num * 2654435761u) >> 24 & (RS_V_QP_BUCKETS - 1);
 }
 
-void rs__v_qp_table_add(rs_vctx_t *vc, rs_vep_t *v)
+void rs_verbs_qp_table_add(rs_vctx_t *vc, rs_vep_t *v)
 {
     unsigned b = qp_bucket(v->qp_num);
     v->hnext = vc->qp_table[b];
@@ -31,7 +31,7 @@ void rs__v_qp_table_add(rs_vctx_t *vc, rs_vep_t *v)
     v->in_table = 1;
 }
 
-void rs__v_qp_table_del(rs_vctx_t *vc, rs_vep_t *v)
+void rs_verbs_qp_table_del(rs_vctx_t *vc, rs_vep_t *v)
 {
     if (!v->in_table)
         return;
@@ -44,7 +44,7 @@ void rs__v_qp_table_del(rs_vctx_t *vc, rs_vep_t *v)
     v->in_table = 0;
 }
 
-rs_vep_t *rs__v_qp_table_find(rs_vctx_t *vc, uint32_t qp_num)
+rs_vep_t *rs_verbs_qp_table_find(rs_vctx_t *vc, uint32_t qp_num)
 {
     rs_vep_t *v = vc->qp_table[qp_bucket(qp_num)];
     while (v != NULL && v->qp_num != qp_num)
@@ -52,7 +52,7 @@ rs_vep_t *rs__v_qp_table_find(rs_vctx_t *vc, uint32_t qp_num)
     return v;
 }
 
-rs_status_t rs__v_wc_status(enum ibv_wc_status st)
+rs_status_t rs_verbs_wc_status(enum ibv_wc_status st)
 {
     switch (st) {
         case IBV_WC_SUCCESS:
@@ -69,7 +69,7 @@ rs_status_t rs__v_wc_status(enum ibv_wc_status st)
     }
 }
 
-void rs__v_wake(rs_vctx_t *vc)
+void rs_verbs_wake(rs_vctx_t *vc)
 {
     if (!vc->armed)
         return;

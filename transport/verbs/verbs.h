@@ -172,53 +172,54 @@ struct rs_vctx {
 };
 
 /* shared.c */
-rs_vctx_t *rs__vctx(const rs_ctx_t *ctx);
+rs_vctx_t *rs_verbs_vctx(const rs_ctx_t *ctx);
 /* Wakes a thread sleeping on the wait fd (only if one may be). */
-void rs__v_wake(rs_vctx_t *vc);
-void rs__v_qp_table_add(rs_vctx_t *vc, rs_vep_t *v);
-void rs__v_qp_table_del(rs_vctx_t *vc, rs_vep_t *v);
-rs_vep_t *rs__v_qp_table_find(rs_vctx_t *vc, uint32_t qp_num);
+void rs_verbs_wake(rs_vctx_t *vc);
+void rs_verbs_qp_table_add(rs_vctx_t *vc, rs_vep_t *v);
+void rs_verbs_qp_table_del(rs_vctx_t *vc, rs_vep_t *v);
+rs_vep_t *rs_verbs_qp_table_find(rs_vctx_t *vc, uint32_t qp_num);
 /* Maps a work completion status to an rshuffle status. */
-rs_status_t rs__v_wc_status(enum ibv_wc_status st);
+rs_status_t rs_verbs_wc_status(enum ibv_wc_status st);
 
 /* mem.c */
-rs_status_t rs__v_pool_init(rs_vctx_t *vc, rs_vpool_t *pool, size_t size, unsigned per,
-                            const char *what);
-void rs__v_pool_destroy(rs_vpool_t *pool);
-rs_vslot_t *rs__v_slot_get(rs_vctx_t *vc, rs_vpool_t *pool);
-void rs__v_slot_put(rs_vpool_t *pool, rs_vslot_t *slot);
-rs_status_t rs__v_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access);
-void rs__v_mem_dereg(rs_mr_t *mr);
-rs_status_t rs__v_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
-rs_status_t rs__v_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
-void rs__v_rkey_release(rs_rkey_t *rkey);
+rs_status_t rs_verbs_pool_init(rs_vctx_t *vc, rs_vpool_t *pool, size_t size, unsigned per,
+                               const char *what);
+void rs_verbs_pool_destroy(rs_vpool_t *pool);
+rs_vslot_t *rs_verbs_slot_get(rs_vctx_t *vc, rs_vpool_t *pool);
+void rs_verbs_slot_put(rs_vpool_t *pool, rs_vslot_t *slot);
+rs_status_t rs_verbs_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access);
+void rs_verbs_mem_dereg(rs_mr_t *mr);
+rs_status_t rs_verbs_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
+rs_status_t rs_verbs_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
+void rs_verbs_rkey_release(rs_rkey_t *rkey);
 
 /* cm.c */
-unsigned rs__v_cm_progress(rs_vctx_t *vc);
-rs_status_t rs__v_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);
-void rs__v_listener_close(rs_listener_t *l);
-void rs__v_listener_free(rs_vlistener_t *vl);
-rs_status_t rs__v_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port);
-rs_status_t rs__v_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p);
-rs_status_t rs__v_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len);
-void rs__v_ep_close(rs_ep_t *ep);
+unsigned rs_verbs_cm_progress(rs_vctx_t *vc);
+rs_status_t rs_verbs_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);
+void rs_verbs_listener_close(rs_listener_t *l);
+void rs_verbs_listener_free(rs_vlistener_t *vl);
+rs_status_t rs_verbs_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port);
+rs_status_t rs_verbs_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *len_p);
+rs_status_t rs_verbs_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len);
+void rs_verbs_ep_close(rs_ep_t *ep);
 
 /* post.c */
-rs_status_t rs__v_ep_init_sq(rs_vep_t *v, uint32_t sq_cap, uint32_t inline_max);
-void rs__v_ep_fail(rs_ep_t *ep);
-void rs__v_ep_release_sq(rs_vep_t *v);
-void rs__v_handle_send_wc(rs_vctx_t *vc, const struct ibv_wc *wc);
-unsigned rs__v_post_backlogs(rs_vctx_t *vc);
-unsigned rs__v_post_tails(rs_vctx_t *vc);
-unsigned rs__v_run_deferred(rs_vctx_t *vc);
-void rs__v_work_free_all(rs_vctx_t *vc);
-rs_status_t rs__v_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,
-                      rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm);
-rs_status_t rs__v_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr, rs_rkey_t *rkey,
-                      uint64_t raddr);
-rs_status_t rs__v_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
-                            uint64_t add);
-rs_status_t rs__v_flush(rs_ep_t *ep, rs_op_t *op);
-rs_status_t rs__v_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len);
+rs_status_t rs_verbs_ep_init_sq(rs_vep_t *v, uint32_t sq_cap, uint32_t inline_max);
+void rs_verbs_ep_fail(rs_ep_t *ep);
+void rs_verbs_ep_release_sq(rs_vep_t *v);
+void rs_verbs_handle_send_wc(rs_vctx_t *vc, const struct ibv_wc *wc);
+unsigned rs_verbs_post_backlogs(rs_vctx_t *vc);
+unsigned rs_verbs_post_tails(rs_vctx_t *vc);
+unsigned rs_verbs_run_deferred(rs_vctx_t *vc);
+void rs_verbs_work_free_all(rs_vctx_t *vc);
+rs_status_t rs_verbs_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,
+                         rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm);
+rs_status_t rs_verbs_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr,
+                         rs_rkey_t *rkey, uint64_t raddr);
+rs_status_t rs_verbs_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
+                               uint64_t add);
+rs_status_t rs_verbs_flush(rs_ep_t *ep, rs_op_t *op);
+rs_status_t rs_verbs_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data,
+                              size_t len);
 
 #endif
