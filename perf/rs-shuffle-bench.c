@@ -8,7 +8,7 @@
  *                    [--partitions 16] [--codec none|lz4|snappy]
  *                    [--transport ucx|verbs] [--tls shm|tcp] [--host H]
  *                    [--buf BYTES] [--worker-mem BYTES] [--speculative]
- *                    [--sink [--sink-bufs N]] [--json]
+ *                    [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]... [--json]
  *
  * The transport defaults to RSHUFFLE_TRANSPORT (else ucx), the host to
  * RSHUFFLE_TEST_HOST (else 127.0.0.1); --tls picks UCX_TLS unless it is set.
@@ -17,6 +17,9 @@
  * buffers (codec none; N of them, default 8) into one worker that frees each
  * batch once committed. start_s: the workers' start-up, not in "seconds".
  * Throughputs are in gigabits per second (10^9 bit/s) of record bytes.
+ * --worker-addr (repeatable; not with --sink) uses running workers (rshuffled,
+ * say on another host) instead of forking them: their count replaces
+ * --workers, and their statistics (spill, backpressure, arena) are not read.
  */
 #include "perf_util.h"
 #include <rshuffle/pusher.h>
@@ -43,6 +46,7 @@ typedef struct opts {
     const char *transport, *tls, *host;
     uint64_t buf, worker_mem;
     int speculative, sink, json;
+    uint32_t n_ext; /* --worker-addr given: external workers in addrs[] */
 } opts_t;
 
 typedef struct pcount {
@@ -434,7 +438,12 @@ static int parse_args(int argc, char **argv)
             o.tls = v;
         else if (strcmp(a, "--host") == 0)
             o.host = v;
-        else
+        else if (strcmp(a, "--worker-addr") == 0) {
+            if (o.n_ext >= MAX_PROCS || strlen(v) >= sizeof(addrs[0]) || strchr(v, ':') == NULL)
+                val = -1;
+            else
+                snprintf(addrs[o.n_ext], sizeof(addrs[0]), "%s", v), o.n_ext++;
+        } else
             val = -1;
         if (val < 0 || (val == 1 && i + 1 >= argc)) {
             fprintf(stderr,
@@ -445,6 +454,12 @@ static int parse_args(int argc, char **argv)
         }
         i += val;
     }
+    if (o.n_ext > 0 && o.sink) {
+        fprintf(stderr, "rs-shuffle-bench: --sink needs its own worker, not --worker-addr\n");
+        return -1;
+    }
+    if (o.n_ext > 0)
+        o.workers = o.n_ext;
     if (o.sink)
         o.mappers = 1, o.workers = 1, o.reducers = 0, o.partitions = 1, o.codec = RS_CODEC_NONE;
     if (o.mappers == 0 || o.mappers > MAX_PROCS / 2 || o.workers == 0 || o.workers > MAX_PROCS ||
@@ -494,9 +509,11 @@ int main(int argc, char **argv)
     /* Workers start in parallel; their start-up (arena allocation, made resident) is timed apart.
      */
     double tw = perf_now_s();
-    for (uint32_t i = 0; i < o.workers; i++)
+    for (uint32_t i = 0; i < o.n_ext; i++)
+        addr_ptrs[i] = addrs[i];
+    for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++)
         wpid[i] = spawn(&wfd[i], worker_fn, i, 0);
-    for (uint32_t i = 0; i < o.workers; i++) {
+    for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++) {
         uint16_t port = 0;
         if (wpid[i] < 0 || perf_read_all(wfd[i], &port, sizeof(port), -1) != 0 || port == 0) {
             fprintf(stderr, "rs-shuffle-bench: worker %u did not start\n", i);
@@ -571,7 +588,7 @@ int main(int argc, char **argv)
     double t2 = perf_now_s();
 
     rs_worker_stats_t wst_sum = {0};
-    for (uint32_t i = 0; i < o.workers; i++) {
+    for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++) {
         rs_worker_stats_t st = {0};
         kill(wpid[i], SIGTERM);
         if (perf_read_all(wfd[i], &st, sizeof(st), -1) != 0)
