@@ -19,6 +19,7 @@
  * Throughputs are in gigabits per second (10^9 bit/s) of record bytes.
  */
 #include "perf_util.h"
+#include "records.h"
 #include <rshuffle/pusher.h>
 #include <rshuffle/reader.h>
 #include <rshuffle/worker.h>
@@ -33,7 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REC_LEN   100
 #define MAX_PROCS 256
 
 typedef struct opts {
@@ -44,10 +44,6 @@ typedef struct opts {
     uint64_t buf, worker_mem;
     int speculative, sink, json;
 } opts_t;
-
-typedef struct pcount {
-    uint64_t records, sum;
-} pcount_t;
 
 /* Shared with the children (MAP_SHARED before fork): progress counters. */
 typedef struct shared {
@@ -60,71 +56,19 @@ static shared_t *sh;
 static char addrs[MAX_PROCS][RS_SHUFFLE_ADDR_MAX];
 static const char *addr_ptrs[MAX_PROCS];
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static uint64_t records_of(uint32_t m)
 {
-    uint64_t total = o.size / REC_LEN;
-    return total / o.mappers + (m < total % o.mappers ? 1 : 0);
+    return rec_count(o.size / REC_LEN, o.mappers, m);
 }
 
 static uint64_t first_of(uint32_t m)
 {
-    uint64_t total = o.size / REC_LEN, first = 0;
-    for (uint32_t i = 0; i < m; i++)
-        first += total / o.mappers + (i < total % o.mappers ? 1 : 0);
-    return first;
+    return rec_first(o.size / REC_LEN, o.mappers, m);
 }
 
-/*
- * Record id -> its 100 bytes: the id, then 11 words and a 4-byte tail
- * derived from one mix of the id (its seed): word i is seed + i * GOLDEN.
- * One mix per record, the rest is an add per word (vectorisable), so the
- * bench measures the shuffle, not its generator; a reducer recomputes every
- * word from the id it reads and compares all 100 bytes (record_ok).
- */
-#define GOLDEN 0x9e3779b97f4a7c15ull
-
-static inline uint64_t seed_of(uint64_t id)
-{
-    return mix(id);
-}
-
-static inline void make_record(uint64_t id, uint64_t seed, uint8_t *rec)
-{
-    uint64_t w[REC_LEN / 8 + 1];
-    w[0] = id;
-    for (unsigned i = 1; i <= REC_LEN / 8; i++)
-        w[i] = seed + i * GOLDEN;
-    memcpy(rec, w, REC_LEN);
-}
-
-/* Are the 100 bytes at rec exactly make_record(id)? (id = its first 8 bytes) */
-static inline int record_ok(const uint8_t *rec, uint64_t id, uint64_t seed)
-{
-    uint64_t diff = 0, w;
-    memcpy(&w, rec, 8);
-    diff |= w ^ id;
-    for (unsigned i = 1; i < REC_LEN / 8; i++) {
-        memcpy(&w, rec + 8 * i, 8);
-        diff |= w ^ (seed + i * GOLDEN);
-    }
-    uint32_t tail;
-    memcpy(&tail, rec + REC_LEN - 4, 4);
-    diff |= tail ^ (uint32_t)(seed + (REC_LEN / 8) * GOLDEN);
-    return diff == 0;
-}
-
-/* The partition of a record: its seed's high half scaled to [0, P). */
 static inline uint32_t partition_of(uint64_t seed)
 {
-    return (uint32_t)(((seed >> 32) * o.partitions) >> 32);
+    return rec_partition(seed, o.partitions);
 }
 
 static rs_shuffle_desc_t desc(void)
@@ -182,8 +126,8 @@ static rs_status_t map_append(rs_pusher_t *p, uint32_t m, pcount_t *counts)
     uint8_t rec[REC_LEN];
     uint64_t first = first_of(m), n = records_of(m);
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t id = first + i, seed = seed_of(id);
-        make_record(id, seed, rec);
+        uint64_t id = first + i, seed = rec_seed(id);
+        rec_make(id, seed, rec);
         uint32_t part = partition_of(seed);
         rs_status_t s = rs_pusher_append(p, part, rec, REC_LEN);
         if (s != RS_OK)
@@ -214,7 +158,7 @@ static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed, double
         if (s != RS_OK)
             return s;
         for (size_t i = 0; i < per; i++) {
-            make_record(i, seed_of(i), rec);
+            rec_make(i, rec_seed(i), rec);
             rs_record_put(bufs[b]->data + i * rs_record_size(REC_LEN), rec, REC_LEN);
         }
     }
@@ -302,8 +246,8 @@ static void reducer_main(int fd, uint32_t r)
             if (len >= 8)
                 memcpy(&id, rec, 8);
             if (len == REC_LEN)
-                seed = seed_of(id);
-            if (len != REC_LEN || id >= total || !record_ok(rec, id, seed) ||
+                seed = rec_seed(id);
+            if (len != REC_LEN || id >= total || !rec_ok(rec, id, seed) ||
                 partition_of(seed) != part) {
                 res.bad++;
                 continue;
