@@ -12,3 +12,13 @@ foreach(prog mpi-shuffle mpi-bcast)
     target_link_libraries(${prog} PRIVATE MPI::MPI_C)
     set_target_properties(${prog} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/perf)
 endforeach()
+
+# compare-mpi's smoke test, only here: it needs MPI (no other test does).
+if(MPIEXEC_EXECUTABLE)
+    add_test(NAME perf_compare_mpi_smoke
+             COMMAND ${CMAKE_COMMAND} -DCOMPARE=${PROJECT_SOURCE_DIR}/perf/compare-mpi
+                     -DBUILD=${PROJECT_BINARY_DIR} -DMPIRUN=${MPIEXEC_EXECUTABLE}
+                     -P ${PROJECT_SOURCE_DIR}/tests/shuffle/compare_mpi_smoke.cmake)
+    set_tests_properties(perf_compare_mpi_smoke PROPERTIES LABELS perf TIMEOUT 300
+                         ENVIRONMENT "RSHUFFLE_LOG=error")
+endif()
