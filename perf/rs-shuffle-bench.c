@@ -1,10 +1,12 @@
 /*
  * rs-shuffle-bench: a whole shuffle on a local cluster of processes.
- * Forks W workers, then M mappers that push generated 100-byte records,
- * then R reducers that read every partition back and verify each record
- * (content, exactly once); prints a summary and, with --json, one object.
+ * Forks W workers, then M mappers that push generated 100-byte records
+ * (perf/records.h), then R reducers that read every partition back and
+ * verify each record (content, exactly once); prints a summary and, with
+ * --json, one object.
  *
- *   rs-shuffle-bench [--size 1G] [--mappers 2] [--workers 2] [--reducers 2]
+ *   rs-shuffle-bench [--size 1G] [--layout split|colocated]
+ *                    [--mappers 2] [--workers 2] [--reducers 2] | [--procs 2]
  *                    [--partitions 16] [--codec none|lz4|snappy]
  *                    [--transport ucx|verbs] [--tls shm|tcp] [--host H]
  *                    [--buf BYTES] [--worker-mem BYTES] [--speculative]
@@ -16,12 +18,18 @@
  * measures the push protocol alone: one mapper swaps pre-filled registered
  * buffers (codec none; N of them, default 8) into one worker that frees each
  * batch once committed. start_s: the workers' start-up, not in "seconds".
+ * --layout split (the default) runs each role in processes of its own;
+ * --layout colocated --procs N runs N processes that are each a worker, a
+ * mapper and the reducer of the partitions their own worker holds (as an
+ * MPI rank is both; perf/compare-mpi): "seconds" then runs from handing
+ * out the workers' addresses to the last reducer's answer, no process start.
  * Throughputs are in gigabits per second (10^9 bit/s) of record bytes.
- * --worker-addr (repeatable; not with --sink) uses running workers (rshuffled,
- * say on another host) instead of forking them: their count replaces
- * --workers, and their statistics (spill, backpressure, arena) are not read.
+ * --worker-addr (repeatable; split layout, not with --sink) uses running
+ * workers (rshuffled, say on another host) instead of forking them: their
+ * count replaces --workers, and their statistics are not read.
  */
 #include "perf_util.h"
+#include "records.h"
 #include <rshuffle/pusher.h>
 #include <rshuffle/reader.h>
 #include <rshuffle/worker.h>
@@ -36,7 +44,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REC_LEN   100
 #define MAX_PROCS 256
 
 typedef struct opts {
@@ -47,11 +54,8 @@ typedef struct opts {
     uint64_t buf, worker_mem;
     int speculative, sink, json;
     uint32_t n_ext; /* --worker-addr given: external workers in addrs[] */
+    int colocated;  /* --layout colocated: o.mappers = o.workers = o.reducers = --procs */
 } opts_t;
-
-typedef struct pcount {
-    uint64_t records, sum;
-} pcount_t;
 
 /* Shared with the children (MAP_SHARED before fork): progress counters. */
 typedef struct shared {
@@ -64,71 +68,19 @@ static shared_t *sh;
 static char addrs[MAX_PROCS][RS_SHUFFLE_ADDR_MAX];
 static const char *addr_ptrs[MAX_PROCS];
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static uint64_t records_of(uint32_t m)
 {
-    uint64_t total = o.size / REC_LEN;
-    return total / o.mappers + (m < total % o.mappers ? 1 : 0);
+    return rec_count(o.size / REC_LEN, o.mappers, m);
 }
 
 static uint64_t first_of(uint32_t m)
 {
-    uint64_t total = o.size / REC_LEN, first = 0;
-    for (uint32_t i = 0; i < m; i++)
-        first += total / o.mappers + (i < total % o.mappers ? 1 : 0);
-    return first;
+    return rec_first(o.size / REC_LEN, o.mappers, m);
 }
 
-/*
- * Record id -> its 100 bytes: the id, then 11 words and a 4-byte tail
- * derived from one mix of the id (its seed): word i is seed + i * GOLDEN.
- * One mix per record, the rest is an add per word (vectorisable), so the
- * bench measures the shuffle, not its generator; a reducer recomputes every
- * word from the id it reads and compares all 100 bytes (record_ok).
- */
-#define GOLDEN 0x9e3779b97f4a7c15ull
-
-static inline uint64_t seed_of(uint64_t id)
-{
-    return mix(id);
-}
-
-static inline void make_record(uint64_t id, uint64_t seed, uint8_t *rec)
-{
-    uint64_t w[REC_LEN / 8 + 1];
-    w[0] = id;
-    for (unsigned i = 1; i <= REC_LEN / 8; i++)
-        w[i] = seed + i * GOLDEN;
-    memcpy(rec, w, REC_LEN);
-}
-
-/* Are the 100 bytes at rec exactly make_record(id)? (id = its first 8 bytes) */
-static inline int record_ok(const uint8_t *rec, uint64_t id, uint64_t seed)
-{
-    uint64_t diff = 0, w;
-    memcpy(&w, rec, 8);
-    diff |= w ^ id;
-    for (unsigned i = 1; i < REC_LEN / 8; i++) {
-        memcpy(&w, rec + 8 * i, 8);
-        diff |= w ^ (seed + i * GOLDEN);
-    }
-    uint32_t tail;
-    memcpy(&tail, rec + REC_LEN - 4, 4);
-    diff |= tail ^ (uint32_t)(seed + (REC_LEN / 8) * GOLDEN);
-    return diff == 0;
-}
-
-/* The partition of a record: its seed's high half scaled to [0, P). */
 static inline uint32_t partition_of(uint64_t seed)
 {
-    return (uint32_t)(((seed >> 32) * o.partitions) >> 32);
+    return rec_partition(seed, o.partitions);
 }
 
 static rs_shuffle_desc_t desc(void)
@@ -142,27 +94,37 @@ static rs_shuffle_desc_t desc(void)
 
 /* ---------------------------------------------------------------- worker */
 
+/* Creates a worker listening on o.host: the worker and its port, or NULL (said on stderr). */
+static rs_worker_t *worker_start(uint16_t *port_p)
+{
+    rs_worker_config_t wc;
+    rs_worker_config_defaults(&wc);
+    rs_status_t s = rs_worker_config_from_env(&wc);
+    wc.mem_limit = o.worker_mem;
+    wc.sink = o.sink;
+    rs_worker_t *w = NULL;
+    if (s == RS_OK)
+        s = rs_worker_create(NULL, &wc, &w);
+    if (s == RS_OK && (s = rs_worker_listen(w, o.host, 0)) != RS_OK)
+        rs_worker_destroy(w);
+    if (s != RS_OK) {
+        fprintf(stderr, "rs-shuffle-bench: worker: %s\n", rs_strerror(s));
+        return NULL;
+    }
+    *port_p = rs_worker_port(w);
+    return w;
+}
+
 static void worker_main(int fd)
 {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    rs_worker_config_t wc;
-    rs_worker_config_defaults(&wc);
-    if (rs_worker_config_from_env(&wc) != RS_OK)
-        _exit(2);
-    wc.mem_limit = o.worker_mem;
-    wc.sink = o.sink;
-    rs_worker_t *w;
     uint16_t port = 0;
-    rs_status_t s = rs_worker_create(NULL, &wc, &w);
-    if (s == RS_OK && (s = rs_worker_listen(w, o.host, 0)) == RS_OK)
-        port = rs_worker_port(w);
-    if (s != RS_OK)
-        fprintf(stderr, "rs-shuffle-bench: worker: %s\n", rs_strerror(s));
+    rs_worker_t *w = worker_start(&port);
     perf_write_all(fd, &port, sizeof(port));
-    if (s != RS_OK)
+    if (w == NULL)
         _exit(1);
     int sig;
     sigwait(&set, &sig);
@@ -186,8 +148,8 @@ static rs_status_t map_append(rs_pusher_t *p, uint32_t m, pcount_t *counts)
     uint8_t rec[REC_LEN];
     uint64_t first = first_of(m), n = records_of(m);
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t id = first + i, seed = seed_of(id);
-        make_record(id, seed, rec);
+        uint64_t id = first + i, seed = rec_seed(id);
+        rec_make(id, seed, rec);
         uint32_t part = partition_of(seed);
         rs_status_t s = rs_pusher_append(p, part, rec, REC_LEN);
         if (s != RS_OK)
@@ -218,7 +180,7 @@ static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed, double
         if (s != RS_OK)
             return s;
         for (size_t i = 0; i < per; i++) {
-            make_record(i, seed_of(i), rec);
+            rec_make(i, rec_seed(i), rec);
             rs_record_put(bufs[b]->data + i * rs_record_size(REC_LEN), rec, REC_LEN);
         }
     }
@@ -238,7 +200,8 @@ static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed, double
     return RS_OK;
 }
 
-static void mapper_main(int fd, uint32_t m, uint32_t attempt)
+/* Runs map m's attempt and sends its result and counts on fd: 0, or 1 if it failed. */
+static int map_run(int fd, uint32_t m, uint32_t attempt)
 {
     pcount_t *counts = calloc(o.partitions, sizeof(*counts));
     map_result_t r = {0};
@@ -271,7 +234,7 @@ static void mapper_main(int fd, uint32_t m, uint32_t attempt)
     perf_write_all(fd, &r, sizeof(r));
     perf_write_all(fd, counts, o.partitions * sizeof(*counts));
     free(counts);
-    _exit(s == RS_OK ? 0 : 1);
+    return s == RS_OK ? 0 : 1;
 }
 
 /* --------------------------------------------------------------- reducer */
@@ -281,7 +244,21 @@ typedef struct red_result {
     uint64_t records, bad, dups, bytes;
 } red_result_t;
 
-static void reducer_main(int fd, uint32_t r)
+/*
+ * Does reducer r read partition part? split: every o.reducers-th one;
+ * colocated: those its own process's worker holds, so reads stay local.
+ */
+static int reduces(uint32_t r, uint32_t part)
+{
+    if (!o.colocated)
+        return part % o.reducers == r;
+    rs_shuffle_desc_t d = desc();
+    uint32_t w;
+    return rs_shuffle_place(&d, part, &w) == RS_OK && w == r;
+}
+
+/* Reads reducer r's partitions, verifies them and sends the result on fd: 0, or 1 if it failed. */
+static int reduce_run(int fd, uint32_t r)
 {
     uint64_t total = o.size / REC_LEN;
     uint8_t *seen = calloc(total / 8 + 1, 1);
@@ -294,8 +271,10 @@ static void reducer_main(int fd, uint32_t r)
     rs_shuffle_desc_t d = desc();
     rs_reader_session_t *sess = NULL;
     s = rs_reader_session_open(&d, o.mappers, attempts, NULL, &sess);
-    for (uint32_t part = r; part < o.partitions && s == RS_OK; part += o.reducers) {
+    for (uint32_t part = 0; part < o.partitions && s == RS_OK; part++) {
         rs_reader_t *rd;
+        if (!reduces(r, part))
+            continue;
         s = rs_reader_open_in(sess, part, &rd);
         if (s != RS_OK)
             break;
@@ -306,8 +285,8 @@ static void reducer_main(int fd, uint32_t r)
             if (len >= 8)
                 memcpy(&id, rec, 8);
             if (len == REC_LEN)
-                seed = seed_of(id);
-            if (len != REC_LEN || id >= total || !record_ok(rec, id, seed) ||
+                seed = rec_seed(id);
+            if (len != REC_LEN || id >= total || !rec_ok(rec, id, seed) ||
                 partition_of(seed) != part) {
                 res.bad++;
                 continue;
@@ -332,7 +311,10 @@ static void reducer_main(int fd, uint32_t r)
     perf_write_all(fd, &res, sizeof(res));
     perf_write_all(fd, counts, o.partitions * sizeof(*counts));
     perf_write_all(fd, seen, total / 8 + 1);
-    _exit(s == RS_OK ? 0 : 1);
+    free(attempts);
+    free(counts);
+    free(seen);
+    return s == RS_OK ? 0 : 1;
 }
 
 /* ---------------------------------------------------------------- parent */
@@ -361,12 +343,12 @@ static void worker_fn(int fd, uint32_t a, uint32_t b)
 }
 static void mapper_fn(int fd, uint32_t m, uint32_t attempt)
 {
-    mapper_main(fd, m, attempt);
+    _exit(map_run(fd, m, attempt));
 }
 static void reducer_fn(int fd, uint32_t r, uint32_t b)
 {
     (void)b;
-    reducer_main(fd, r);
+    _exit(reduce_run(fd, r));
 }
 
 static void progress(const char *what, volatile uint64_t *v, uint32_t n, uint64_t total,
@@ -394,6 +376,8 @@ static void progress(const char *what, volatile uint64_t *v, uint32_t n, uint64_
 
 static int parse_args(int argc, char **argv)
 {
+    int roles = 0; /* --mappers, --workers or --reducers given */
+    uint32_t procs = 2;
     o = (opts_t){.size = 1ull << 30,
                  .mappers = 2,
                  .workers = 2,
@@ -421,11 +405,17 @@ static int parse_args(int argc, char **argv)
         else if (strcmp(a, "--worker-mem") == 0)
             val = rs_parse_size(v, &o.worker_mem) == RS_OK ? 1 : -1;
         else if (strcmp(a, "--mappers") == 0)
-            o.mappers = (uint32_t)atoi(v);
+            o.mappers = (uint32_t)atoi(v), roles = 1;
         else if (strcmp(a, "--workers") == 0)
-            o.workers = (uint32_t)atoi(v);
+            o.workers = (uint32_t)atoi(v), roles = 1;
         else if (strcmp(a, "--reducers") == 0)
-            o.reducers = (uint32_t)atoi(v);
+            o.reducers = (uint32_t)atoi(v), roles = 1;
+        else if (strcmp(a, "--procs") == 0)
+            procs = (uint32_t)atoi(v), roles |= 2;
+        else if (strcmp(a, "--layout") == 0 && strcmp(v, "colocated") == 0)
+            o.colocated = 1;
+        else if (strcmp(a, "--layout") == 0 && strcmp(v, "split") == 0)
+            o.colocated = 0;
         else if (strcmp(a, "--sink-bufs") == 0)
             o.sink_bufs = (uint32_t)atoi(v);
         else if (strcmp(a, "--partitions") == 0)
@@ -454,8 +444,22 @@ static int parse_args(int argc, char **argv)
         }
         i += val;
     }
-    if (o.n_ext > 0 && o.sink) {
-        fprintf(stderr, "rs-shuffle-bench: --sink needs its own worker, not --worker-addr\n");
+    if (o.colocated && ((roles & 1) || o.sink || o.speculative || procs > MAX_PROCS / 2)) {
+        fprintf(stderr,
+                "rs-shuffle-bench: --layout colocated takes --procs N (at most %d), not "
+                "--mappers, --workers, --reducers, --sink or --speculative\n",
+                MAX_PROCS / 2);
+        return -1;
+    }
+    if (!o.colocated && (roles & 2)) {
+        fprintf(stderr, "rs-shuffle-bench: --procs is for --layout colocated\n");
+        return -1;
+    }
+    if (o.colocated)
+        o.mappers = o.workers = o.reducers = procs;
+    if (o.n_ext > 0 && (o.sink || o.colocated)) {
+        fprintf(stderr, "rs-shuffle-bench: --sink and --layout colocated need their own workers, "
+                        "not --worker-addr\n");
         return -1;
     }
     if (o.n_ext > 0)
@@ -493,6 +497,248 @@ static int parse_args(int argc, char **argv)
     return 0;
 }
 
+/* What the parent gathers from its children. */
+typedef struct totals {
+    uint64_t total; /* records */
+    pcount_t *want, *got, *tmp;
+    uint8_t *seen, *seen_all;
+    uint64_t pushed_bytes, map_batches, grant_requests;
+    uint64_t got_records, dups, bad, read_bytes;
+    double map_s; /* the slowest mapper's own push time (no process start or connect) */
+    double start_s, t0, t1, t2; /* workers' start-up; start, end of push, end of read */
+    rs_worker_stats_t wst;
+    int failed;
+} totals_t;
+
+/* One map attempt's result from fd; winning: its counts are what the reducers must see. */
+static void take_map(totals_t *t, int fd, int winning)
+{
+    map_result_t r = {.status = RS_ERR_IO};
+    if (perf_read_all(fd, &r, sizeof(r), -1) != 0 ||
+        perf_read_all(fd, t->tmp, o.partitions * sizeof(*t->tmp), -1) != 0 || r.status != RS_OK)
+        t->failed = 1;
+    t->map_batches += r.batches;
+    t->grant_requests += r.grant_requests;
+    if (r.seconds > t->map_s)
+        t->map_s = r.seconds;
+    if (!winning)
+        return;
+    t->pushed_bytes += r.bytes;
+    for (uint32_t p = 0; p < o.partitions; p++) {
+        t->want[p].records += t->tmp[p].records;
+        t->want[p].sum += t->tmp[p].sum;
+    }
+}
+
+/* One reducer's result from fd; an id two reducers both read is a duplicate. */
+static void take_reduce(totals_t *t, int fd)
+{
+    red_result_t res = {.status = RS_ERR_IO};
+    uint64_t bitmap = t->total / 8 + 1;
+    if (perf_read_all(fd, &res, sizeof(res), -1) != 0 ||
+        perf_read_all(fd, t->tmp, o.partitions * sizeof(*t->tmp), -1) != 0 ||
+        perf_read_all(fd, t->seen, bitmap, -1) != 0 || res.status != RS_OK) {
+        t->failed = 1;
+        return;
+    }
+    t->got_records += res.records;
+    t->dups += res.dups;
+    t->bad += res.bad;
+    t->read_bytes += res.bytes;
+    for (uint32_t p = 0; p < o.partitions; p++) {
+        t->got[p].records += t->tmp[p].records;
+        t->got[p].sum += t->tmp[p].sum;
+    }
+    for (uint64_t i = 0; i < bitmap; i++) {
+        t->dups += (uint64_t)__builtin_popcount(t->seen_all[i] & t->seen[i]);
+        t->seen_all[i] |= t->seen[i];
+    }
+}
+
+/* One worker's counters from fd, added to the totals. */
+static void take_worker(totals_t *t, int fd)
+{
+    rs_worker_stats_t st = {0};
+    if (perf_read_all(fd, &st, sizeof(st), -1) != 0)
+        t->failed = 1;
+    t->wst.batches += st.batches;
+    t->wst.spilled_bytes += st.spilled_bytes;
+    t->wst.backpressure += st.backpressure;
+    if (t->wst.arena_peak < st.arena_peak)
+        t->wst.arena_peak = st.arena_peak;
+    t->wst.refused += st.refused;
+}
+
+static void set_addrs(const uint16_t *ports, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(addrs[i], sizeof(addrs[i]), "%s:%u", o.host, ports[i]);
+        addr_ptrs[i] = addrs[i];
+    }
+}
+
+/* split: W worker processes, then M mapper processes, then R reducer processes. */
+static int run_split(totals_t *t)
+{
+    pid_t wpid[MAX_PROCS], mpid[MAX_PROCS], rpid[MAX_PROCS];
+    int wfd[MAX_PROCS], mfd[MAX_PROCS], rfd[MAX_PROCS];
+    uint16_t ports[MAX_PROCS];
+    uint32_t n_maps_run = o.mappers * (o.speculative ? 2 : 1);
+
+    /* Workers start in parallel; their start-up (arena allocation, made resident) is timed apart.
+     */
+    double tw = perf_now_s();
+    for (uint32_t i = 0; i < o.n_ext; i++)
+        addr_ptrs[i] = addrs[i]; /* --worker-addr: running workers, none forked */
+    for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++)
+        wpid[i] = spawn(&wfd[i], worker_fn, i, 0);
+    for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++) {
+        ports[i] = 0;
+        if (wpid[i] < 0 || perf_read_all(wfd[i], &ports[i], sizeof(ports[i]), -1) != 0 ||
+            ports[i] == 0) {
+            fprintf(stderr, "rs-shuffle-bench: worker %u did not start\n", i);
+            for (uint32_t j = 0; j < o.workers; j++)
+                if (wpid[j] > 0)
+                    kill(wpid[j], SIGTERM), waitpid(wpid[j], NULL, 0);
+            return -1;
+        }
+    }
+    if (o.n_ext == 0)
+        set_addrs(ports, o.workers);
+
+    t->t0 = perf_now_s();
+    t->start_s = t->t0 - tw;
+    for (uint32_t i = 0; i < n_maps_run; i++)
+        mpid[i] = spawn(&mfd[i], mapper_fn, i % o.mappers, i / o.mappers);
+    progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mpid,
+             n_maps_run);
+    for (uint32_t i = 0; i < n_maps_run; i++) {
+        take_map(t, mfd[i], i / o.mappers == (o.speculative ? 1u : 0u)); /* the winning attempts */
+        close(mfd[i]);
+        waitpid(mpid[i], NULL, 0);
+    }
+    t->t1 = perf_now_s();
+
+    if (!t->failed && !o.sink) {
+        for (uint32_t r = 0; r < o.reducers; r++)
+            rpid[r] = spawn(&rfd[r], reducer_fn, r, 0);
+        progress("read", sh->read, o.reducers, t->total * REC_LEN, rpid, o.reducers);
+        for (uint32_t r = 0; r < o.reducers; r++) {
+            take_reduce(t, rfd[r]);
+            close(rfd[r]);
+            waitpid(rpid[r], NULL, 0);
+        }
+    }
+    t->t2 = perf_now_s();
+
+    for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++) {
+        kill(wpid[i], SIGTERM);
+        take_worker(t, wfd[i]);
+        close(wfd[i]);
+        waitpid(wpid[i], NULL, 0);
+    }
+    return 0;
+}
+
+/*
+ * colocated process i: worker i, map i and the reducer of worker i's
+ * partitions in one process. From the parent on in: every worker's port
+ * (the start), then 'R' (every map committed: read) or 'S' (stop: send
+ * the worker's counters); results go out on out.
+ */
+static void colo_main(int in, int out, uint32_t i)
+{
+    uint16_t port = 0, ports[MAX_PROCS];
+    rs_worker_t *w = worker_start(&port);
+    int rc = 1;
+    char cmd = 0;
+    perf_write_all(out, &port, sizeof(port));
+    if (w == NULL)
+        _exit(1);
+    if (perf_read_all(in, ports, o.workers * sizeof(ports[0]), -1) != 0)
+        goto out_worker;
+    set_addrs(ports, o.workers);
+    rc = map_run(out, i, 0);
+    if (perf_read_all(in, &cmd, 1, -1) != 0)
+        goto out_worker;
+    if (cmd == 'R') {
+        rc |= reduce_run(out, i);
+        if (perf_read_all(in, &cmd, 1, -1) != 0)
+            goto out_worker;
+    }
+    if (cmd == 'S') {
+        rs_worker_stats_t st;
+        rs_worker_stats(w, &st);
+        perf_write_all(out, &st, sizeof(st));
+    }
+out_worker:
+    rs_worker_destroy(w);
+    _exit(rc);
+}
+
+/* colocated: --procs processes, each worker, mapper and reducer at once. */
+static int run_colocated(totals_t *t)
+{
+    const uint32_t n = o.workers;
+    pid_t pid[MAX_PROCS];
+    int from[MAX_PROCS], to[MAX_PROCS];
+    uint16_t ports[MAX_PROCS];
+    uint32_t started = 0;
+    int rc = 0;
+
+    double tw = perf_now_s();
+    for (; started < n; started++) {
+        int rd, wr;
+        pid[started] = perf_fork_piped(&rd, &wr); /* children die with the bench */
+        if (pid[started] < 0)
+            break;
+        if (pid[started] == 0) {
+            for (uint32_t j = 0; j < started; j++)
+                close(from[j]), close(to[j]);
+            colo_main(rd, wr, started);
+        }
+        from[started] = rd;
+        to[started] = wr;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        ports[i] = 0;
+        if (i >= started || perf_read_all(from[i], &ports[i], sizeof(ports[i]), -1) != 0 ||
+            ports[i] == 0) {
+            fprintf(stderr, "rs-shuffle-bench: process %u did not start its worker\n", i);
+            rc = -1;
+            goto out_reap;
+        }
+    }
+
+    t->t0 = perf_now_s();
+    t->start_s = t->t0 - tw;
+    for (uint32_t i = 0; i < n; i++)
+        if (perf_write_all(to[i], ports, n * sizeof(ports[0])) != 0)
+            t->failed = 1;
+    for (uint32_t i = 0; i < n; i++)
+        take_map(t, from[i], 1);
+    t->t1 = perf_now_s();
+    char cmd = t->failed ? 'S' : 'R';
+    for (uint32_t i = 0; i < n; i++)
+        perf_write_all(to[i], &cmd, 1);
+    if (cmd == 'R')
+        for (uint32_t i = 0; i < n; i++)
+            take_reduce(t, from[i]);
+    t->t2 = perf_now_s();
+    cmd = 'S';
+    for (uint32_t i = 0; i < n; i++) {
+        perf_write_all(to[i], &cmd, 1);
+        take_worker(t, from[i]);
+    }
+out_reap:
+    for (uint32_t i = 0; i < started; i++) {
+        close(to[i]); /* a child still waiting for a command reads EOF and ends */
+        close(from[i]);
+        waitpid(pid[i], NULL, 0);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (parse_args(argc, argv) != 0)
@@ -501,107 +747,20 @@ int main(int argc, char **argv)
     if (sh == MAP_FAILED)
         return 1;
     memset(sh, 0, sizeof(*sh));
-    int failed = 0;
-    pid_t wpid[MAX_PROCS], mpid[MAX_PROCS], rpid[MAX_PROCS];
-    int wfd[MAX_PROCS], mfd[MAX_PROCS], rfd[MAX_PROCS];
-    uint32_t n_maps_run = o.mappers * (o.speculative ? 2 : 1);
-
-    /* Workers start in parallel; their start-up (arena allocation, made resident) is timed apart.
-     */
-    double tw = perf_now_s();
-    for (uint32_t i = 0; i < o.n_ext; i++)
-        addr_ptrs[i] = addrs[i];
-    for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++)
-        wpid[i] = spawn(&wfd[i], worker_fn, i, 0);
-    for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++) {
-        uint16_t port = 0;
-        if (wpid[i] < 0 || perf_read_all(wfd[i], &port, sizeof(port), -1) != 0 || port == 0) {
-            fprintf(stderr, "rs-shuffle-bench: worker %u did not start\n", i);
-            for (uint32_t j = 0; j < o.workers; j++)
-                if (wpid[j] > 0)
-                    kill(wpid[j], SIGTERM), waitpid(wpid[j], NULL, 0);
-            return 1;
-        }
-        snprintf(addrs[i], sizeof(addrs[i]), "%s:%u", o.host, port);
-        addr_ptrs[i] = addrs[i];
-    }
-
-    double t0 = perf_now_s(), start_s = t0 - tw;
-    for (uint32_t i = 0; i < n_maps_run; i++)
-        mpid[i] = spawn(&mfd[i], mapper_fn, i % o.mappers, i / o.mappers);
-    progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mpid,
-             n_maps_run);
-    pcount_t *want = calloc(o.partitions, sizeof(*want));
-    pcount_t *tmp = calloc(o.partitions, sizeof(*tmp));
-    uint64_t pushed_bytes = 0, map_batches = 0, grant_requests = 0;
-    double map_s = 0; /* the slowest mapper's own push time (no process start or connect) */
-    for (uint32_t i = 0; i < n_maps_run; i++) {
-        map_result_t r = {.status = RS_ERR_IO};
-        if (perf_read_all(mfd[i], &r, sizeof(r), -1) != 0 ||
-            perf_read_all(mfd[i], tmp, o.partitions * sizeof(*tmp), -1) != 0 || r.status != RS_OK)
-            failed = 1;
-        close(mfd[i]);
-        waitpid(mpid[i], NULL, 0);
-        map_batches += r.batches;
-        grant_requests += r.grant_requests;
-        if (r.seconds > map_s)
-            map_s = r.seconds;
-        if (i / o.mappers == (o.speculative ? 1u : 0u)) { /* the winning attempts */
-            pushed_bytes += r.bytes;
-            for (uint32_t p = 0; p < o.partitions; p++) {
-                want[p].records += tmp[p].records;
-                want[p].sum += tmp[p].sum;
-            }
-        }
-    }
-    double t1 = perf_now_s();
-
-    uint64_t total = o.size / REC_LEN, got_records = 0, dups = 0, bad = 0, read_bytes = 0;
-    uint8_t *seen_all = calloc(total / 8 + 1, 1), *seen = calloc(total / 8 + 1, 1);
-    pcount_t *got = calloc(o.partitions, sizeof(*got));
-    if (!failed && !o.sink) {
-        for (uint32_t r = 0; r < o.reducers; r++)
-            rpid[r] = spawn(&rfd[r], reducer_fn, r, 0);
-        progress("read", sh->read, o.reducers, o.size / REC_LEN * REC_LEN, rpid, o.reducers);
-        for (uint32_t r = 0; r < o.reducers; r++) {
-            red_result_t res = {.status = RS_ERR_IO};
-            if (perf_read_all(rfd[r], &res, sizeof(res), -1) != 0 ||
-                perf_read_all(rfd[r], tmp, o.partitions * sizeof(*tmp), -1) != 0 ||
-                perf_read_all(rfd[r], seen, total / 8 + 1, -1) != 0 || res.status != RS_OK)
-                failed = 1;
-            close(rfd[r]);
-            waitpid(rpid[r], NULL, 0);
-            got_records += res.records;
-            dups += res.dups;
-            bad += res.bad;
-            read_bytes += res.bytes;
-            for (uint32_t p = 0; p < o.partitions; p++) {
-                got[p].records += tmp[p].records;
-                got[p].sum += tmp[p].sum;
-            }
-            for (uint64_t i = 0; i < total / 8 + 1; i++) {
-                dups += (uint64_t)__builtin_popcount(seen_all[i] & seen[i]);
-                seen_all[i] |= seen[i];
-            }
-        }
-    }
-    double t2 = perf_now_s();
-
-    rs_worker_stats_t wst_sum = {0};
-    for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++) {
-        rs_worker_stats_t st = {0};
-        kill(wpid[i], SIGTERM);
-        if (perf_read_all(wfd[i], &st, sizeof(st), -1) != 0)
-            failed = 1;
-        close(wfd[i]);
-        waitpid(wpid[i], NULL, 0);
-        wst_sum.batches += st.batches;
-        wst_sum.spilled_bytes += st.spilled_bytes;
-        wst_sum.backpressure += st.backpressure;
-        if (wst_sum.arena_peak < st.arena_peak)
-            wst_sum.arena_peak = st.arena_peak;
-        wst_sum.refused += st.refused;
-    }
+    totals_t t = {.total = o.size / REC_LEN};
+    uint64_t total = t.total, bitmap = total / 8 + 1;
+    t.want = calloc(o.partitions, sizeof(*t.want));
+    t.got = calloc(o.partitions, sizeof(*t.got));
+    t.tmp = calloc(o.partitions, sizeof(*t.tmp));
+    t.seen = calloc(bitmap, 1);
+    t.seen_all = calloc(bitmap, 1);
+    if (t.want == NULL || t.got == NULL || t.tmp == NULL || t.seen == NULL || t.seen_all == NULL)
+        return 1;
+    if ((o.colocated ? run_colocated(&t) : run_split(&t)) != 0)
+        return 1;
+    int failed = t.failed;
+    uint64_t dups = t.dups, bad = t.bad, pushed_bytes = t.pushed_bytes;
+    rs_worker_stats_t wst_sum = t.wst;
 
     uint64_t lost = 0, distinct = 0;
     if (o.sink) {
@@ -611,30 +770,35 @@ int main(int argc, char **argv)
         lost = batches > wst_sum.batches ? batches - wst_sum.batches : 0;
         dups = wst_sum.batches > batches ? wst_sum.batches - batches : 0;
     } else {
-        for (uint64_t i = 0; i < total / 8 + 1; i++)
-            distinct += (uint64_t)__builtin_popcount(seen_all[i]);
+        for (uint64_t i = 0; i < bitmap; i++)
+            distinct += (uint64_t)__builtin_popcount(t.seen_all[i]);
         /* lost: ids never read intact (once each); bad: records read damaged */
         lost = total - (distinct < total ? distinct : total);
         for (uint32_t p = 0; p < o.partitions; p++)
-            if (!failed && (got[p].records != want[p].records || got[p].sum != want[p].sum)) {
+            if (!failed &&
+                (t.got[p].records != t.want[p].records || t.got[p].sum != t.want[p].sum)) {
                 fprintf(stderr, "rs-shuffle-bench: partition %u: wrote %llu records, read %llu\n",
-                        p, (unsigned long long)want[p].records, (unsigned long long)got[p].records);
+                        p, (unsigned long long)t.want[p].records,
+                        (unsigned long long)t.got[p].records);
                 failed = 1;
             }
     }
     if (lost || dups || bad)
         failed = 1;
-    double push_s = t1 - t0, read_s = t2 - t1, secs = t2 - t0;
+    double push_s = t.t1 - t.t0, read_s = t.t2 - t.t1, secs = t.t2 - t.t0;
     uint64_t bytes = o.sink ? pushed_bytes : total * REC_LEN;
     double push_gbps = push_s > 0 ? (double)bytes * 8 / push_s / 1e9 : 0;
-    double read_gbps = read_s > 0 && !o.sink ? (double)read_bytes * 8 / read_s / 1e9 : 0;
+    double read_gbps = read_s > 0 && !o.sink ? (double)t.read_bytes * 8 / read_s / 1e9 : 0;
     double gbps = secs > 0 ? (double)bytes * 8 / secs / 1e9 : 0;
-    double map_gbps = map_s > 0 ? (double)bytes * 8 / map_s / 1e9 : 0;
-    printf("shuffle %s: %s/%s, codec %s, %.2f GiB, %llu records, %u mappers%s, %u workers, "
-           "%u reducers, %u partitions\n",
+    double map_gbps = t.map_s > 0 ? (double)bytes * 8 / t.map_s / 1e9 : 0;
+    const char *layout = o.colocated ? "colocated" : "split";
+    uint32_t procs =
+        o.colocated ? o.workers : o.workers + o.mappers * (o.speculative ? 2 : 1) + o.reducers;
+    printf("shuffle %s: %s/%s, codec %s, %.2f GiB, %llu records, %s layout (%u processes): "
+           "%u mappers%s, %u workers, %u reducers, %u partitions\n",
            failed ? "FAILED" : "verified", o.transport, o.tls, rs_codec_name(o.codec),
-           (double)bytes / (1 << 30), (unsigned long long)(o.sink ? 0 : total), o.mappers,
-           o.speculative ? " (x2 attempts)" : "", o.workers, o.reducers, o.partitions);
+           (double)bytes / (1 << 30), (unsigned long long)(o.sink ? 0 : total), layout, procs,
+           o.mappers, o.speculative ? " (x2 attempts)" : "", o.workers, o.reducers, o.partitions);
     printf("push %.3f s (%.2f Gbit/s), read %.3f s (%.2f Gbit/s), total %.3f s (%.2f Gbit/s); "
            "lost %llu, duplicates %llu, bad %llu, spilled %.1f MiB, backpressure %llu\n",
            push_s, push_gbps, read_s, read_gbps, secs, gbps, (unsigned long long)lost,
@@ -642,25 +806,27 @@ int main(int argc, char **argv)
            (double)wst_sum.spilled_bytes / (1 << 20), (unsigned long long)wst_sum.backpressure);
     printf("pushers: %.3f s in the slowest mapper (%.2f Gbit/s), %llu batches, %llu grant "
            "requests; worker arena peak %.1f MiB; workers started in %.3f s (%.0f MiB arenas)\n",
-           map_s, map_gbps, (unsigned long long)map_batches, (unsigned long long)grant_requests,
-           (double)wst_sum.arena_peak / (1 << 20), start_s, (double)o.worker_mem / (1 << 20));
+           t.map_s, map_gbps, (unsigned long long)t.map_batches,
+           (unsigned long long)t.grant_requests, (double)wst_sum.arena_peak / (1 << 20), t.start_s,
+           (double)o.worker_mem / (1 << 20));
     if (o.json)
-        printf("{\"transport\": \"%s\", \"tls\": \"%s\", \"codec\": \"%s\", \"bytes\": %llu, "
+        printf("{\"transport\": \"%s\", \"tls\": \"%s\", \"codec\": \"%s\", \"layout\": \"%s\", "
+               "\"procs\": %u, \"bytes\": %llu, "
                "\"records\": %llu, \"seconds\": %.4f, \"push_gbps\": %.3f, \"read_gbps\": %.3f, "
                "\"gbps\": %.3f, \"map_push_gbps\": %.3f, \"lost\": %llu, \"duplicates\": %llu, "
                "\"bad\": %llu, \"spilled_bytes\": %llu, \"start_s\": %.4f, \"ok\": %s%s}\n",
-               o.transport, o.tls, rs_codec_name(o.codec), (unsigned long long)bytes,
+               o.transport, o.tls, rs_codec_name(o.codec), layout, procs, (unsigned long long)bytes,
                (unsigned long long)(o.sink ? 0 : total), secs, push_gbps, read_gbps, gbps, map_gbps,
                (unsigned long long)lost, (unsigned long long)dups, (unsigned long long)bad,
-               (unsigned long long)wst_sum.spilled_bytes, start_s, failed ? "false" : "true",
+               (unsigned long long)wst_sum.spilled_bytes, t.start_s, failed ? "false" : "true",
                /* Soft-RoCE numbers are functional only (perf_util.h) */
                strcmp(o.transport, "verbs") == 0 && perf_soft_rdma_device()
                    ? ", \"functional\": true"
                    : "");
-    free(want);
-    free(tmp);
-    free(got);
-    free(seen);
-    free(seen_all);
+    free(t.want);
+    free(t.tmp);
+    free(t.got);
+    free(t.seen);
+    free(t.seen_all);
     return failed ? 1 : 0;
 }

@@ -1,0 +1,24 @@
+# The MPI yardsticks perf/compare-mpi measures rshuffle against:
+# build/perf/mpi-shuffle (MPI_Alltoallv) and build/perf/mpi-bcast (MPI_Bcast).
+# Built only where MPI is found (openmpi-bin, libopenmpi-dev: scripts/install-deps);
+# nothing else needs MPI. Plain MPI programs: no rshuffle, only perf/records.h.
+find_package(MPI COMPONENTS C QUIET)
+if(NOT MPI_C_FOUND)
+    message(STATUS "MPI not found: perf/compare-mpi's mpi-shuffle and mpi-bcast are not built")
+    return()
+endif()
+foreach(prog mpi-shuffle mpi-bcast)
+    add_executable(${prog} ${CMAKE_CURRENT_LIST_DIR}/${prog}.c)
+    target_link_libraries(${prog} PRIVATE MPI::MPI_C)
+    set_target_properties(${prog} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/perf)
+endforeach()
+
+# compare-mpi's smoke test, only here: it needs MPI (no other test does).
+if(MPIEXEC_EXECUTABLE)
+    add_test(NAME perf_compare_mpi_smoke
+             COMMAND ${CMAKE_COMMAND} -DCOMPARE=${PROJECT_SOURCE_DIR}/perf/compare-mpi
+                     -DBUILD=${PROJECT_BINARY_DIR} -DMPIRUN=${MPIEXEC_EXECUTABLE}
+                     -P ${PROJECT_SOURCE_DIR}/tests/shuffle/compare_mpi_smoke.cmake)
+    set_tests_properties(perf_compare_mpi_smoke PROPERTIES LABELS perf TIMEOUT 300
+                         ENVIRONMENT "RSHUFFLE_LOG=error")
+endif()
