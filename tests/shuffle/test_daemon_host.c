@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include <rshuffle/pusher.h>
+#include <rshuffle/worker.h>
 
 #include "rshuffled_child.h"
 
@@ -335,6 +336,26 @@ static void test_sigterm_running_frees_everything(void **state)
     assert_int_equal(shm_leftovers(), 0);
 }
 
+/* An embedded worker gets the same checks from rs_worker_create; *worker_p stays untouched. */
+static void test_embedded_worker_refused(void **state)
+{
+    (void)state;
+    rs_worker_config_t cfg;
+    rs_worker_config_defaults(&cfg);
+    rs_worker_t *w = (rs_worker_t *)&cfg; /* a sentinel: must not be overwritten */
+    cfg.mem_limit = (meminfo_kb("MemTotal") << 11) + (1ull << 30); /* twice the machine */
+    double t0 = now_s();
+    assert_int_equal(rs_worker_create(NULL, &cfg, &w), RS_ERR_CONFIG);
+    assert_true(now_s() - t0 < 2.0);
+    assert_ptr_equal(w, (rs_worker_t *)&cfg);
+    rs_worker_config_defaults(&cfg);
+    snprintf(cfg.spill_dir, sizeof(cfg.spill_dir), "/nonexistent/rshuffle-spill");
+    assert_int_equal(rs_worker_create(NULL, &cfg, &w), RS_ERR_CONFIG);
+    assert_ptr_equal(w, (rs_worker_t *)&cfg);
+    if (private_ns)
+        assert_int_equal(shm_leftovers(), 0);
+}
+
 int main(void)
 {
     alarm(120);
@@ -342,6 +363,7 @@ int main(void)
         cmocka_unit_test_teardown(test_mem_beyond_host, teardown),
         cmocka_unit_test_teardown(test_mem_beyond_dev_shm, teardown),
         cmocka_unit_test_teardown(test_spill_dir_missing, teardown),
+        cmocka_unit_test_teardown(test_embedded_worker_refused, teardown),
         cmocka_unit_test_teardown(test_spill_dir_not_a_dir, teardown),
         cmocka_unit_test_teardown(test_spill_dir_read_only, teardown),
         cmocka_unit_test_teardown(test_sigterm_during_startup, teardown),
