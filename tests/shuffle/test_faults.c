@@ -712,7 +712,11 @@ static void test_backpressure_when_full(void **state)
 {
     (void)state;
     alarm(60);
-    start_worker_in(4 << 20, "/nonexistent/rshuffle-test", 0, 0);
+    /* A spill directory that goes away after start (a missing one is refused at start). */
+    char spill[] = "/tmp/rshuffle-test-gone-XXXXXX";
+    assert_non_null(mkdtemp(spill));
+    start_worker_in(4 << 20, spill, 0, 0);
+    assert_int_equal(rmdir(spill), 0);
     rs_shuffle_desc_t d = desc(14, 4);
     rs_pusher_config_t c = small_cfg();
     c.backpressure_ms = 1000;
