@@ -57,6 +57,23 @@ rs_status_t rs_parse_size(const char *s, uint64_t *out)
     return RS_OK;
 }
 
+rs_status_t rs_parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+    if (s == NULL || *s == '\0')
+        return RS_ERR_INVALID;
+    uint64_t v = 0;
+    for (; *s != '\0'; s++) {
+        if (*s < '0' || *s > '9')
+            return RS_ERR_INVALID;
+        unsigned d = (unsigned)(*s - '0');
+        if (d > max || v > (max - d) / 10) /* v * 10 + d > max, without overflowing */
+            return RS_ERR_INVALID;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return RS_OK;
+}
+
 rs_status_t rs_env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out)
 {
     const char *s = env_get(name);

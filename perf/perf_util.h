@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
+#include <rshuffle/config.h>
 #include <rshuffle/status.h>
 
 /*
@@ -59,6 +60,36 @@ static inline void perf_die(const char *prog, const char *fmt, ...)
     fprintf(stderr, "\n");
     va_end(ap);
     exit(1);
+}
+
+/*
+ * Strict command-line numbers for flag: a plain decimal (perf_arg_uint) or a
+ * size with an optional K/M/G suffix (perf_arg_size), in [min, max].
+ * Anything else ("abc", "-1", "12x", 99999 for a port) prints what the flag
+ * takes and exits 2: a run with a number nobody asked for measures nothing.
+ */
+static inline uint64_t perf_arg_uint(const char *prog, const char *flag, const char *s,
+                                     uint64_t min, uint64_t max)
+{
+    uint64_t v;
+    if (rs_parse_uint(s, max, &v) != RS_OK || v < min) {
+        fprintf(stderr, "%s: bad %s '%s': expected an integer from %llu to %llu\n", prog, flag,
+                s != NULL ? s : "", (unsigned long long)min, (unsigned long long)max);
+        exit(2);
+    }
+    return v;
+}
+
+static inline uint64_t perf_arg_size(const char *prog, const char *flag, const char *s,
+                                     uint64_t min, uint64_t max)
+{
+    uint64_t v;
+    if (rs_parse_size(s, &v) != RS_OK || v < min || v > max) {
+        fprintf(stderr, "%s: bad %s '%s': expected a size from %llu to %llu (K, M, G allowed)\n",
+                prog, flag, s != NULL ? s : "", (unsigned long long)min, (unsigned long long)max);
+        exit(2);
+    }
+    return v;
 }
 
 /* Dies naming the call, its place and the status when an rs_* call does not return RS_OK. */

@@ -352,7 +352,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             if (o->n_modes == 0)
                 return -1;
         } else if (strcmp(a, "--iters") == 0) {
-            o->iters = atoi(val);
+            o->iters = (int)perf_arg_uint("rs-bcast-bench", a, val, 1, 1000000);
         } else if (strcmp(a, "--block-size") == 0) {
             if (rs_parse_size(val, &o->block_size) != RS_OK)
                 return -1;

@@ -255,13 +255,13 @@ int main(int argc, char **argv)
                 snprintf(sizes, sizeof(sizes), "%s", optarg);
                 break;
             case 'n':
-                count = strtoull(optarg, NULL, 10);
+                count = perf_arg_uint("rs-bench-notify", "--count", optarg, 1, UINT64_MAX);
                 break;
             case 'w':
-                window = (unsigned)strtoul(optarg, NULL, 10);
+                window = (unsigned)perf_arg_uint("rs-bench-notify", "--window", optarg, 1, SLOTS);
                 break;
             case 'r':
-                repeat = (unsigned)strtoul(optarg, NULL, 10);
+                repeat = (unsigned)perf_arg_uint("rs-bench-notify", "--repeat", optarg, 1, 15);
                 break;
             case 'j':
                 json = true;

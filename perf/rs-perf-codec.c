@@ -276,10 +276,8 @@ static int parse_list(char *arg, size_t *out, size_t max, size_t *n)
 {
     *n = 0;
     for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(tok, &end, 10);
-        if (errno || *end || v < RECORD || v > (64u << 20) || *n == max)
+        uint64_t v;
+        if (rs_parse_uint(tok, 64u << 20, &v) != RS_OK || v < RECORD || *n == max)
             return -1;
         out[(*n)++] = (size_t)v;
     }
@@ -306,9 +304,9 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--retain-heap") == 0) {
             retain = 1;
         } else if (strcmp(a, "--partitions") == 0 && v) {
-            partitions = strtoul(v, NULL, 10), i++;
+            partitions = (size_t)perf_arg_uint("rs-perf-codec", a, v, 1, 1u << 20), i++;
         } else if (strcmp(a, "--rounds") == 0 && v) {
-            rounds = atoi(v), i++;
+            rounds = (int)perf_arg_uint("rs-perf-codec", a, v, 1, 100000), i++;
         } else if (strcmp(a, "--sizes") == 0 && v) {
             char buf[256];
             snprintf(buf, sizeof(buf), "%s", v), i++;

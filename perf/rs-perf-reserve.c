@@ -267,11 +267,11 @@ int main(int argc, char **argv)
         if (strcmp(a, "--transport") == 0)
             tls_list = v;
         else if (strcmp(a, "--count") == 0)
-            count = strtoull(v, NULL, 10);
+            count = perf_arg_uint("rs-perf-reserve", a, v, 1, UINT64_MAX);
         else if (strcmp(a, "--per-grant") == 0)
-            per = (uint32_t)atoi(v);
+            per = (uint32_t)perf_arg_uint("rs-perf-reserve", a, v, 1, UINT32_MAX);
         else if (strcmp(a, "--repeat") == 0)
-            reps = atoi(v);
+            reps = (int)perf_arg_uint("rs-perf-reserve", a, v, 1, 64);
         else
             goto usage;
         i++;

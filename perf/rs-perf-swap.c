@@ -97,9 +97,9 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            rounds = atoi(argv[++i]);
+            rounds = (int)perf_arg_uint("rs-perf-swap", "--rounds", argv[++i], 1, 100000);
         } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
-            iters = atoi(argv[++i]);
+            iters = (int)perf_arg_uint("rs-perf-swap", "--iters", argv[++i], 1, 100000000);
         } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
             snprintf(sizes_arg, sizeof(sizes_arg), "%s", argv[++i]);
         } else {
@@ -115,7 +115,7 @@ int main(int argc, char **argv)
     size_t sizes[16];
     int n = 0;
     for (char *tok = strtok(sizes_arg, ","); tok != NULL && n < 16; tok = strtok(NULL, ","))
-        sizes[n++] = (size_t)strtoull(tok, NULL, 0);
+        sizes[n++] = (size_t)perf_arg_size("rs-perf-swap", "--sizes", tok, 1, 1ull << 30);
     double copy_ns[16], swap_ns[16];
     printf("%-10s %12s %12s\n", "size", "copy_ns", "swap_ns");
     for (int i = 0; i < n; i++) {

@@ -561,13 +561,14 @@ static void parse_opts(opts_t *o, int argc, char **argv)
                 }
                 break;
             case 'n':
-                o->iters = strtoull(optarg, NULL, 10);
+                o->iters = perf_arg_uint("rs-perf-transport", "--iters", optarg, 1, UINT64_MAX);
                 break;
             case 'w':
-                o->warmup = strtoull(optarg, NULL, 10);
+                o->warmup = perf_arg_uint("rs-perf-transport", "--warmup", optarg, 0, UINT64_MAX);
                 break;
             case 'W':
-                o->window = (unsigned)strtoul(optarg, NULL, 10);
+                o->window =
+                    (unsigned)perf_arg_uint("rs-perf-transport", "--window", optarg, 1, UINT32_MAX);
                 if (o->window == 0)
                     die("--window must be at least 1");
                 break;
@@ -599,7 +600,9 @@ static void parse_opts(opts_t *o, int argc, char **argv)
 int main(int argc, char **argv)
 {
     if ((argc == 4 || argc == 5) && strcmp(argv[1], "--server") == 0)
-        return server_main(strtoull(argv[2], NULL, 10), argv[3], argc == 5);
+        return server_main(
+            (size_t)perf_arg_size("rs-perf-transport", "--server", argv[2], 1, SIZE_MAX), argv[3],
+            argc == 5);
     opts_t o;
     parse_opts(&o, argc, argv);
     atexit(kill_server);

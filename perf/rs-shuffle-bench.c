@@ -405,21 +405,22 @@ static int parse_args(int argc, char **argv)
         else if (strcmp(a, "--worker-mem") == 0)
             val = rs_parse_size(v, &o.worker_mem) == RS_OK ? 1 : -1;
         else if (strcmp(a, "--mappers") == 0)
-            o.mappers = (uint32_t)atoi(v), roles = 1;
+            o.mappers = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX), roles = 1;
         else if (strcmp(a, "--workers") == 0)
-            o.workers = (uint32_t)atoi(v), roles = 1;
+            o.workers = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX), roles = 1;
         else if (strcmp(a, "--reducers") == 0)
-            o.reducers = (uint32_t)atoi(v), roles = 1;
+            o.reducers = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX),
+            roles = 1;
         else if (strcmp(a, "--procs") == 0)
-            procs = (uint32_t)atoi(v), roles |= 2;
+            procs = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, MAX_PROCS / 2), roles |= 2;
         else if (strcmp(a, "--layout") == 0 && strcmp(v, "colocated") == 0)
             o.colocated = 1;
         else if (strcmp(a, "--layout") == 0 && strcmp(v, "split") == 0)
             o.colocated = 0;
         else if (strcmp(a, "--sink-bufs") == 0)
-            o.sink_bufs = (uint32_t)atoi(v);
+            o.sink_bufs = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX);
         else if (strcmp(a, "--partitions") == 0)
-            o.partitions = (uint32_t)atoi(v);
+            o.partitions = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX);
         else if (strcmp(a, "--codec") == 0)
             val = rs_codec_from_name(v, &o.codec) == RS_OK ? 1 : -1;
         else if (strcmp(a, "--transport") == 0)

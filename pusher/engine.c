@@ -765,8 +765,10 @@ rs_status_t rs_push_install_handlers(rs_pusher_t *p)
     return RS_OK;
 }
 
+#ifdef RS_FAULT_INJECTION
 void rs_push_fault(rs_pusher_t *p, int fault, int every)
 {
     p->fault = fault;
     p->fault_every = every > 0 ? every : 1;
 }
+#endif

@@ -1,5 +1,6 @@
 /* The worker's lifecycle, configuration and thread. */
 #include "worker/internal.h"
+#include "worker/limits.h"
 
 #include "common/clock.h"
 #include "common/env.h"
@@ -131,6 +132,8 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
                  (unsigned long long)cfg.extent_max);
         return RS_ERR_CONFIG;
     }
+    if (!cfg.sink && rs_wk_check_spill_dir(cfg.spill_dir) != RS_OK)
+        return RS_ERR_CONFIG;
     rs_worker_t *w = calloc(1, sizeof(*w));
     if (w == NULL)
         return RS_ERR_NOMEM;
@@ -144,6 +147,11 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
         s = RS_ERR_NOMEM;
         goto err_destroy_ctx;
     }
+    /* Before the arena: the UCX backend's lives in shared memory (sysv, else /dev/shm). */
+    s = rs_wk_check_mem(cfg.mem_limit, "/proc/meminfo",
+                        strcmp(rs_ctx_backend(w->ctx), "ucx") == 0 ? "/dev/shm" : NULL);
+    if (s != RS_OK)
+        goto err_destroy_ctx;
     s = rs_mem_alloc(w->ctx, cfg.mem_limit, RS_MEM_REMOTE_READ | RS_MEM_REMOTE_WRITE, &w->arena_mr);
     if (s != RS_OK)
         goto err_destroy_ctx;

@@ -69,6 +69,13 @@ RS_API rs_status_t rs_config_validate(const rs_config_t *cfg);
  */
 RS_API rs_status_t rs_parse_size(const char *s, uint64_t *out);
 
+/*
+ * Parses a plain unsigned decimal number in [0, max] for command lines
+ * (ports, counts): digits only, no sign, space or suffix. RS_ERR_INVALID
+ * for anything else, on overflow or above max; *out is then unchanged.
+ */
+RS_API rs_status_t rs_parse_uint(const char *s, uint64_t max, uint64_t *out);
+
 /* One RSHUFFLE_* variable the library reads. */
 typedef struct rs_config_var {
     const char *name;          /* "RSHUFFLE_..." */

@@ -46,6 +46,11 @@ typedef struct rs_worker rs_worker_t;
 /*
  * Creates a worker with its own transport context (tcfg NULL: defaults and
  * environment), allocates and registers its arena and starts its thread.
+ * Before allocating anything it checks the host: RS_ERR_CONFIG (logged with
+ * the figures) when mem_limit exceeds the memory available (MemAvailable)
+ * or, with the UCX backend, the free space of /dev/shm, and when spill_dir
+ * is missing, not a directory or does not take new files (not checked in
+ * sink mode, which never spills). *worker_p is set only on RS_OK.
  */
 RS_API rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *wcfg,
                                     rs_worker_t **worker_p);

@@ -285,8 +285,12 @@ void bt_spawn_env(bt_agent_t *a, const char *fault, rs_bcast_mode_t mode, const 
     assert_true(pid >= 0);
     if (pid == 0) {
         alarm(0);
-        if (fault != NULL)
+        if (fault != NULL) {
+#ifndef RS_FAULT_INJECTION
+            fail_msg("this build has no fault-injection hooks (RSHUFFLE_BCAST_FAULT=%s)", fault);
+#endif
             setenv("RSHUFFLE_BCAST_FAULT", fault, 1);
+        }
         if (env != NULL)
             putenv(strdup(env));
         agent_main(in, out, mode);

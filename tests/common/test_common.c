@@ -61,6 +61,34 @@ static void test_parse_size(void **state)
     assert_int_equal(v, 7);                                              /* untouched on error */
 }
 
+/* Ports and counts on command lines: "99999" must not wrap to 34463, nor "abc" read as 0. */
+static void test_parse_uint(void **state)
+{
+    (void)state;
+    uint64_t v = 0;
+    assert_int_equal(rs_parse_uint("0", 65535, &v), RS_OK);
+    assert_int_equal(v, 0);
+    assert_int_equal(rs_parse_uint("65535", 65535, &v), RS_OK);
+    assert_int_equal(v, 65535);
+    assert_int_equal(rs_parse_uint("18446744073709551615", UINT64_MAX, &v), RS_OK);
+    assert_int_equal(v, UINT64_MAX);
+    v = 7;
+    assert_int_equal(rs_parse_uint("65536", 65535, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint("99999", 65535, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint("9", 5, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint("18446744073709551616", UINT64_MAX, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint("", 10, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint(NULL, 10, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint("abc", 65535, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint("-1", 65535, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint(" 1", 65535, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint("1 ", 65535, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint("+1", 65535, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint("1K", 65535, &v), RS_ERR_INVALID);
+    assert_int_equal(rs_parse_uint("0x10", 65535, &v), RS_ERR_INVALID);
+    assert_int_equal(v, 7); /* untouched on error */
+}
+
 static void test_config_defaults_and_env(void **state)
 {
     (void)state;
@@ -179,13 +207,10 @@ static void test_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strerror_distinct),
-        cmocka_unit_test(test_parse_size),
-        cmocka_unit_test(test_config_defaults_and_env),
-        cmocka_unit_test(test_config_env_rejects),
-        cmocka_unit_test(test_config_validate),
-        cmocka_unit_test(test_log_level_parse),
-        cmocka_unit_test(test_list),
+        cmocka_unit_test(test_strerror_distinct),  cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_parse_uint),         cmocka_unit_test(test_config_defaults_and_env),
+        cmocka_unit_test(test_config_env_rejects), cmocka_unit_test(test_config_validate),
+        cmocka_unit_test(test_log_level_parse),    cmocka_unit_test(test_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,22 @@
+# cmake -DFILES="a.o|b.o|librshuffle.so" -DPATTERN=regex -P no_fault_hooks.cmake
+# Fails, naming the file and the strings, when a binary holds a fault hook's
+# name (its variable, its log line, its entry point), as `strings` shows them.
+string(REPLACE "|" ";" files "${FILES}")
+if(NOT files)
+    message(FATAL_ERROR "no_fault_hooks: no files to check")
+endif()
+set(found "")
+foreach(f ${files})
+    if(NOT EXISTS "${f}")
+        message(FATAL_ERROR "no_fault_hooks: ${f} does not exist")
+    endif()
+    file(STRINGS "${f}" hits REGEX "${PATTERN}")
+    if(hits)
+        string(APPEND found "\n  ${f}: ${hits}")
+    endif()
+endforeach()
+if(found)
+    message(FATAL_ERROR "no_fault_hooks: fault hooks compiled in:${found}")
+endif()
+list(LENGTH files n)
+message(STATUS "no_fault_hooks: ${n} file(s) without hooks")

@@ -1,0 +1,27 @@
+/*
+ * A worker's configuration checked against the host before anything is
+ * allocated (limits.c): a limit the host cannot back would otherwise be
+ * found out by the OOM killer or a full /dev/shm, long after start-up.
+ */
+#ifndef RS_WORKER_LIMITS_H
+#define RS_WORKER_LIMITS_H
+
+#include <rshuffle/worker.h>
+
+/*
+ * RS_OK when an arena of mem_limit bytes fits in the memory the host has
+ * available (MemAvailable in meminfo_path) and, when shm_dir is not NULL (a
+ * backend whose arena lives in shared memory), in shm_dir's free space.
+ * Otherwise logs the limit and both figures and returns RS_ERR_CONFIG.
+ * Paths are parameters for tests; the worker passes /proc/meminfo, /dev/shm.
+ */
+rs_status_t rs_wk_check_mem(uint64_t mem_limit, const char *meminfo_path, const char *shm_dir);
+
+/*
+ * RS_OK when dir is a directory a new file can be created in (checked by
+ * creating and removing one: permissions, read-only mounts). Otherwise logs
+ * why and returns RS_ERR_CONFIG.
+ */
+rs_status_t rs_wk_check_spill_dir(const char *dir);
+
+#endif
