@@ -62,7 +62,9 @@ static const rs_config_var_t vars[] = {
     {"RSHUFFLE_BCAST_ADDRESS", "hostport", "address a descriptor carries: hostport|blob"},
     {"RSHUFFLE_BCAST_HOST", "127.0.0.1", "broadcast node's listen and advertised host"},
     {"RSHUFFLE_BCAST_PORT", "0", "broadcast node's port (0: any free port)"},
+#ifdef RS_FAULT_INJECTION /* test builds only: a library for use names no hook */
     {"RSHUFFLE_BCAST_FAULT", "", "test builds only: corrupt|slow fault injection"},
+#endif
 };
 
 size_t rs_config_vars(const rs_config_var_t **vars_p)

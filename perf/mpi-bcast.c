@@ -13,6 +13,8 @@
  * and, with --json, one object; exit status 1 if a checksum differed.
  */
 #include <mpi.h>
+
+#include "mpi_args.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,29 +23,6 @@
 #include "records.h"
 
 #define MAX_ITERS 256
-
-static uint64_t parse_size(const char *s)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    switch (*end) {
-        case 'K':
-        case 'k':
-            v <<= 10, end++;
-            break;
-        case 'M':
-        case 'm':
-            v <<= 20, end++;
-            break;
-        case 'G':
-        case 'g':
-            v <<= 30, end++;
-            break;
-        default:
-            break;
-    }
-    return end == s || *end != '\0' ? 0 : v;
-}
 
 /* rs-bcast-bench's iteration count for a size (iters_for there). */
 static int iters_for(uint64_t bytes)
@@ -94,9 +73,9 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
-            size = parse_size(argv[++i]);
+            size = mpi_parse_size(argv[++i]);
         else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
-            iters = atoi(argv[++i]);
+            iters = (int)mpi_parse_count(argv[++i], MAX_ITERS);
         else
             size = 0;
     }

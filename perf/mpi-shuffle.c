@@ -17,6 +17,8 @@
  * was lost, duplicated or damaged.
  */
 #include <mpi.h>
+
+#include "mpi_args.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,30 +31,6 @@ typedef struct opts {
     uint32_t partitions;
     int json;
 } opts_t;
-
-/* "64M", "1G", "4096": bytes (K, M, G are powers of 2); 0 on a bad size. */
-static uint64_t parse_size(const char *s)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    switch (*end) {
-        case 'K':
-        case 'k':
-            v <<= 10, end++;
-            break;
-        case 'M':
-        case 'm':
-            v <<= 20, end++;
-            break;
-        case 'G':
-        case 'g':
-            v <<= 30, end++;
-            break;
-        default:
-            break;
-    }
-    return end == s || *end != '\0' ? 0 : v;
-}
 
 static int parse_args(int argc, char **argv, opts_t *o)
 {
@@ -67,11 +45,11 @@ static int parse_args(int argc, char **argv, opts_t *o)
             return -1;
         i++;
         if (strcmp(a, "--size") == 0)
-            o->size = parse_size(v);
+            o->size = mpi_parse_size(v);
         else if (strcmp(a, "--round") == 0)
-            o->round = parse_size(v);
+            o->round = mpi_parse_size(v);
         else if (strcmp(a, "--partitions") == 0)
-            o->partitions = (uint32_t)atoi(v);
+            o->partitions = (uint32_t)mpi_parse_count(v, UINT32_MAX);
         else
             return -1;
     }
