@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <rshuffle/config.h>
 #include <rshuffle/status.h>
+#include <rshuffle/version.h>
 
 /*
  * True when the machine's RDMA devices include a software one (Soft-RoCE
@@ -228,6 +229,25 @@ err_close_down:
     close(down[0]);
     close(down[1]);
     return -1;
+}
+
+/*
+ * --help (the usage on stdout, exit 0) and --version (exit 0), answered
+ * before any other argument is looked at, as every program here does.
+ */
+static inline void perf_std_args(int argc, char **argv, const char *usage)
+{
+    const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("%s (rshuffle) %s\n", name, rs_version());
+            exit(0);
+        }
+    }
 }
 
 #endif

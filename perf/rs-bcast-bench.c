@@ -419,6 +419,12 @@ static void print_json(const opts_t *o, const result_t *res, int n)
 
 int main(int argc, char **argv)
 {
+    perf_std_args(
+        argc, argv,
+        "usage: rs-bcast-bench [--json] [--sizes 1K,1M,16M,64M] [--readers 1,2,4,8]\n"
+        "                      [--modes torrent,source] [--iters N] [--block-size 4M]\n"
+        "                      [--transport ucx|verbs] [--host H]\n"
+        "Broadcast time, round trips and reads per object size, reader count and mode.\n");
     opts_t o;
     reader_t rd[MAX_READERS];
     result_t res[MAX_LIST * MAX_LIST * 2];

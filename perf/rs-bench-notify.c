@@ -232,6 +232,10 @@ static void set_fabric(const char *fabric)
 
 int main(int argc, char **argv)
 {
+    perf_std_args(argc, argv,
+                  "usage: rs-bench-notify [--transport shm,tcp] [--size 64,4K,64K] [--count N]\n"
+                  "                       [--window W] [--repeat R] [--json]\n"
+                  "Notified put over UCX: fence vs flush.\n");
     char transports[64] = "shm,tcp", sizes[128] = "64,4K,64K";
     uint64_t count = 0;
     unsigned window = 32, repeat = 3;

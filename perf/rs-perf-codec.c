@@ -293,6 +293,11 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
+    perf_std_args(argc, argv,
+                  "usage: rs-perf-codec [--json] [--partitions N] [--rounds N] [--sizes a,b,c] "
+                  "[--codecs x,y]\n"
+                  "                     [--retain-heap]\n"
+                  "One spill of N partitions: sized vs fixed 256 KiB codec buffers.\n");
     int json = 0, rounds = 9, retain = 0;
     size_t partitions = 1009, sizes[MAX_CASES] = {22, 2200, 22000}, nsizes = 3;
     rs_codec_t codecs[3] = {RS_CODEC_SNAPPY, RS_CODEC_LZ4};

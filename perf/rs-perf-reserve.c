@@ -252,6 +252,10 @@ static void run_tls(const char *tls, uint64_t count, uint32_t per, int reps, int
 
 int main(int argc, char **argv)
 {
+    perf_std_args(argc, argv,
+                  "usage: rs-perf-reserve [--transport shm,tcp] [--count N] [--per-grant K]\n"
+                  "                       [--repeat R] [--json]\n"
+                  "Space reservation: bulk credits vs one fetch-and-add per batch.\n");
     const char *tls_list = "shm,tcp";
     uint64_t count = 20000;
     uint32_t per = 5; /* rshuffle's bulk grant: the batch and four more */

@@ -91,6 +91,10 @@ out:
 
 int main(int argc, char **argv)
 {
+    perf_std_args(
+        argc, argv,
+        "usage: rs-perf-swap [--sizes 65536,262144] [--rounds 21] [--iters 2000] [--json]\n"
+        "Writer-side cost of handing a full push buffer to the engine: copy vs swap.\n");
     int json = 0, rounds = 21, iters = 2000;
     char sizes_arg[256] = "65536,262144";
     for (int i = 1; i < argc; i++) {

@@ -599,6 +599,13 @@ static void parse_opts(opts_t *o, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    perf_std_args(
+        argc, argv,
+        "usage: rs-perf-transport [--test put,get,notify,msg] [--size 64,4K,64K,1M]\n"
+        "                         [--transport shm,tcp | verbs] [--iters N] [--warmup N] [--window "
+        "W]\n"
+        "                         [--connect address|listen] [--host ADDR] [--json]\n"
+        "Put and get bandwidth, notified-put rate and message round trip between two processes.\n");
     if ((argc == 4 || argc == 5) && strcmp(argv[1], "--server") == 0)
         return server_main(
             (size_t)perf_arg_size("rs-perf-transport", "--server", argv[2], 1, SIZE_MAX), argv[3],

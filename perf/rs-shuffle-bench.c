@@ -742,6 +742,15 @@ out_reap:
 
 int main(int argc, char **argv)
 {
+    perf_std_args(
+        argc, argv,
+        "usage: rs-shuffle-bench [--size 1G] [--layout split|colocated]\n"
+        "                        [--mappers 2] [--workers 2] [--reducers 2] | [--procs 2]\n"
+        "                        [--partitions 16] [--codec none|lz4|snappy]\n"
+        "                        [--transport ucx|verbs] [--tls shm|tcp] [--host H]\n"
+        "                        [--buf BYTES] [--worker-mem BYTES] [--speculative]\n"
+        "                        [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]... [--json]\n"
+        "A whole shuffle on local processes; every record is verified.\n");
     if (parse_args(argc, argv) != 0)
         return 2;
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

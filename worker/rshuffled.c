@@ -2,16 +2,22 @@
  * rshuffled: the shuffle worker as a daemon.
  *
  *   rshuffled --listen HOST:PORT [--mem BYTES] [--spill-dir DIR] [--log LEVEL]
+ *             [--ready-fd N] [--help] [--version]
  *
  * Flags override the RSHUFFLE_WORKER_* / RSHUFFLE_LOG environment. Prints
- * "rshuffled: listening on HOST:PORT" once ready (PORT 0 picks a free port)
- * and shuts down cleanly on SIGTERM or SIGINT, at any time. Exit status: 0
+ * "rshuffled: listening on HOST:PORT" once ready (PORT 0 picks a free port);
+ * with --ready-fd N it also writes "ready HOST PORT\n" to descriptor N and
+ * closes it, the machine-readable signal a launcher waits for. Shuts down
+ * cleanly on SIGTERM or SIGINT, at any time. Exit status: 0
  * after a signal, 1 when the worker cannot start (limits the host cannot
  * back, a spill directory that takes no files, an address that cannot be
  * listened on), 2 for a bad command line or environment.
  */
 #include <rshuffle/worker.h>
 
+#include <rshuffle/version.h>
+
+#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,10 +25,18 @@
 #include <string.h>
 #include <unistd.h>
 
-static void usage(void)
+static void usage(FILE *out)
 {
-    fprintf(stderr, "usage: rshuffled --listen HOST:PORT [--mem BYTES] [--spill-dir DIR] "
-                    "[--log error|warn|info|debug]\n");
+    fprintf(out,
+            "usage: rshuffled --listen HOST:PORT [--mem BYTES] [--spill-dir DIR]\n"
+            "                 [--log error|warn|info|debug] [--ready-fd N]\n"
+            "  -l, --listen HOST:PORT  address to listen on (port 0: any free port)\n"
+            "  -m, --mem BYTES         the registered arena (RSHUFFLE_WORKER_MEM)\n"
+            "  -s, --spill-dir DIR     spill files (RSHUFFLE_WORKER_SPILL_DIR)\n"
+            "      --log LEVEL         log level (RSHUFFLE_LOG)\n"
+            "      --ready-fd N        write \"ready HOST PORT\" to descriptor N once listening\n"
+            "  -h, --help              this text\n"
+            "  -V, --version           the version\n");
 }
 
 /*
@@ -98,38 +112,71 @@ int main(int argc, char **argv)
     rs_config_t tcfg;
     if (rs_config_init(&tcfg) != RS_OK)
         return 2;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--listen") == 0 && v != NULL) {
-            listen = v;
-        } else if (strcmp(a, "--mem") == 0 && v != NULL) {
-            if (rs_parse_size(v, &wcfg.mem_limit) != RS_OK) {
-                fprintf(stderr, "rshuffled: bad --mem '%s': expected a size (e.g. 512M, 4G)\n", v);
-                return 2;
+    static const struct option longopts[] = {
+        {"listen", required_argument, NULL, 'l'},    {"mem", required_argument, NULL, 'm'},
+        {"spill-dir", required_argument, NULL, 's'}, {"log", required_argument, NULL, 'L'},
+        {"ready-fd", required_argument, NULL, 'r'},  {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0},
+    };
+    int ready_fd = -1, c;
+    uint64_t v64;
+    while ((c = getopt_long(argc, argv, "l:m:s:hV", longopts, NULL)) != -1) {
+        const char *v = optarg;
+        switch (c) {
+            case 'l':
+                listen = v;
+                break;
+            case 'm':
+                if (rs_parse_size(v, &wcfg.mem_limit) != RS_OK) {
+                    fprintf(stderr, "rshuffled: bad --mem '%s': expected a size (e.g. 512M, 4G)\n",
+                            v);
+                    return 2;
+                }
+                break;
+            case 's':
+                if (strlen(v) >= sizeof(wcfg.spill_dir)) {
+                    fprintf(stderr, "rshuffled: --spill-dir is longer than %zu bytes\n",
+                            sizeof(wcfg.spill_dir) - 1);
+                    return 2;
+                }
+                snprintf(wcfg.spill_dir, sizeof(wcfg.spill_dir), "%s", v);
+                break;
+            case 'L': {
+                rs_log_level_t level;
+                if (rs_log_level_parse(v, &level) != RS_OK) {
+                    fprintf(stderr, "rshuffled: bad --log '%s'\n", v);
+                    return 2;
+                }
+                rs_log_set_level(level);
+                tcfg.log_level = level;
+                break;
             }
-        } else if (strcmp(a, "--spill-dir") == 0 && v != NULL) {
-            if (strlen(v) >= sizeof(wcfg.spill_dir)) {
-                fprintf(stderr, "rshuffled: --spill-dir is longer than %zu bytes\n",
-                        sizeof(wcfg.spill_dir) - 1);
+            case 'r':
+                if (rs_parse_uint(v, 1024 * 1024, &v64) != RS_OK || v64 < 3) {
+                    fprintf(stderr, "rshuffled: bad --ready-fd '%s': expected a descriptor >= 3\n",
+                            v);
+                    return 2;
+                }
+                ready_fd = (int)v64;
+                break;
+            case 'h':
+                usage(stdout);
+                return 0;
+            case 'V':
+                printf("rshuffled (rshuffle) %s\n", rs_version());
+                return 0;
+            default:
+                usage(stderr);
                 return 2;
-            }
-            snprintf(wcfg.spill_dir, sizeof(wcfg.spill_dir), "%s", v);
-        } else if (strcmp(a, "--log") == 0 && v != NULL) {
-            rs_log_level_t level;
-            if (rs_log_level_parse(v, &level) != RS_OK) {
-                fprintf(stderr, "rshuffled: bad --log '%s'\n", v);
-                return 2;
-            }
-            rs_log_set_level(level);
-            tcfg.log_level = level;
-        } else {
-            usage();
-            return 2;
         }
-        i++;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rshuffled: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
     }
     if (listen == NULL) {
-        usage();
+        usage(stderr);
         return 2;
     }
     char host[128];
@@ -153,6 +200,10 @@ int main(int argc, char **argv)
     g.running = 1;
     printf("rshuffled: listening on %s:%u\n", host, rs_worker_port(w));
     fflush(stdout);
+    if (ready_fd >= 0) {
+        dprintf(ready_fd, "ready %s %u\n", host, rs_worker_port(w));
+        close(ready_fd);
+    }
     while (g.sig == 0)
         pthread_cond_wait(&g.cond, &g.lock);
     int sig = g.sig;
