@@ -48,6 +48,7 @@ static const rs_config_var_t vars[] = {
     /* reader */
     {"RSHUFFLE_READ_MAX", "16M", "bytes per one-sided read, the reader's registered buffer"},
     {"RSHUFFLE_READ_WAIT_MS", "30000", "bound of any single reader wait"},
+    {"RSHUFFLE_READ_LOCAL", "1", "read partitions of a worker in this process in place (0|1)"},
     /* broadcast */
     {"RSHUFFLE_BCAST_BLOCK_SIZE", "4M", "broadcast block, 4 KiB .. 1 GiB"},
     {"RSHUFFLE_BCAST_INLINE_MAX", "64K", "objects up to this ride inline in the first reply"},
