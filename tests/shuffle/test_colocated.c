@@ -3,8 +3,9 @@
  * reads its partitions back. Partitions of the process's own worker are read
  * in place (the reader's stats: no one-sided read, every batch local), the
  * others through the transport as always; every record is checked, once.
- * Also: spilled batches staged by the local worker, and two processes each
- * holding half the partitions.
+ * Also: spilled batches staged by the local worker, a batch corrupted on the
+ * way (caught by the reader now that the worker checks only headers), and
+ * two processes each holding half the partitions.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,7 +22,7 @@
 #include <rshuffle/reader.h>
 #include <rshuffle/worker.h>
 
-#include "pusher/internal.h" /* rs__pusher_fault */
+#include "pusher/internal.h"
 
 #define MAX_WORKERS 2
 #define MAX_MAPS    2
@@ -238,6 +239,33 @@ static void test_local_spilled(void **state)
     free(c.seen);
 }
 
+/*
+ * A batch damaged after its checksum: the worker (header checks only, the
+ * default) stores it, and the reader, verifying in place, refuses it.
+ */
+static void test_local_corrupt(void **state)
+{
+    (void)state;
+    alarm(60);
+    colo_t c = {0};
+    assert_int_equal(worker_start(&c, 0, 64 << 20), RS_OK);
+    colo_desc(&c, 9, 4, 1, 1, 5000);
+    assert_int_equal(push_map(&c, 0, RS_CODEC_NONE, RS_FAULT_CORRUPT), RS_OK);
+    rs_reader_session_t *sess = session(&c, 1);
+    rs_status_t worst = RS_OK;
+    rs_reader_stats_t st = {0};
+    for (uint32_t p = 0; p < 4; p++) {
+        rs_status_t s;
+        read_part(&c, sess, p, &s, &st);
+        if (s != RS_OK)
+            worst = s;
+    }
+    assert_int_equal(worst, RS_ERR_CHECKSUM);
+    rs_reader_session_close(sess);
+    rs_worker_destroy(c.worker);
+    free(c.seen);
+}
+
 /* Writes or reads exactly n bytes of a pipe; 0 on success. */
 static int pipe_io(int fd, void *buf, size_t n, int out)
 {
@@ -339,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_two_processes),
         cmocka_unit_test(test_local_in_place),
         cmocka_unit_test(test_local_spilled),
+        cmocka_unit_test(test_local_corrupt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
