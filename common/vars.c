@@ -43,11 +43,13 @@ static const rs_config_var_t vars[] = {
     {"RSHUFFLE_WORKER_EXTENT_MIN", "64K", "first extent of a partition, bytes"},
     {"RSHUFFLE_WORKER_EXTENT_MAX", "8M", "extents double up to this, bytes"},
     {"RSHUFFLE_WORKER_GRANT_BULK", "1M", "extra space per bulk grant, bytes"},
-    {"RSHUFFLE_WORKER_VERIFY", "1", "check batch checksums on arrival (0|1)"},
+    {"RSHUFFLE_WORKER_VERIFY", "0",
+     "also check batch checksums on arrival (0|1; readers always verify)"},
     {"RSHUFFLE_WORKER_SINK", "0", "perf only: free batches once committed (0|1)"},
     /* reader */
     {"RSHUFFLE_READ_MAX", "16M", "bytes per one-sided read, the reader's registered buffer"},
     {"RSHUFFLE_READ_WAIT_MS", "30000", "bound of any single reader wait"},
+    {"RSHUFFLE_READ_LOCAL", "1", "read partitions of a worker in this process in place (0|1)"},
     /* broadcast */
     {"RSHUFFLE_BCAST_BLOCK_SIZE", "4M", "broadcast block, 4 KiB .. 1 GiB"},
     {"RSHUFFLE_BCAST_INLINE_MAX", "64K", "objects up to this ride inline in the first reply"},

@@ -21,6 +21,10 @@ typedef struct rconn {
     rs_rkey_t *rkey;
     const char *addr;
     uint32_t gen; /* counts (re)connections: a reader's snapshot lives on one of them */
+    /* A worker of this process: its arena, read in place (NULL: remote, read by rs_get). */
+    const uint8_t *local;
+    uint64_t local_len;
+    struct rs_local_reg *local_reg;
 } rconn_t;
 
 typedef struct rahead {

@@ -28,7 +28,7 @@ struct rs_reader {
     int own_session; /* opened by rs_reader_open: closed with the reader */
     rconn_t *conn;
     uint32_t conn_gen; /* the connection its snapshot lives on */
-    rs_mr_t *buf_mr;
+    rs_mr_t *buf_mr;   /* remote partitions only */
     uint8_t *buf;
     uint32_t partition;
     rmap_t *maps;
@@ -36,10 +36,11 @@ struct rs_reader {
     int snap_open;
     rent_t *mem, *spill; /* kept entries, in memory (sorted by loc) and spilled */
     uint32_t n_mem, n_spill, next_mem, next_spill;
-    /* the batches of the current read, in buf */
+    /* the batches of the current read: in buf, or in place in a local worker's arena */
+    const uint8_t *data;
     rent_t *span;
     uint32_t span_n, span_i;
-    uint64_t *span_off; /* offset of each frame in buf */
+    uint64_t *span_off; /* offset of each frame in data */
     size_t span_cap;
     /* the current batch's records */
     const uint8_t *rec, *rec_end;
@@ -161,6 +162,36 @@ static rs_status_t request_retry(rs_reader_t *r, unsigned type, const void *m, u
     }
 }
 
+/*
+ * The bytes [off, off+len) of a local worker's arena, which the snapshot
+ * keeps in place until the reader closes it (extents pinned, index and
+ * stage owned by the snapshot).
+ */
+static rs_status_t local_at(rs_reader_t *r, uint64_t off, uint64_t len, const uint8_t **p)
+{
+    const rconn_t *c = r->conn;
+    if (off > c->local_len || len > c->local_len - off) {
+        rs_error("reader: range %llu+%llu outside worker %s's %llu-byte arena",
+                 (unsigned long long)off, (unsigned long long)len, c->addr,
+                 (unsigned long long)c->local_len);
+        return RS_ERR_PROTOCOL;
+    }
+    *p = c->local + off;
+    return RS_OK;
+}
+
+/* The span's bytes: in place for a local worker, else one one-sided read into buf. */
+static rs_status_t span_fetch(rs_reader_t *r, uint64_t off, uint64_t len)
+{
+    if (r->conn->local != NULL)
+        return local_at(r, off, len, &r->data);
+    r->stats.reads++;
+    rs_status_t st = rs_rd_sess_get(r->sess, r->conn, r->buf, len, r->buf_mr, off);
+    if (st == RS_OK)
+        r->data = r->buf;
+    return st;
+}
+
 static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claimed_p)
 {
     rs_reader_session_t *s = r->sess;
@@ -179,16 +210,14 @@ static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claime
     r->snap_open = 1;
     if (rr.index_off == RS_SPROTO_INLINE)
         return plan(r, rr.index, rr.index_len);
-    if (rr.index_len > s->cfg.read_max) {
+    if (r->conn->local == NULL && rr.index_len > s->cfg.read_max) {
         rs_error("reader: partition index of %llu bytes exceeds the %zu-byte read buffer",
                  (unsigned long long)rr.index_len, s->cfg.read_max);
         return RS_ERR_NO_SPACE;
     }
-    r->stats.reads++;
-    st = rs_rd_sess_get(s, r->conn, r->buf, rr.index_len, r->buf_mr, rr.index_off);
-    if (st != RS_OK)
+    if ((st = span_fetch(r, rr.index_off, rr.index_len)) != RS_OK)
         return st;
-    return plan(r, r->buf, rr.index_len);
+    return plan(r, r->data, rr.index_len);
 }
 
 /* Sends READ_CLOSE for r's snapshot, if it is open on a live connection. */
@@ -239,12 +268,13 @@ rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_rea
         st = rs_rd_sess_conn(s, w, &r->conn);
     if (st == RS_OK)
         r->conn_gen = r->conn->gen;
-    if (st == RS_OK)
+    if (st == RS_OK && r->conn->local == NULL) {
         st = rs_rd_sess_buf_get(s, &r->buf_mr);
-    if (st == RS_OK) {
-        r->buf = rs_mr_addr(r->buf_mr);
-        st = open_snapshot(r);
+        if (st == RS_OK)
+            r->buf = rs_mr_addr(r->buf_mr);
     }
+    if (st == RS_OK)
+        st = open_snapshot(r);
     if (st != RS_OK) {
         rs_reader_close(r);
         return st;
@@ -298,9 +328,7 @@ static rs_status_t next_mem_span(rs_reader_t *r)
     rs_status_t st = span_reserve(r, last - first + 1);
     if (st != RS_OK)
         return st;
-    r->stats.reads++;
-    st = rs_rd_sess_get(s, r->conn, r->buf, end - base, r->buf_mr, base);
-    if (st != RS_OK)
+    if ((st = span_fetch(r, base, end - base)) != RS_OK)
         return st;
     r->span = &r->mem[first];
     r->span_n = last - first + 1;
@@ -339,8 +367,7 @@ static rs_status_t next_spill_span(rs_reader_t *r)
     }
     if ((st = span_reserve(r, sr.n)) != RS_OK)
         return st;
-    r->stats.reads++;
-    if ((st = rs_rd_sess_get(s, r->conn, r->buf, staged, r->buf_mr, sr.off)) != RS_OK)
+    if ((st = span_fetch(r, sr.off, staged)) != RS_OK)
         return st;
     r->span = &r->spill[first];
     r->span_n = sr.n;
@@ -365,6 +392,11 @@ static rs_status_t next_batch(rs_reader_t *r)
             rs_error("reader: the connection to worker %s was lost", r->conn->addr);
             return RS_ERR_UNREACHABLE;
         }
+        if (r->conn->local != NULL && rs_ep_status(r->conn->ep) != RS_OK) {
+            /* The worker releases the snapshot of a dead connection: its pins are gone. */
+            rs_error("reader: the connection to local worker %s was lost", r->conn->addr);
+            return RS_ERR_UNREACHABLE;
+        }
         if (r->next_mem < r->n_mem)
             st = next_mem_span(r);
         else if (r->next_spill < r->n_spill)
@@ -375,7 +407,7 @@ static rs_status_t next_batch(rs_reader_t *r)
             return st;
     }
     const rent_t *e = &r->span[r->span_i];
-    const uint8_t *frame = r->buf + r->span_off[r->span_i];
+    const uint8_t *frame = r->data + r->span_off[r->span_i];
     r->span_i++;
     rs_frame_t f;
     st = rs_frame_verify(frame, e->e.len, &f);
@@ -395,6 +427,10 @@ static rs_status_t next_batch(rs_reader_t *r)
     m->checksum += f.checksum;
     r->stats.batches++;
     r->stats.bytes += f.frame_len;
+    if (r->conn->local != NULL) {
+        r->stats.local_batches++;
+        r->stats.zero_copy_bytes += f.frame_len;
+    }
     if (f.codec == RS_CODEC_NONE) {
         r->rec = f.payload;
     } else {

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/env.h"
 #include "common/log.h"
+#include "shuffle/local.h"
 #include "shuffle/proto.h"
 
 #include <sched.h>
@@ -23,6 +24,7 @@ void rs_reader_config_defaults(rs_reader_config_t *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->read_max = 16 << 20;
     cfg->wait_ms = 30000;
+    cfg->local_reads = 1;
 }
 
 rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg)
@@ -31,7 +33,8 @@ rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg)
     uint64_t max = c.read_max;
     rs_status_t s;
     if ((s = rs_env_u64("RSHUFFLE_READ_MAX", 1 << 20, 1ull << 32, &max)) != RS_OK ||
-        (s = rs_env_u32("RSHUFFLE_READ_WAIT_MS", 10, 3600000, &c.wait_ms)) != RS_OK)
+        (s = rs_env_u32("RSHUFFLE_READ_WAIT_MS", 10, 3600000, &c.wait_ms)) != RS_OK ||
+        (s = rs_env_bool("RSHUFFLE_READ_LOCAL", &c.local_reads)) != RS_OK)
         return s;
     c.read_max = (size_t)max;
     *cfg = c;
@@ -197,7 +200,14 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
         return st;
     }
     const rs_smsg_attach_reply_t *ar = &s->rep.u.attach_reply;
-    return rs_rkey_unpack(c->ep, ar->rkey, ar->rkey_len, &c->rkey);
+    st = rs_rkey_unpack(c->ep, ar->rkey, ar->rkey_len, &c->rkey);
+    if (st != RS_OK)
+        return st;
+    /* A worker of this process (same address, same arena key): its arena is read in place. */
+    if (s->cfg.local_reads && rs_sproto_local_lookup(c->addr, ar->rkey, ar->rkey_len, &c->local,
+                                                     &c->local_len, &c->local_reg) == RS_OK)
+        rs_debug("reader: worker %s is in this process: reading in place", c->addr);
+    return RS_OK;
 }
 
 static void conn_close(rconn_t *c)
@@ -206,6 +216,10 @@ static void conn_close(rconn_t *c)
         rs_ep_close(c->ep); /* also releases the rkey unpacked for it */
     c->ep = NULL;
     c->rkey = NULL;
+    rs_sproto_local_release(c->local_reg);
+    c->local_reg = NULL;
+    c->local = NULL;
+    c->local_len = 0;
 }
 
 rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p)

@@ -145,6 +145,7 @@ struct rs_worker {
     rs_ctx_t *ctx;
     rs_mr_t *arena_mr;
     rs_listener_t *listener;
+    struct rs_local_reg *local; /* the arena in the process-local registry, once listening */
     rs_wk_store_t st;
     rs_list_t conns;
     pthread_t thread;

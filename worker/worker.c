@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "common/env.h"
 #include "common/log.h"
+#include "shuffle/local.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@ void rs_worker_config_defaults(rs_worker_config_t *cfg)
     cfg->extent_min = 64 << 10;
     cfg->extent_max = 8 << 20;
     cfg->grant_bulk = 1 << 20;
-    cfg->verify = 1;
+    cfg->verify = 0; /* readers verify every frame end to end: see docs/shuffle.md */
     cfg->sink = 0;
     cfg->commit_wait_ms = 5000;
     cfg->retry_ms = 20;
@@ -190,7 +191,15 @@ rs_status_t rs_worker_listen(rs_worker_t *w, const char *host, uint16_t port)
 {
     if (w->listener != NULL)
         return RS_ERR_STATE;
-    return rs_listen(w->ctx, host, port, &w->listener);
+    rs_status_t s = rs_listen(w->ctx, host, port, &w->listener);
+    if (s != RS_OK)
+        return s;
+    /* Readers of this process then read its partitions in place (not an error if it fails). */
+    s = rs_sproto_local_register(host, rs_listener_port(w->listener), w->rkey, w->rkey_len,
+                                 w->st.arena, w->st.arena_len, &w->local);
+    if (s != RS_OK)
+        rs_warn("worker: local readers will copy (arena not registered: %s)", rs_strerror(s));
+    return RS_OK;
 }
 
 uint16_t rs_worker_port(const rs_worker_t *w)
@@ -209,6 +218,7 @@ void rs_worker_destroy(rs_worker_t *w)
 {
     if (w == NULL)
         return;
+    rs_sproto_local_unregister(w->local);
     w->stop = 1;
     if (w->thread_started)
         pthread_join(w->thread, NULL);

@@ -26,11 +26,12 @@ typedef struct rs_worker_config {
     uint64_t mem_limit;      /* RSHUFFLE_WORKER_MEM: the registered arena, bytes (256 MiB) */
     uint32_t high_water_pct; /* RSHUFFLE_WORKER_HIGH_WATER: spill above this % (75) */
     char spill_dir[RS_SPILL_DIR_MAX]; /* RSHUFFLE_WORKER_SPILL_DIR ("/tmp") */
-    uint64_t extent_min;     /* RSHUFFLE_WORKER_EXTENT_MIN: first extent of a partition (64 KiB) */
-    uint64_t extent_max;     /* RSHUFFLE_WORKER_EXTENT_MAX: extents double up to this (8 MiB) */
-    uint64_t grant_bulk;     /* RSHUFFLE_WORKER_GRANT_BULK: extra space per bulk grant (1 MiB) */
-    int verify;              /* RSHUFFLE_WORKER_VERIFY: check checksums on arrival (1) */
-    int sink;                /* RSHUFFLE_WORKER_SINK: perf only, free batches once committed (0) */
+    uint64_t extent_min; /* RSHUFFLE_WORKER_EXTENT_MIN: first extent of a partition (64 KiB) */
+    uint64_t extent_max; /* RSHUFFLE_WORKER_EXTENT_MAX: extents double up to this (8 MiB) */
+    uint64_t grant_bulk; /* RSHUFFLE_WORKER_GRANT_BULK: extra space per bulk grant (1 MiB) */
+    int verify; /* RSHUFFLE_WORKER_VERIFY: also check checksums on arrival (0: header bounds and
+                   identity only; readers verify every frame end to end) */
+    int sink;   /* RSHUFFLE_WORKER_SINK: perf only, free batches once committed (0) */
     uint32_t commit_wait_ms; /* longest wait for a commit's batches to arrive (5000) */
     uint32_t retry_ms;       /* backpressure: when a pusher should ask again (20) */
 } rs_worker_config_t;

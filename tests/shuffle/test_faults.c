@@ -27,6 +27,7 @@
 static pid_t worker_pid;
 static char worker_addr[160];
 static const char *addrs[1];
+static const char *worker_env; /* one more "NAME=VALUE" for the next worker, or NULL */
 
 /*
  * A worker: rshuffled, started as a program (fork + exec, so the worker
@@ -38,8 +39,10 @@ static void start_worker_in(uint64_t mem, const char *spill_dir, uint64_t extent
                             uint32_t high_water)
 {
     char mem_s[32], dir_e[300], min_e[64], max_e[64], hw_e[48];
-    const char *env[5] = {NULL};
+    const char *env[6] = {NULL};
     size_t n = 0;
+    if (worker_env != NULL)
+        env[n++] = worker_env;
     snprintf(mem_s, sizeof(mem_s), "%llu", (unsigned long long)mem);
     if (spill_dir != NULL) {
         snprintf(dir_e, sizeof(dir_e), "RSHUFFLE_WORKER_SPILL_DIR=%s", spill_dir);
@@ -199,7 +202,10 @@ static void test_corrupted_batch(void **state)
 {
     (void)state;
     alarm(60);
+    /* Checksums checked on arrival too (RSHUFFLE_WORKER_VERIFY=1). */
+    worker_env = "RSHUFFLE_WORKER_VERIFY=1";
     start_worker(64 << 20);
+    worker_env = NULL;
     /* Damaged after its checksum: the worker refuses it and the commit fails clearly. */
     assert_int_equal(push(1, 4, 0, 0, RS_FAULT_CORRUPT, 5, 5000), RS_ERR_CHECKSUM);
     /* A checksummed batch numbered past RS_SEQ_MAX is refused, the worker unharmed. */
@@ -207,6 +213,17 @@ static void test_corrupted_batch(void **state)
     /* Nothing else disturbed: a clean attempt of the same map commits and reads back. */
     assert_int_equal(push(1, 4, 0, 1, 0, 0, 5000), RS_OK);
     uint64_t records, dups;
+    assert_int_equal(read_all(1, 4, 1, &records, &dups), RS_OK);
+    assert_int_equal(records, 5000);
+    stop_worker();
+
+    /* The default: the worker checks headers only, stores it, and the reader refuses it. */
+    start_worker(64 << 20);
+    assert_int_equal(push(1, 4, 0, 0, RS_FAULT_CORRUPT, 5, 5000), RS_OK);
+    assert_int_equal(read_all(1, 4, 0, &records, &dups), RS_ERR_CHECKSUM);
+    /* A header's identity is still checked on arrival. */
+    assert_int_equal(push(1, 4, 0, 2, RS_FAULT_HUGE_SEQ, 1, 100), RS_ERR_PROTOCOL);
+    assert_int_equal(push(1, 4, 0, 1, 0, 0, 5000), RS_OK);
     assert_int_equal(read_all(1, 4, 1, &records, &dups), RS_OK);
     assert_int_equal(records, 5000);
     stop_worker();
