@@ -20,7 +20,7 @@ void rs_bcast_config_defaults(rs_bcast_config_t *cfg)
     cfg->patience_ms = 100;
     cfg->cache_bytes = 128u << 20;
     cfg->mode = RS_BCAST_TORRENT;
-    cfg->addr_kind = RS_BCAST_ADDR_HOSTPORT;
+    cfg->addr_kind = RS_BCAST_ADDR_BLOB; /* reachable from other hosts with no host to name */
     strcpy(cfg->host, "127.0.0.1");
     cfg->port = 0;
 }

@@ -43,7 +43,9 @@ typedef enum rs_bcast_mode {
 
 typedef enum rs_bcast_addr_kind {
     RS_BCAST_ADDR_HOSTPORT = 0, /* peers reach this node at host:port (its listener) */
-    RS_BCAST_ADDR_BLOB = 1,     /* peers reach it by its transport address blob */
+    RS_BCAST_ADDR_BLOB = 1,     /* peers reach it by its transport address blob (the
+                                   default: it names every interface the transport uses,
+                                   so a remote reader can connect with nothing configured) */
 } rs_bcast_addr_kind_t;
 
 #define RS_BCAST_HOST_MAX   255        /* bytes of a host name or address, without the NUL */
@@ -68,7 +70,7 @@ typedef struct rs_bcast_config {
     uint64_t cache_bytes;  /* RSHUFFLE_BCAST_CACHE_BYTES: registered memory of retired objects
                               kept for the next ones (128 MiB) */
     rs_bcast_mode_t mode;  /* RSHUFFLE_BCAST_MODE: torrent|source (torrent) */
-    rs_bcast_addr_kind_t addr_kind;   /* RSHUFFLE_BCAST_ADDRESS: hostport|blob (hostport) */
+    rs_bcast_addr_kind_t addr_kind;   /* RSHUFFLE_BCAST_ADDRESS: hostport|blob (blob) */
     char host[RS_BCAST_HOST_MAX + 1]; /* RSHUFFLE_BCAST_HOST: listen and advertise ("127.0.0.1") */
     uint16_t port;                    /* RSHUFFLE_BCAST_PORT: 0 = any free port (0) */
 } rs_bcast_config_t;
