@@ -436,9 +436,12 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
     rs_set_msg_handler(node->ctx, RS_BMSG_NEWS, on_news, node);
     rs_set_notify_handler(node->ctx, on_notify, node);
     rs_set_ep_handler(node->ctx, on_ep, node);
-    st = rs_listen(node->ctx, bc.host, bc.port, &node->listener);
+    /* A blob names the listener's address: on every interface, so a verbs
+     * blob carries the device's own address, not the loopback default. */
+    const char *listen_host = bc.addr_kind == RS_BCAST_ADDR_BLOB ? "0.0.0.0" : bc.host;
+    st = rs_listen(node->ctx, listen_host, bc.port, &node->listener);
     if (st != RS_OK) {
-        rs_error("broadcast: cannot listen on %s:%u: %s", bc.host, bc.port, rs_strerror(st));
+        rs_error("broadcast: cannot listen on %s:%u: %s", listen_host, bc.port, rs_strerror(st));
         goto err_destroy_ctx;
     }
     st = node_self_address(node);
@@ -450,7 +453,7 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
         goto err_release_self;
     }
     rs_debug("broadcast node %016llx listening on %s:%u", (unsigned long long)node->node_id,
-             bc.host, rs_listener_port(node->listener));
+             listen_host, rs_listener_port(node->listener));
     *node_p = node;
     return RS_OK;
 

@@ -62,7 +62,7 @@ static const rs_config_var_t vars[] = {
     {"RSHUFFLE_BCAST_CACHE_BYTES", "128M", "registered memory of retired objects kept for reuse"},
     {"RSHUFFLE_BCAST_MODE", "torrent", "torrent|source"},
     {"RSHUFFLE_BCAST_ADDRESS", "blob", "address a descriptor carries: blob (any host) or hostport"},
-    {"RSHUFFLE_BCAST_HOST", "127.0.0.1", "broadcast node's listen and advertised host"},
+    {"RSHUFFLE_BCAST_HOST", "127.0.0.1", "hostport mode: the node's listen and advertised host"},
     {"RSHUFFLE_BCAST_PORT", "0", "broadcast node's port (0: any free port)"},
 #ifdef RS_FAULT_INJECTION /* test builds only: a library for use names no hook */
     {"RSHUFFLE_BCAST_FAULT", "", "test builds only: corrupt|slow fault injection"},

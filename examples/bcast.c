@@ -23,7 +23,7 @@ static unsigned char byte_at(size_t i)
 /* The reader: one get, then every byte checked. */
 static int reader(int fd)
 {
-    unsigned char desc[256];
+    unsigned char desc[RS_BCAST_DESC_MAX];
     ssize_t desc_len = read(fd, desc, sizeof(desc));
     if (desc_len <= 0)
         return 1; /* the parent failed before publishing */
@@ -73,7 +73,7 @@ int main(void)
     for (size_t i = 0; i < LEN; i++)
         data[i] = byte_at(i);
     rs_bcast_t *bc;
-    unsigned char desc[256];
+    unsigned char desc[RS_BCAST_DESC_MAX];
     size_t desc_len = 0;
     st = rs_bcast_publish(node, data, LEN, &bc); /* copied: data may go */
     free(data);

@@ -71,7 +71,8 @@ typedef struct rs_bcast_config {
                               kept for the next ones (128 MiB) */
     rs_bcast_mode_t mode;  /* RSHUFFLE_BCAST_MODE: torrent|source (torrent) */
     rs_bcast_addr_kind_t addr_kind;   /* RSHUFFLE_BCAST_ADDRESS: hostport|blob (blob) */
-    char host[RS_BCAST_HOST_MAX + 1]; /* RSHUFFLE_BCAST_HOST: listen and advertise ("127.0.0.1") */
+    char host[RS_BCAST_HOST_MAX + 1]; /* RSHUFFLE_BCAST_HOST: hostport: listen on and advertise
+                                         ("127.0.0.1"); blob: every interface */
     uint16_t port;                    /* RSHUFFLE_BCAST_PORT: 0 = any free port (0) */
 } rs_bcast_config_t;
 

@@ -23,7 +23,7 @@ static int publish(rs_bcast_node_t *node, size_t len)
     for (size_t i = 0; i < len; i++)
         data[i] = byte_at(i);
     rs_bcast_t *bc;
-    unsigned char desc[512];
+    unsigned char desc[RS_BCAST_DESC_MAX];
     size_t desc_len;
     rs_status_t st = rs_bcast_publish(node, data, len, &bc);
     free(data);
@@ -45,7 +45,7 @@ static int publish(rs_bcast_node_t *node, size_t len)
 
 static int get(rs_bcast_node_t *node, const char *hex, size_t len)
 {
-    unsigned char desc[512];
+    unsigned char desc[RS_BCAST_DESC_MAX];
     size_t n = strlen(hex) / 2;
     if (n == 0 || n > sizeof(desc))
         return 2;
