@@ -1,11 +1,8 @@
 /*
- * The push-buffer pool and the bounded hand-off queue.
- *
- * Pool: one slab (registered once when a context is given) carved by a
- * first-fit range allocator; idle buffers are kept per exact length so a
- * swap never returns a buffer of another length. Queue: a single-producer
- * (the writer) single-consumer (the engine) ring. Neither side makes a
- * system call on the common path.
+ * The bounded hand-off queue and its engine thread: a single-producer (the
+ * writer) single-consumer (the engine) ring, and the public rs_pushq_* API
+ * over it and the buffer pool (pusher/pool.c). Neither side makes a system
+ * call on the common path.
  *
  * No spare core is assumed: whoever holds the driver token runs the
  * engine's rounds. The engine thread takes it while it is awake (spinning
@@ -15,11 +12,10 @@
  * buffer). A writer that must wait (no idle buffer, no free slot) also
  * drives first and naps only when the engine thread holds the token.
  */
-#include "pusher/pushq.h"
+#include "pusher/pushq_int.h"
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/range_alloc.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -31,55 +27,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define PUSHQ_CLASSES  8     /* distinct idle buffer lengths kept */
 #define PUSHQ_SPIN_NS  50000 /* engine spins this long before sleeping */
 #define PUSHQ_SLEEP_MS 20    /* engine sleep bound without a hook fd */
-#define PUSHQ_NAP_MS   10    /* writer wait slice (guards against a lost wake) */
-
-typedef struct pushq_class {
-    size_t len;
-    rs_pbuf_int_t *head;
-} pushq_class_t;
-
-struct rs_pushq {
-    rs_pushq_config_t cfg;
-    rs_pushq_hooks_t hooks;
-    rs_pushq_fn_t fn;
-    void *fn_arg;
-
-    uint8_t *slab;
-    rs_mr_t *mr;
-
-    pthread_mutex_t lock; /* the allocator and descriptors; writer waits */
-    pthread_cond_t cond;  /* writer waits here */
-    rs_range_alloc_t ra;
-    rs_pbuf_int_t *spare; /* descriptors without a block */
-    rs_pbuf_int_t *all;
-
-    /* Writer-private: idle buffers by exact length (no lock on the swap path). */
-    pushq_class_t idle[PUSHQ_CLASSES];
-
-    /* Released by the engine, taken by the writer all at once (lock-free stack). */
-    _Alignas(64) _Atomic(rs_pbuf_int_t *) returned;
-    _Atomic int engine_starved; /* the engine needs slab room: writer frees idle buffers */
-
-    rs_pbuf_int_t **ring;
-    uint32_t ring_mask;
-    _Alignas(64) _Atomic uint64_t head; /* next to consume (engine) */
-    _Alignas(64) _Atomic uint64_t tail; /* next to fill (writer) */
-
-    _Alignas(64) _Atomic int engine_sleeping;
-    _Atomic int driver; /* 1 while a thread (engine or writer) runs an engine round */
-    _Alignas(64) _Atomic int writer_waiting;
-    _Atomic uint64_t wake_at; /* a writer waiting for a buffer: woken once released reaches it */
-    _Atomic int stop;
-    _Atomic int error;
-    _Atomic uint64_t submitted, released;
-    _Atomic uint64_t transients; /* engine-made buffers alive */
-    int efd;
-    pthread_t thread;
-    int thread_started;
-};
 
 void rs_pushq_config_defaults(rs_pushq_config_t *cfg)
 {
@@ -90,205 +39,6 @@ void rs_pushq_config_defaults(rs_pushq_config_t *cfg)
     cfg->wait_ms = 30000;
 }
 
-static uint64_t block_len(size_t len)
-{
-    return ((uint64_t)len + RS_PBUF_HEAD_ROOM + 63) & ~(uint64_t)63;
-}
-
-/* ------------------------------------------------------------------ pool */
-
-/* What a sleeping writer waits for. */
-enum { WAIT_NONE = 0, WAIT_BUFFER = 1, WAIT_SLOT = 2 };
-
-static void writer_wake(rs_pushq_t *q)
-{
-    pthread_mutex_lock(&q->lock);
-    pthread_cond_broadcast(&q->cond);
-    pthread_mutex_unlock(&q->lock);
-}
-
-/* Engine: slab room came back (wakes a waiting writer). */
-static void writer_signal(rs_pushq_t *q)
-{
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&q->writer_waiting, memory_order_relaxed) != WAIT_NONE)
-        writer_wake(q);
-}
-
-/*
- * Engine: a buffer came back. A writer waiting for one is woken once half of
- * what the engine held when it went to sleep came back (wake_at), not for
- * every buffer: a wake-up (two futex calls and a switch) per several batches.
- */
-static void writer_signal_buffer(rs_pushq_t *q, uint64_t released)
-{
-    atomic_thread_fence(memory_order_seq_cst);
-    int w = atomic_load_explicit(&q->writer_waiting, memory_order_relaxed);
-    if (w == WAIT_BUFFER ? released >= atomic_load(&q->wake_at) : w != WAIT_NONE)
-        writer_wake(q);
-}
-
-/* Is the queue at most half full (a writer waiting for a slot is woken only then)? */
-static int queue_half_free(rs_pushq_t *q)
-{
-    return atomic_load(&q->tail) - atomic_load(&q->head) <= q->cfg.queue_depth / 2;
-}
-
-/*
- * Engine: a slot came free. A writer waiting for one is woken once half the
- * queue is free, not for every slot: one wake-up per several buffers.
- */
-static void writer_signal_slot(rs_pushq_t *q)
-{
-    atomic_thread_fence(memory_order_seq_cst);
-    int w = atomic_load_explicit(&q->writer_waiting, memory_order_relaxed);
-    if (w == WAIT_SLOT ? queue_half_free(q) : w != WAIT_NONE)
-        writer_wake(q);
-}
-
-static void desc_drop_locked(rs_pushq_t *q, rs_pbuf_int_t *b)
-{
-    rs_range_put(&q->ra, b->off, b->block);
-    b->next = q->spare;
-    q->spare = b;
-}
-
-/* Carves a block for len bytes; RS_ERR_NO_SPACE when the slab is full. */
-static rs_status_t carve_locked(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
-{
-    uint64_t block = block_len(len), off;
-    if (rs_range_get(&q->ra, block, &off) != RS_OK)
-        return RS_ERR_NO_SPACE;
-    rs_pbuf_int_t *b = q->spare;
-    if (b != NULL) {
-        q->spare = b->next;
-    } else {
-        b = calloc(1, sizeof(*b));
-        if (b == NULL) {
-            rs_range_put(&q->ra, off, block);
-            rs_error("push buffer pool: out of memory for a descriptor");
-            return RS_ERR_NOMEM;
-        }
-        b->all = q->all;
-        q->all = b;
-    }
-    b->off = off;
-    b->block = block;
-    b->pub.data = q->slab + off + RS_PBUF_HEAD_ROOM;
-    b->pub.len = len;
-    b->transient = 0;
-    b->next = NULL;
-    *b_p = b;
-    return RS_OK;
-}
-
-/* Writer: files a buffer among the private idle lists (frees it if no class is left). */
-static void idle_put(rs_pushq_t *q, rs_pbuf_int_t *b)
-{
-    pushq_class_t *free_slot = NULL;
-    for (int i = 0; i < PUSHQ_CLASSES; i++) {
-        pushq_class_t *c = &q->idle[i];
-        if (c->len == b->pub.len) {
-            b->next = c->head;
-            c->head = b;
-            return;
-        }
-        if (c->head == NULL && free_slot == NULL)
-            free_slot = c;
-    }
-    if (free_slot == NULL) {
-        pthread_mutex_lock(&q->lock);
-        desc_drop_locked(q, b);
-        pthread_mutex_unlock(&q->lock);
-        return;
-    }
-    free_slot->len = b->pub.len;
-    b->next = NULL;
-    free_slot->head = b;
-}
-
-/*
- * Writer: moves everything the engine released into the private lists, the
- * most recently released on top: the writer then reuses the few buffers
- * still in cache instead of rotating through the whole slab.
- */
-static int collect_returned(rs_pushq_t *q)
-{
-    rs_pbuf_int_t *b = atomic_exchange_explicit(&q->returned, NULL, memory_order_acquire);
-    rs_pbuf_int_t *rev = NULL; /* the stack has the most recent first: reverse it */
-    while (b != NULL) {
-        rs_pbuf_int_t *next = b->next;
-        b->next = rev;
-        rev = b;
-        b = next;
-    }
-    b = rev;
-    int n = 0;
-    while (b != NULL) {
-        rs_pbuf_int_t *next = b->next;
-        idle_put(q, b);
-        b = next;
-        n++;
-    }
-    return n;
-}
-
-static rs_pbuf_int_t *idle_pop(rs_pushq_t *q, size_t len)
-{
-    for (int i = 0; i < PUSHQ_CLASSES; i++) {
-        pushq_class_t *c = &q->idle[i];
-        if (c->len == len && c->head != NULL) {
-            rs_pbuf_int_t *b = c->head;
-            c->head = b->next;
-            b->next = NULL;
-            return b;
-        }
-    }
-    return NULL;
-}
-
-/* Writer: frees idle buffers (of other lengths than keep, or all: keep 0) to the slab. */
-static int evict_idle(rs_pushq_t *q, size_t keep)
-{
-    int freed = 0;
-    pthread_mutex_lock(&q->lock);
-    for (int i = 0; i < PUSHQ_CLASSES; i++) {
-        pushq_class_t *c = &q->idle[i];
-        if ((keep != 0 && c->len == keep) || c->head == NULL)
-            continue;
-        while (c->head != NULL) {
-            rs_pbuf_int_t *b = c->head;
-            c->head = b->next;
-            desc_drop_locked(q, b);
-            freed = 1;
-        }
-        c->len = 0;
-    }
-    pthread_mutex_unlock(&q->lock);
-    return freed;
-}
-
-/* Writer: an idle buffer of exactly len bytes, or a new one; RS_ERR_BUSY if none fits now. */
-static rs_status_t try_take(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
-{
-    /* Released buffers first: the most recent are the ones still in cache. */
-    collect_returned(q);
-    rs_pbuf_int_t *b = idle_pop(q, len);
-    if (b != NULL) {
-        *b_p = b;
-        return RS_OK;
-    }
-    pthread_mutex_lock(&q->lock);
-    rs_status_t st = carve_locked(q, len, b_p);
-    pthread_mutex_unlock(&q->lock);
-    if (st == RS_ERR_NO_SPACE && evict_idle(q, len)) {
-        pthread_mutex_lock(&q->lock);
-        st = carve_locked(q, len, b_p);
-        pthread_mutex_unlock(&q->lock);
-    }
-    return st == RS_ERR_NO_SPACE ? RS_ERR_BUSY : st;
-}
-
 static int deadline_passed(uint64_t deadline)
 {
     return rs_now_coarse_ns() >= deadline;
@@ -296,37 +46,19 @@ static int deadline_passed(uint64_t deadline)
 
 static int writer_drive(rs_pushq_t *q);
 
-/* Writer: sleeps one slice waiting for what (woken early by the engine). */
-static void writer_nap(rs_pushq_t *q, int what)
-{
-    if (atomic_load(&q->engine_starved))
-        evict_idle(q, 0); /* idle buffers the writer does not need block the engine */
-    struct timespec ts = rs_ns_to_timespec(rs_now_ns() + RS_MS_TO_NS(PUSHQ_NAP_MS));
-    pthread_mutex_lock(&q->lock);
-    if (what == WAIT_BUFFER) {
-        uint64_t rel = atomic_load(&q->released), held = atomic_load(&q->submitted) - rel;
-        atomic_store(&q->wake_at, rel + (held > 2 ? held / 2 : 1));
-    }
-    atomic_store(&q->writer_waiting, what);
-    if (what == WAIT_SLOT ? !queue_half_free(q) : atomic_load(&q->returned) == NULL)
-        pthread_cond_timedwait(&q->cond, &q->lock, &ts);
-    atomic_store(&q->writer_waiting, WAIT_NONE);
-    pthread_mutex_unlock(&q->lock);
-}
-
 /* A buffer of len bytes for the writer, waiting at most wait_ms for room. */
 static rs_status_t pool_get(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
 {
-    if (block_len(len) > q->ra.size) {
+    if (rs_push_block_len(len) > q->ra.size) {
         rs_error("push buffer pool: a %zu-byte buffer does not fit the %zu-byte slab", len,
                  q->cfg.slab_bytes);
         return RS_ERR_NO_SPACE;
     }
-    rs_status_t st = try_take(q, len, b_p);
+    rs_status_t st = rs_push_pool_try_take(q, len, b_p);
     if (st != RS_ERR_BUSY)
         return st;
     uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(q->cfg.wait_ms);
-    while ((st = try_take(q, len, b_p)) == RS_ERR_BUSY) {
+    while ((st = rs_push_pool_try_take(q, len, b_p)) == RS_ERR_BUSY) {
         rs_status_t err = (rs_status_t)atomic_load(&q->error);
         if (err != RS_OK)
             return err;
@@ -336,7 +68,7 @@ static rs_status_t pool_get(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
             return RS_ERR_TIMEOUT;
         }
         if (!writer_drive(q))
-            writer_nap(q, WAIT_BUFFER);
+            rs_push_pool_nap(q, WAIT_BUFFER);
     }
     return st;
 }
@@ -372,9 +104,9 @@ static rs_status_t queue_push(rs_pushq_t *q, rs_pbuf_int_t *b)
                 rs_error("push queue: no free slot within %u ms", q->cfg.wait_ms);
                 return RS_ERR_TIMEOUT;
             }
-            collect_returned(q);
+            rs_push_pool_collect(q);
             if (!writer_drive(q))
-                writer_nap(q, WAIT_SLOT);
+                rs_push_pool_nap(q, WAIT_SLOT);
         }
     }
     q->ring[tail & q->ring_mask] = b;
@@ -444,7 +176,7 @@ static unsigned engine_round(rs_pushq_t *q, int *blocked)
         }
         head++;
         atomic_store_explicit(&q->head, head, memory_order_release);
-        writer_signal_slot(q);
+        rs_push_pool_signal_slot(q);
         events++;
     }
     if (q->hooks.poll != NULL)
@@ -495,37 +227,11 @@ static rs_status_t consumer_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
     return RS_OK;
 }
 
-static rs_status_t slab_alloc(rs_pushq_t *q)
-{
-    size_t len = (q->cfg.slab_bytes + 63) & ~(size_t)63;
-    if (q->cfg.ctx != NULL) {
-        rs_status_t st = rs_mem_alloc(q->cfg.ctx, len, RS_MEM_LOCAL, &q->mr);
-        if (st != RS_OK)
-            return st;
-        q->slab = rs_mr_addr(q->mr);
-        return RS_OK;
-    }
-    q->slab = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
-    if (q->slab == NULL) {
-        rs_error("push buffer pool: cannot allocate a %zu-byte slab", len);
-        return RS_ERR_NOMEM;
-    }
-    return RS_OK;
-}
-
-static void slab_free(rs_pushq_t *q)
-{
-    if (q->mr != NULL)
-        rs_mem_free(q->mr);
-    else
-        free(q->slab);
-}
-
 rs_status_t rs_push_q_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_t *hooks,
                              rs_pushq_t **q_p)
 {
     if (cfg == NULL || hooks == NULL || hooks->take == NULL || cfg->buf_len == 0 ||
-        cfg->queue_depth == 0 || cfg->slab_bytes < block_len(cfg->buf_len)) {
+        cfg->queue_depth == 0 || cfg->slab_bytes < rs_push_block_len(cfg->buf_len)) {
         rs_error("push queue: invalid configuration (buffer %zu bytes, slab %zu, depth %u)",
                  cfg ? cfg->buf_len : 0, cfg ? cfg->slab_bytes : 0, cfg ? cfg->queue_depth : 0);
         return RS_ERR_INVALID;
@@ -543,7 +249,7 @@ rs_status_t rs_push_q_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_
     q->ring = calloc(ring, sizeof(*q->ring));
     if (q->ring == NULL)
         goto err_free_q;
-    st = slab_alloc(q);
+    st = rs_push_pool_slab_alloc(q);
     if (st != RS_OK)
         goto err_free_ring;
     st = rs_range_alloc_init(&q->ra, cfg->slab_bytes, 64);
@@ -573,7 +279,7 @@ err_destroy_sync:
 err_free_ra:
     rs_range_alloc_cleanup(&q->ra);
 err_free_slab:
-    slab_free(q);
+    rs_push_pool_slab_free(q);
 err_free_ring:
     free(q->ring);
 err_free_q:
@@ -612,7 +318,7 @@ rs_status_t rs_pushq_buf_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p)
 
 void rs_pushq_buf_put(rs_pushq_t *q, rs_pbuf_t *buf)
 {
-    idle_put(q, rs_pbuf_int(buf));
+    rs_push_pool_idle_put(q, rs_pbuf_int(buf));
 }
 
 rs_status_t rs_pushq_swap(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *full, size_t used,
@@ -633,7 +339,7 @@ rs_status_t rs_pushq_swap(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *full, si
     b->used = used;
     st = queue_push(q, b);
     if (st != RS_OK) {
-        idle_put(q, fresh);
+        rs_push_pool_idle_put(q, fresh);
         return st;
     }
     *fresh_p = &fresh->pub;
@@ -654,7 +360,7 @@ rs_status_t rs_push_q_submit(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, 
 rs_status_t rs_push_q_try_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p)
 {
     rs_pbuf_int_t *b;
-    rs_status_t st = try_take(q, len, &b);
+    rs_status_t st = rs_push_pool_try_take(q, len, &b);
     if (st == RS_OK)
         *buf_p = &b->pub;
     return st;
@@ -684,10 +390,10 @@ void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf)
     if (b->transient) { /* engine-made: never counted as handed over */
         atomic_fetch_sub(&q->transients, 1);
         pthread_mutex_lock(&q->lock);
-        desc_drop_locked(q, b);
+        rs_push_pool_drop_locked(q, b);
         atomic_store(&q->engine_starved, 0);
         pthread_mutex_unlock(&q->lock);
-        writer_signal(q);
+        rs_push_pool_signal(q);
         return;
     }
     b->next = atomic_load_explicit(&q->returned, memory_order_relaxed);
@@ -695,13 +401,13 @@ void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf)
                                                   memory_order_relaxed))
         ;
     uint64_t released = atomic_fetch_add_explicit(&q->released, 1, memory_order_release) + 1;
-    writer_signal_buffer(q, released);
+    rs_push_pool_signal_buffer(q, released);
 }
 
 rs_status_t rs_push_q_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
 {
     pthread_mutex_lock(&q->lock);
-    rs_status_t st = carve_locked(q, len, b_p);
+    rs_status_t st = rs_push_pool_carve_locked(q, len, b_p);
     if (st == RS_OK) {
         (*b_p)->transient = 1;
         (*b_p)->used = 0;
@@ -711,7 +417,7 @@ rs_status_t rs_push_q_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
     if (st == RS_ERR_NO_SPACE) {
         /* Idle buffers the writer keeps may hold the room: ask it to let them go. */
         atomic_store(&q->engine_starved, 1);
-        writer_signal(q);
+        rs_push_pool_signal(q);
         return RS_ERR_BUSY;
     }
     return st;
@@ -739,7 +445,7 @@ void rs_push_q_unstarve(rs_pushq_t *q)
 
 int rs_push_q_fits(const rs_pushq_t *q, size_t len)
 {
-    return block_len(len) <= q->ra.size;
+    return rs_push_block_len(len) <= q->ra.size;
 }
 
 int rs_push_q_starved(rs_pushq_t *q)
@@ -749,8 +455,8 @@ int rs_push_q_starved(rs_pushq_t *q)
 
 void rs_push_q_nap(rs_pushq_t *q)
 {
-    if (collect_returned(q) == 0 && !writer_drive(q))
-        writer_nap(q, WAIT_BUFFER);
+    if (rs_push_pool_collect(q) == 0 && !writer_drive(q))
+        rs_push_pool_nap(q, WAIT_BUFFER);
 }
 
 int rs_push_q_drive(rs_pushq_t *q)
@@ -772,10 +478,10 @@ rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)
                      (unsigned long long)rs_push_q_outstanding(q), timeout_ms);
             return RS_ERR_TIMEOUT;
         }
-        collect_returned(q);
-        writer_nap(q, WAIT_BUFFER);
+        rs_push_pool_collect(q);
+        rs_push_pool_nap(q, WAIT_BUFFER);
     }
-    collect_returned(q);
+    rs_push_pool_collect(q);
     return RS_OK;
 }
 
@@ -815,7 +521,7 @@ void rs_pushq_destroy(rs_pushq_t *q)
         free(b);
     }
     rs_range_alloc_cleanup(&q->ra);
-    slab_free(q);
+    rs_push_pool_slab_free(q);
     free(q->ring);
     pthread_cond_destroy(&q->cond);
     pthread_mutex_destroy(&q->lock);

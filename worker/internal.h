@@ -170,13 +170,35 @@ void rs_wk_defer_close(rs_worker_t *w, rs_ep_t *ep);
 /* Publishes the counters for rs_worker_stats. */
 void rs_wk_stats_publish(rs_worker_t *w);
 
-/* store.c */
+/* store.c: the store and its shuffles */
 rs_status_t rs_wk_store_init(rs_wk_store_t *st, const rs_worker_config_t *cfg, uint8_t *arena,
                              uint64_t len);
 void rs_wk_store_cleanup(rs_wk_store_t *st);
 wshuffle_t *rs_wk_store_find(rs_wk_store_t *st, uint32_t shuffle_id);
 rs_status_t rs_wk_store_attach(rs_wk_store_t *st, uint32_t shuffle_id, uint32_t n_partitions,
                                wshuffle_t **sh_p);
+/* A pusher connection attached to sh (rs_wk_store_attach counts it) went away. */
+void rs_wk_store_pusher_detach(rs_wk_store_t *st, wshuffle_t *sh);
+/* Frees a shuffle now, or once its last snapshot and attached pusher are gone. */
+void rs_wk_store_drop(rs_wk_store_t *st, wshuffle_t *sh);
+/* Frees a dropped shuffle once no snapshot and no pusher holds it. */
+void rs_wk_shuffle_maybe_free(rs_wk_store_t *st, wshuffle_t *sh);
+
+/* extents.c: arena accounting and partition extents */
+/* Refreshes the arena usage counters. */
+void rs_wk_arena_used_update(rs_wk_store_t *st);
+/* Gives len bytes at off back to the data area. */
+void rs_wk_arena_put(rs_wk_store_t *st, uint64_t off, uint64_t len);
+/* Takes len bytes of the data area (the range allocator's status). */
+rs_status_t rs_wk_arena_get(rs_wk_store_t *st, uint64_t len, uint64_t *off_p);
+/* Unlinks e from its partition and gives its range back. */
+void rs_wk_extent_free(rs_wk_store_t *st, extent_t *e);
+/* Stops granting from e and gives its unused tail back. */
+void rs_wk_extent_close(rs_wk_store_t *st, extent_t *e);
+/* Frees e once closed, without live grants, in-memory batches or pins. */
+void rs_wk_extent_maybe_free(rs_wk_store_t *st, extent_t *e);
+
+/* grants.c */
 /*
  * A new grant of want bytes (+ bulk room while memory is plentiful) for
  * partition p. RS_ERR_BACKPRESSURE when even want does not fit after
@@ -190,12 +212,18 @@ void rs_wk_store_settle(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes);
 void rs_wk_store_retire(rs_wk_store_t *st, wgrant_t *g, uint64_t used);
 /* Frees g; bytes that never arrived are given up (the pusher is gone). */
 void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g);
+
+/* commits.c: the commit index */
 rs_status_t rs_wk_store_add_entry(rs_wk_store_t *st, wgrant_t *g, const rs_snap_entry_t *e);
 /* Keeps a map's commit: entries (sorted by partition, owned from now on). */
 void rs_wk_store_commit(rs_wk_store_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
                         rs_commit_entry_t *entries, uint32_t n);
+
+/* spill.c */
 /* Spills unpinned settled extents until the data area is below the mark and need bytes fit. */
 void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need);
+
+/* snapshots.c */
 /*
  * Opens a snapshot of partition p: its commits and entries, with every
  * extent holding its in-memory batches pinned. The index is returned in
@@ -213,9 +241,5 @@ rs_status_t rs_wk_store_stage(rs_wk_store_t *st, wsnap_t *snap, uint32_t first, 
                               uint32_t *staged_p);
 /* Releases the snapshot's pins and staging room and frees it. */
 void rs_wk_store_snap_close(rs_wk_store_t *st, wsnap_t *snap);
-/* A pusher connection attached to sh (rs_wk_store_attach counts it) went away. */
-void rs_wk_store_pusher_detach(rs_wk_store_t *st, wshuffle_t *sh);
-/* Frees a shuffle now, or once its last snapshot and attached pusher are gone. */
-void rs_wk_store_drop(rs_wk_store_t *st, wshuffle_t *sh);
 
 #endif

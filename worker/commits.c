@@ -1,0 +1,55 @@
+/*
+ * The commit index: the batches each partition holds, in arrival order, and
+ * the maps' commits (per-partition counts) a snapshot reports.
+ */
+#include "worker/internal.h"
+
+#include <stdlib.h>
+
+rs_status_t rs_wk_store_add_entry(rs_wk_store_t *st, wgrant_t *g, const rs_snap_entry_t *e)
+{
+    st->stats.batches++;
+    st->stats.bytes += e->len;
+    if (st->cfg.sink)
+        return RS_OK;
+    wpart_t *part = g->ext->part;
+    if (part->n_entries == part->cap_entries) {
+        size_t cap = part->cap_entries ? 2 * part->cap_entries : 16;
+        wentry_t *n = realloc(part->entries, cap * sizeof(*n));
+        if (n == NULL)
+            return RS_ERR_NOMEM;
+        part->entries = n;
+        part->cap_entries = cap;
+    }
+    part->entries[part->n_entries].e = *e;
+    part->entries[part->n_entries].ext = g->ext;
+    part->n_entries++;
+    g->ext->n_batches++;
+    return RS_OK;
+}
+
+void rs_wk_store_commit(rs_wk_store_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
+                        rs_commit_entry_t *entries, uint32_t n)
+{
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &sh->commits)
+    {
+        wcommit_t *c = RS_CONTAINER_OF(pos, wcommit_t, link);
+        if (c->map_id == map_id && c->attempt == attempt) { /* a repeated commit replaces */
+            rs_list_del(&c->link);
+            free(c->entries);
+            free(c);
+        }
+    }
+    wcommit_t *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        free(entries);
+        return;
+    }
+    c->map_id = map_id;
+    c->attempt = attempt;
+    c->entries = entries;
+    c->n = n;
+    rs_list_add_tail(&sh->commits, &c->link);
+    st->stats.commits++;
+}

@@ -1,0 +1,65 @@
+/*
+ * The store's arena accounting and partition extents: data-area ranges
+ * taken and given back (with the usage counters), and an extent's close
+ * (its unused tail goes back) and free once nothing writes into it, no
+ * batch of it is in memory and no snapshot pins it.
+ */
+#include "worker/internal.h"
+
+#include <stdlib.h>
+
+/* ----------------------------------------------------------------- arena */
+
+void rs_wk_arena_used_update(rs_wk_store_t *st)
+{
+    st->stats.arena_used = st->ra.used + st->rsv.used;
+    if (st->stats.arena_used > st->stats.arena_peak)
+        st->stats.arena_peak = st->stats.arena_used;
+}
+
+void rs_wk_arena_put(rs_wk_store_t *st, uint64_t off, uint64_t len)
+{
+    if (len > 0)
+        rs_range_put(&st->ra, off, len);
+    rs_wk_arena_used_update(st);
+}
+
+rs_status_t rs_wk_arena_get(rs_wk_store_t *st, uint64_t len, uint64_t *off_p)
+{
+    rs_status_t s = rs_range_get(&st->ra, len, off_p);
+    rs_wk_arena_used_update(st);
+    return s;
+}
+
+/* --------------------------------------------------------------- extents */
+
+void rs_wk_extent_free(rs_wk_store_t *st, extent_t *e)
+{
+    wpart_t *part = e->part;
+    if (part->cur == e)
+        part->cur = NULL;
+    rs_list_del(&e->link);
+    rs_wk_arena_put(st, e->off, e->len);
+    free(e);
+}
+
+/* Stops granting from e and gives its unused tail back. */
+void rs_wk_extent_close(rs_wk_store_t *st, extent_t *e)
+{
+    if (e->closed)
+        return;
+    e->closed = 1;
+    if (e->part->cur == e)
+        e->part->cur = NULL;
+    if (e->fill < e->len) {
+        rs_wk_arena_put(st, e->off + e->fill, e->len - e->fill);
+        e->len = e->fill;
+    }
+}
+
+/* An extent nothing will write into and no batch of which is still in memory. */
+void rs_wk_extent_maybe_free(rs_wk_store_t *st, extent_t *e)
+{
+    if (e->closed && e->live_grants == 0 && e->n_batches == 0 && e->pins == 0)
+        rs_wk_extent_free(st, e);
+}

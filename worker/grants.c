@@ -1,0 +1,165 @@
+/*
+ * Grants: ranges of a partition's current extent handed to a pusher, with
+ * bulk and ahead room only while memory is plentiful; a grant's extent stops
+ * waiting for it once every byte it will hold arrived. A new extent is
+ * carved here, spilling for it when the data area is full.
+ */
+#include "worker/internal.h"
+
+#include <stdlib.h>
+
+/* Is there room for len more bytes of grants below the high-water mark? */
+static int plenty(const rs_wk_store_t *st, uint64_t len)
+{
+    return st->ra.used + len <= st->high_water;
+}
+
+/*
+ * Room beyond what waits now (bulk, grants ahead) while memory is plentiful
+ * and such room held by all pushers stays within a quarter of the data area:
+ * idle grant room must never be what pushes batches out to disk.
+ */
+static int extra_ok(const rs_wk_store_t *st, uint64_t len)
+{
+    return plenty(st, len) && st->open_room + len <= st->data_len / 4;
+}
+
+static rs_status_t extent_new(rs_wk_store_t *st, wpart_t *part, uint64_t want, uint64_t *len_p,
+                              uint32_t flags, extent_t **e_p)
+{
+    uint64_t len = *len_p;
+    uint64_t size = st->cfg.sink || !plenty(st, part->next_extent) ? len : part->next_extent;
+    if (size < len)
+        size = len;
+    uint64_t off;
+    rs_status_t s = rs_wk_arena_get(st, size, &off);
+    if (s != RS_OK && size > len)
+        s = rs_wk_arena_get(st, size = len, &off);
+    if (s != RS_OK && len > want)
+        s = rs_wk_arena_get(st, size = len = want, &off);
+    if (s != RS_OK && (flags & RS_GRANT_AHEAD))
+        return RS_ERR_BUSY; /* never spill for a grant nobody waits for yet */
+    if (s != RS_OK) {
+        rs_wk_store_spill(st, want);
+        s = rs_wk_arena_get(st, size = len = want, &off);
+    }
+    if (s != RS_OK) {
+        st->stats.backpressure++;
+        return RS_ERR_BACKPRESSURE;
+    }
+    extent_t *e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        rs_wk_arena_put(st, off, size);
+        return RS_ERR_NOMEM;
+    }
+    e->part = part;
+    e->off = off;
+    e->len = rs_range_round(&st->ra, size);
+    rs_list_add_tail(&part->extents, &e->link);
+    if (!st->cfg.sink) {
+        part->cur = e;
+        if (part->next_extent < st->cfg.extent_max)
+            part->next_extent *= 2;
+    }
+    *len_p = len;
+    *e_p = e;
+    return RS_OK;
+}
+
+/* ---------------------------------------------------------------- grants */
+
+rs_status_t rs_wk_store_grant(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint64_t want,
+                              uint32_t flags, wgrant_t **g_p)
+{
+    wpart_t *part = &sh->parts[p];
+    want = rs_sproto_round(want);
+    if (want == 0 || want > RS_GRANT_MAX)
+        return RS_ERR_BAD_LENGTH;
+    uint64_t len = want;
+    /* Bulk room (up to four more batches) only while memory is plentiful. */
+    uint64_t bulk = st->cfg.grant_bulk < 4 * want ? st->cfg.grant_bulk : 4 * want;
+    if ((flags & RS_GRANT_AHEAD) && !extra_ok(st, want))
+        return RS_ERR_BUSY;
+    if ((flags & RS_GRANT_BULK) && extra_ok(st, want + bulk))
+        len = want + bulk;
+    if (len > RS_GRANT_MAX)
+        len = RS_GRANT_MAX;
+    len = rs_sproto_round(len);
+
+    extent_t *e = part->cur;
+    if (e != NULL && e->len - e->fill < want)
+        rs_wk_extent_close(st, e), e = NULL;
+    if (e != NULL && e->len - e->fill < len)
+        len = e->len - e->fill; /* the rest of this extent, at least want */
+    if (e == NULL) {
+        rs_status_t s = extent_new(st, part, want, &len, flags, &e);
+        if (s != RS_OK)
+            return s;
+    }
+    wgrant_t *g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return RS_ERR_NOMEM;
+    g->ext = e;
+    g->off = e->off + e->fill;
+    g->len = len;
+    g->partition = p;
+    g->open = len;
+    st->open_room += len;
+    e->fill += len;
+    e->live_grants++;
+    if (st->cfg.sink)
+        e->closed = 1; /* one grant per extent: it goes as soon as the grant is released */
+    *g_p = g;
+    return RS_OK;
+}
+
+static void open_less(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes)
+{
+    if (bytes > g->open)
+        bytes = g->open;
+    g->open -= bytes;
+    st->open_room -= bytes;
+}
+
+/* Once every byte the grant will ever hold arrived, its extent stops waiting for it. */
+static void grant_maybe_release(rs_wk_store_t *st, wgrant_t *g)
+{
+    if (g->released || g->settled < (g->retired ? g->used : g->len))
+        return;
+    g->released = 1;
+    open_less(st, g, g->open);
+    g->ext->live_grants--;
+    rs_wk_extent_maybe_free(st, g->ext);
+}
+
+void rs_wk_store_settle(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes)
+{
+    g->settled += rs_sproto_round(bytes);
+    open_less(st, g, rs_sproto_round(bytes));
+    grant_maybe_release(st, g);
+}
+
+void rs_wk_store_retire(rs_wk_store_t *st, wgrant_t *g, uint64_t used)
+{
+    if (g->retired)
+        return;
+    g->retired = 1;
+    g->used = used > g->len ? g->len : rs_sproto_round(used);
+    uint64_t still = g->used > g->settled ? g->used - g->settled : 0;
+    if (g->open > still) /* what will never come is no longer open */
+        open_less(st, g, g->open - still);
+    grant_maybe_release(st, g);
+}
+
+void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g)
+{
+    if (!g->released) { /* the pusher went away: nothing more will arrive */
+        g->retired = 1;
+        g->used = g->settled;
+        g->released = 1;
+        open_less(st, g, g->open);
+        g->ext->live_grants--;
+        rs_wk_extent_maybe_free(st, g->ext);
+    }
+    free(g);
+}

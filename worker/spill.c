@@ -1,0 +1,148 @@
+/*
+ * Spilling: settled extents that no open snapshot pins are written to one
+ * (already unlinked) file per shuffle until the data area is back below
+ * its high-water mark, and freed.
+ */
+#include "worker/internal.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- spill */
+
+/* One append-only file per shuffle: its partitions' batches by offset (a file per partition
+ * made 1,009 files for a 1,009-partition shuffle, and creating them cost more than writing). */
+static rs_status_t spill_open(rs_wk_store_t *st, wshuffle_t *sh)
+{
+    if (sh->spill_fd >= 0)
+        return RS_OK;
+    char path[RS_SPILL_DIR_MAX + 64];
+    snprintf(path, sizeof(path), "%s/rshuffle-%d-%u.XXXXXX", st->cfg.spill_dir, (int)getpid(),
+             sh->id);
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        if (!st->spill_broken)
+            rs_error("worker: cannot create a spill file in %s: %s", st->cfg.spill_dir,
+                     strerror(errno));
+        st->spill_broken = 1;
+        return RS_ERR_IO;
+    }
+    unlink(path); /* the data lives as long as the descriptor: nothing left after a crash */
+    sh->spill_fd = fd;
+    return RS_OK;
+}
+
+static rs_status_t write_all(rs_wk_store_t *st, int fd, const void *buf, size_t len, uint64_t off)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = pwrite(fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (!st->spill_broken)
+                rs_error("worker: spill write failed: %s", n < 0 ? strerror(errno) : "short write");
+            st->spill_broken = 1;
+            return RS_ERR_IO;
+        }
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return RS_OK;
+}
+
+/*
+ * Writes the committed batches of a settled, unpinned extent to its
+ * partition's file and frees it. The entries move to the file only once
+ * all of them are written, so a failed write leaves the extent as it was.
+ */
+static rs_status_t spill_extent(rs_wk_store_t *st, extent_t *e)
+{
+    wpart_t *part = e->part;
+    wshuffle_t *sh = part->sh;
+    if (e->n_batches > 0) {
+        rs_status_t s = spill_open(st, sh);
+        if (s != RS_OK)
+            return s;
+        uint64_t at = sh->spill_len;
+        for (size_t i = 0; i < part->n_entries; i++) {
+            wentry_t *we = &part->entries[i];
+            if (we->ext != e)
+                continue;
+            s = write_all(st, sh->spill_fd, st->arena + we->e.loc, we->e.len, at);
+            if (s != RS_OK)
+                return s;
+            at += we->e.len;
+        }
+        for (size_t i = 0; i < part->n_entries; i++) {
+            wentry_t *we = &part->entries[i];
+            if (we->ext != e)
+                continue;
+            we->e.loc = sh->spill_len;
+            we->e.flags |= RS_SNAP_SPILLED;
+            we->ext = NULL;
+            sh->spill_len += we->e.len;
+            st->stats.spilled_bytes += we->e.len;
+            e->n_batches--;
+        }
+    }
+    rs_wk_extent_close(st, e);
+    rs_wk_extent_free(st, e);
+    return RS_OK;
+}
+
+static int spill_done(const rs_wk_store_t *st, uint64_t need)
+{
+    return st->ra.used <= st->high_water && rs_range_largest(&st->ra) >= need;
+}
+
+/* Gives back the unused tails of partitions' current extents (no I/O). */
+static void trim(rs_wk_store_t *st)
+{
+    rs_list_t *spos, *stmp;
+    rs_list_for_each_safe(spos, stmp, &st->shuffles)
+    {
+        wshuffle_t *sh = RS_CONTAINER_OF(spos, wshuffle_t, link);
+        for (uint32_t p = 0; p < sh->n_partitions; p++) {
+            extent_t *e = sh->parts[p].cur;
+            if (e != NULL && e->fill < e->len) {
+                rs_wk_extent_close(st, e);
+                rs_wk_extent_maybe_free(st, e);
+            }
+        }
+    }
+}
+
+void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need)
+{
+    if (st->cfg.sink || spill_done(st, need))
+        return;
+    trim(st);
+    rs_list_t *spos, *stmp;
+    rs_list_for_each_safe(spos, stmp, &st->shuffles)
+    {
+        wshuffle_t *sh = RS_CONTAINER_OF(spos, wshuffle_t, link);
+        for (uint32_t p = 0; p < sh->n_partitions; p++) {
+            wpart_t *part = &sh->parts[p];
+            rs_list_t *pos, *tmp;
+            rs_list_for_each_safe(pos, tmp, &part->extents)
+            {
+                if (spill_done(st, need))
+                    return;
+                extent_t *e = RS_CONTAINER_OF(pos, extent_t, link);
+                /* Live grants still receive; pinned batches are being read at their offsets. */
+                if (e->live_grants > 0 || e->pins > 0)
+                    continue;
+                if (spill_extent(st, e) != RS_OK)
+                    return;
+            }
+        }
+    }
+}
