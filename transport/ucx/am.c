@@ -13,30 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data)
-{
-    (void)status;
-    ucp_request_free(request);
-    rs_ucx_ctl_done(user_data);
-}
-
-rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
-                            unsigned flags)
-{
-    if (uep->uep == NULL)
-        return RS_ERR_UNREACHABLE;
-    ucp_request_param_t p = rs_ucx_am_param(rs_ucx_ctl_done_cb, uep, flags);
-    ucs_status_ptr_t req =
-        ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), data, len, &p);
-    if (UCS_PTR_IS_ERR(req)) {
-        rs_debug("control message failed: %s", ucs_status_string(UCS_PTR_STATUS(req)));
-        return RS_ERR_UNREACHABLE;
-    }
-    if (req != NULL)
-        uep->ctl_inflight++;
-    return RS_OK;
-}
-
 static void msg_sent_cb(void *request, ucs_status_t status, void *user_data)
 {
     rs_op_t *op = user_data;

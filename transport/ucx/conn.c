@@ -12,66 +12,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RS_UCX_ID_BITS 20
-#define RS_UCX_ID_MASK ((1u << RS_UCX_ID_BITS) - 1)
+/* ----------------------------------------------------- control messages */
 
-/* ------------------------------------------------------------ connection ids */
-
-static int ids_grow(rs_ucx_ctx_t *uc)
+void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data)
 {
-    uint32_t n = uc->nslots ? uc->nslots * 2 : 64;
-    if (n > RS_UCX_ID_MASK + 1)
-        return -1;
-    rs_ucx_ep_t **slots = realloc(uc->slots, n * sizeof(*slots));
-    if (slots == NULL)
-        return -1;
-    uc->slots = slots;
-    uint16_t *gens = realloc(uc->gens, n * sizeof(*gens));
-    if (gens == NULL)
-        return -1;
-    uc->gens = gens;
-    uint32_t *free_ids = realloc(uc->free_ids, n * sizeof(*free_ids));
-    if (free_ids == NULL)
-        return -1;
-    uc->free_ids = free_ids;
-    for (uint32_t i = n; i-- > uc->nslots;) {
-        uc->slots[i] = NULL;
-        uc->gens[i] = 1;
-        uc->free_ids[uc->nfree++] = i;
+    (void)status;
+    ucp_request_free(request);
+    rs_ucx_ctl_done(user_data);
+}
+
+rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
+                            unsigned flags)
+{
+    if (uep->uep == NULL)
+        return RS_ERR_UNREACHABLE;
+    ucp_request_param_t p = rs_ucx_am_param(rs_ucx_ctl_done_cb, uep, flags);
+    ucs_status_ptr_t req =
+        ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), data, len, &p);
+    if (UCS_PTR_IS_ERR(req)) {
+        rs_debug("control message failed: %s", ucs_status_string(UCS_PTR_STATUS(req)));
+        return RS_ERR_UNREACHABLE;
     }
-    uc->nslots = n;
-    return 0;
-}
-
-static int id_alloc(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep)
-{
-    if (uc->nfree == 0 && ids_grow(uc) != 0)
-        return -1;
-    uint32_t idx = uc->free_ids[--uc->nfree];
-    uc->slots[idx] = uep;
-    /* Never 0: 0 means "unknown" in headers. */
-    uep->id = ((uint32_t)uc->gens[idx] << RS_UCX_ID_BITS) | idx;
-    return 0;
-}
-
-static void id_free(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep)
-{
-    uint32_t idx = uep->id & RS_UCX_ID_MASK;
-    if (uep->id == 0 || idx >= uc->nslots || uc->slots[idx] != uep)
-        return;
-    uc->slots[idx] = NULL;
-    uc->gens[idx] = (uint16_t)(uc->gens[idx] % 0xfff + 1); /* 12 bits, never 0 */
-    uc->free_ids[uc->nfree++] = idx;
-    uep->id = 0;
-}
-
-rs_ucx_ep_t *rs_ucx_ep_lookup(rs_ucx_ctx_t *uc, uint32_t id)
-{
-    uint32_t idx = id & RS_UCX_ID_MASK;
-    if (idx >= uc->nslots)
-        return NULL;
-    rs_ucx_ep_t *uep = uc->slots[idx];
-    return uep != NULL && uep->id == id ? uep : NULL;
+    if (req != NULL)
+        uep->ctl_inflight++;
+    return RS_OK;
 }
 
 /* ------------------------------------------------------------- endpoints */
@@ -83,7 +47,7 @@ static rs_ucx_ep_t *uep_new(rs_ctx_t *ctx)
         rs_error("out of memory allocating a UCX endpoint");
         return NULL;
     }
-    if (id_alloc(rs_ucx_ctx(ctx), uep) != 0) {
+    if (rs_ucx_id_alloc(rs_ucx_ctx(ctx), uep) != 0) {
         rs_error("out of connection ids");
         free(uep);
         return NULL;
@@ -97,7 +61,7 @@ static rs_ucx_ep_t *uep_new(rs_ctx_t *ctx)
 
 static void uep_free(rs_ucx_ep_t *uep)
 {
-    id_free(rs_ucx_ctx(uep->ctx), uep);
+    rs_ucx_id_free(rs_ucx_ctx(uep->ctx), uep);
     rs_list_del(&uep->pend_link);
     rs_list_del(&uep->wait_link);
     rs_list_del(&uep->close_link);
@@ -168,7 +132,7 @@ static void uep_release(rs_ucx_ep_t *uep)
         uep_free(uep);
         return;
     }
-    id_free(uc, uep);
+    rs_ucx_id_free(uc, uep);
     rs_list_del(&uep->pend_link);
     rs_list_del(&uep->wait_link);
     rs_list_del(&uep->close_link);

@@ -179,9 +179,8 @@ static inline ucp_request_param_t rs_ucx_am_param(ucp_send_nbx_callback_t cb, vo
     };
 }
 
-/* Completion callbacks: of an rs_op_t (user_data), and of a control request of a uep. */
+/* Completion callback of an rs_op_t's request (user_data: the op). */
 void rs_ucx_op_done_cb(void *request, ucs_status_t status, void *user_data);
-void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data);
 
 /*
  * The outcome of posting op's single request: done at once (op completes
@@ -191,18 +190,26 @@ rs_status_t rs_ucx_post_result(rs_op_t *op, ucs_status_ptr_t req, const char *wh
 /* Logs a failed post (what) and maps its status: RS_ERR_NOMEM or RS_ERR_UNREACHABLE. */
 rs_status_t rs_ucx_post_error(ucs_status_ptr_t req, const char *what);
 
+/* ids.c: connection ids (slot + generation); lookup NULL for unknown or stale ids. */
+int rs_ucx_id_alloc(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep);
+void rs_ucx_id_free(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep);
+rs_ucx_ep_t *rs_ucx_ep_lookup(rs_ucx_ctx_t *uc, uint32_t id);
+
 /* conn.c */
 rs_status_t rs_ucx_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port);
 rs_status_t rs_ucx_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len);
 void rs_ucx_ep_fail(rs_ep_t *ep);
 void rs_ucx_ep_close(rs_ep_t *ep);
-rs_ucx_ep_t *rs_ucx_ep_lookup(rs_ucx_ctx_t *uc, uint32_t id);
 /* After worker progress: connection requests, failures, deferred closes. */
 unsigned rs_ucx_conn_progress(rs_ctx_t *ctx);
 /* Context teardown, before and after the worker is destroyed. */
 void rs_ucx_conn_cleanup(rs_ctx_t *ctx, int worker_gone);
-/* A control AM of uep completed. */
+/* A control AM of uep completed (the request callback of rs_ucx_send_ctl). */
 void rs_ucx_ctl_done(rs_ucx_ep_t *uep);
+void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data);
+/* Sends a control AM (CONN, CONN_ACK, BYE) whose header lives in uep (ctl_inflight counts it). */
+rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
+                            unsigned flags);
 void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, size_t len,
                     const ucp_am_recv_param_t *param);
 void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
@@ -232,9 +239,6 @@ ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length,
                             size_t length, const ucp_am_recv_param_t *param);
 
 /* am.c */
-/* Sends a control AM whose header lives in uep (ctl_inflight counts it). */
-rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
-                            unsigned flags);
 rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len);
 
 /* mem.c */
