@@ -309,6 +309,8 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
     rs_status_t s = werr(p);
     if (s != RS_OK)
         return s;
+    if (atomic_load(&p->closing))
+        return RS_ERR_STATE; /* after close: it would land after the commit */
     if (partition >= p->desc.n_partitions || (rec == NULL && len > 0))
         return RS_ERR_INVALID;
     size_t need = rs_record_size(len);
@@ -359,6 +361,8 @@ rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, 
     rs_status_t s = werr(p);
     if (s != RS_OK)
         return s;
+    if (atomic_load(&p->closing))
+        return RS_ERR_STATE; /* after close: it would land after the commit */
     if (partition >= p->desc.n_partitions || full == NULL || used > full->len)
         return RS_ERR_INVALID;
     rs_pbuf_int_t *b = rs_pbuf_int(full);

@@ -7,6 +7,8 @@ uint32_t rs_placement_default(void *arg, uint32_t shuffle_id, uint32_t partition
                               uint32_t n_workers)
 {
     (void)arg;
+    if (n_workers == 0)
+        return 0; /* no worker to name: rs_shuffle_place refuses such a descriptor */
     /* Shifted by the shuffle id so small shuffles do not all start on worker 0. */
     return (uint32_t)(((uint64_t)partition + shuffle_id) % n_workers);
 }

@@ -18,6 +18,10 @@
  *
  * Every call is thread-safe. Every wait is bounded (rs_bcast_config_t
  * .timeout_ms and the transport's peer_timeout_ms). See docs/broadcast.md.
+ * Thread-safe means: different objects, references and getters may be used
+ * from any threads at once; one object or reference is not to be used
+ * while another thread destroys or releases it, and nothing of a node
+ * while another thread destroys the node.
  */
 #ifndef RSHUFFLE_BROADCAST_H
 #define RSHUFFLE_BROADCAST_H
@@ -103,16 +107,20 @@ typedef struct rs_bcast_stats {
     uint64_t holders;               /* holders registered (sum over objects) */
 } rs_bcast_stats_t;
 
-/* Fills *cfg with the built-in defaults only. */
+/* Fills *cfg with the built-in defaults only. Cannot fail. */
 RS_API void rs_bcast_config_defaults(rs_bcast_config_t *cfg);
 
 /* Applies RSHUFFLE_BCAST_* variables; a bad value returns RS_ERR_CONFIG, *cfg unchanged. */
 RS_API rs_status_t rs_bcast_config_from_env(rs_bcast_config_t *cfg);
 
-/* rs_bcast_config_defaults followed by rs_bcast_config_from_env. */
+/* rs_bcast_config_defaults followed by rs_bcast_config_from_env; *cfg written only on RS_OK. */
 RS_API rs_status_t rs_bcast_config_init(rs_bcast_config_t *cfg);
 
-/* Checks ranges of a config built in code; RS_ERR_CONFIG names the field. */
+/*
+ * Checks ranges of a config built in code (those of the variables, known
+ * enum values, a NUL-terminated host name or address); RS_ERR_CONFIG names
+ * the field; RS_ERR_INVALID for a NULL cfg.
+ */
 RS_API rs_status_t rs_bcast_config_validate(const rs_bcast_config_t *cfg);
 
 /* ------------------------------------------------------------------ node */
@@ -120,6 +128,13 @@ RS_API rs_status_t rs_bcast_config_validate(const rs_bcast_config_t *cfg);
 /*
  * Creates a node: a transport context from tcfg, a listener on bcfg->host
  * (port bcfg->port) and a service thread. NULL configs: defaults + environment.
+ * Both configs are copied (and validated); the context always gets a
+ * progress thread, whatever tcfg->progress_thread says. The node listens
+ * on host:port with either addr_kind. RS_ERR_INVALID: NULL node_p;
+ * RS_ERR_CONFIG: a bad field or variable; rs_ctx_create's errors;
+ * rs_listen's (e.g. the port is taken); rs_ctx_address's (blob address);
+ * RS_ERR_NOMEM (also: the thread did not start). *node_p is set only on
+ * RS_OK.
  */
 RS_API rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_t *bcfg,
                                         rs_bcast_node_t **node_p);
@@ -128,13 +143,20 @@ RS_API rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_
  * Destroys the node: the service thread stops, every object it published is
  * destroyed, connections close and memory is freed. Release every reference
  * and destroy every published object before; pointers into them die here.
+ * Objects still published are destroyed as by rs_bcast_destroy (their
+ * rs_bcast_t pointers die too); it waits up to 100 ms for those notices to
+ * leave. Getters still waiting in rs_bcast_get must have returned. NULL is
+ * ignored.
  */
 RS_API void rs_bcast_node_destroy(rs_bcast_node_t *node);
 
 /* The port the node listens on (0 when it advertises an address blob). */
 RS_API uint16_t rs_bcast_node_port(const rs_bcast_node_t *node);
 
-/* The node's counters (readers and sources together), a consistent snapshot per field. */
+/*
+ * The node's counters (readers and sources together), a consistent snapshot
+ * per field (not across fields). Cannot fail.
+ */
 RS_API void rs_bcast_node_stats(rs_bcast_node_t *node, rs_bcast_stats_t *stats);
 
 /* ---------------------------------------------------------------- source */
@@ -142,16 +164,34 @@ RS_API void rs_bcast_node_stats(rs_bcast_node_t *node, rs_bcast_stats_t *stats);
 /*
  * Creates an object of len bytes in registered memory and returns it open for
  * writing (rs_bcast_buffer): fill it, then rs_bcast_seal. No copy.
+ * The object belongs to the caller until rs_bcast_destroy (or the node's
+ * destroy). RS_ERR_INVALID: NULL node or bc_p, len needing more than 2^20
+ * blocks of block_size; RS_ERR_NOMEM; rs_mem_alloc's errors. *bc_p is set
+ * only on RS_OK.
  */
 RS_API rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p);
 
-/* The object's writable bytes (len bytes; NULL when len is 0) until sealed. */
+/*
+ * The object's writable bytes (len bytes; NULL when len is 0) until sealed;
+ * NULL once sealed or destroyed. The writer (one thread) fills them before
+ * rs_bcast_seal.
+ */
 RS_API void *rs_bcast_buffer(rs_bcast_t *bc);
 
-/* Computes the block checksums and starts serving; the bytes must not change after. */
+/*
+ * Computes the block checksums and starts serving; the bytes must not change
+ * after. RS_ERR_INVALID: NULL bc; RS_ERR_STATE: already sealed or
+ * destroyed; RS_ERR_NO_SPACE should the prebuilt inline reply not fit
+ * (never expected).
+ */
 RS_API rs_status_t rs_bcast_seal(rs_bcast_t *bc);
 
-/* rs_bcast_create, one copy of data, rs_bcast_seal. */
+/*
+ * rs_bcast_create, one copy of data, rs_bcast_seal: the len bytes of data
+ * are copied before it returns (the caller keeps data). Errors as those;
+ * RS_ERR_INVALID also for NULL data with len > 0. On an error nothing is
+ * left published and *bc_p is not written.
+ */
 RS_API rs_status_t rs_bcast_publish(rs_bcast_node_t *node, const void *data, size_t len,
                                     rs_bcast_t **bc_p);
 
@@ -190,11 +230,17 @@ RS_API rs_status_t rs_bcast_publish_mr(rs_bcast_node_t *node, rs_mr_t *mr, size_
 /*
  * Writes the sealed object's descriptor into buf (<= RS_BCAST_DESC_MAX
  * bytes); *len_p receives its length. RS_ERR_NO_SPACE when buflen is short.
+ * RS_ERR_INVALID: NULL arguments; RS_ERR_STATE: not sealed (or destroyed).
+ * *len_p is set only on RS_OK. The descriptor is plain bytes: valid in any
+ * process until the object is destroyed.
  */
 RS_API rs_status_t rs_bcast_descriptor(const rs_bcast_t *bc, void *buf, size_t buflen,
                                        size_t *len_p);
 
-/* This object's serving counters (the source-side fields of rs_bcast_stats_t). */
+/*
+ * This object's serving counters (the source-side fields of
+ * rs_bcast_stats_t; the others are 0), a snapshot per field. Cannot fail.
+ */
 RS_API void rs_bcast_source_stats(const rs_bcast_t *bc, rs_bcast_stats_t *stats);
 
 /*
@@ -202,7 +248,9 @@ RS_API void rs_bcast_source_stats(const rs_bcast_t *bc, rs_bcast_stats_t *stats)
  * reader that fetched it is told (holders drop their copies, later gets fail
  * with RS_ERR_DESTROYED), and its memory is released once no reply is in
  * flight (reused for a later object, or unmapped after grace_ms). bc is
- * invalid after the call.
+ * invalid after the call. Does not wait for the readers' answers. Getters
+ * in this process holding a reference keep their bytes until they release
+ * it. Once per object, and not after rs_bcast_node_destroy. NULL is ignored.
  */
 RS_API void rs_bcast_destroy(rs_bcast_t *bc);
 
@@ -214,23 +262,35 @@ RS_API void rs_bcast_destroy(rs_bcast_t *bc);
  * (the source destroyed it), RS_ERR_UNREACHABLE / RS_ERR_REFUSED (source and
  * every holder gone), RS_ERR_CHECKSUM (no holder served correct bytes),
  * RS_ERR_TIMEOUT, and the descriptor decoder's RS_ERR_BAD_* / TRUNCATED.
+ * Also RS_ERR_INVALID: NULL node or ref_p; RS_ERR_NOT_FOUND: the source
+ * does not know the object (another node answers at its address);
+ * RS_ERR_PROTOCOL: a malformed descriptor or reply; RS_ERR_NOMEM. desc is
+ * read only during the call. *ref_p is set only on RS_OK; the reference
+ * belongs to the caller until rs_bcast_release. Concurrent getters of one
+ * object share one fetch; each waits until its own timeout_ms.
  */
 RS_API rs_status_t rs_bcast_get(rs_bcast_node_t *node, const void *desc, size_t desc_len,
                                 rs_bcast_ref_t **ref_p);
 
-/* The object's bytes: contiguous, registered, read-only, valid until rs_bcast_release. */
+/*
+ * The object's bytes: contiguous, registered, read-only, valid until
+ * rs_bcast_release (even when the source destroys the object meanwhile),
+ * and never after rs_bcast_node_destroy.
+ */
 RS_API const void *rs_bcast_ref_data(const rs_bcast_ref_t *ref);
 RS_API size_t rs_bcast_ref_len(const rs_bcast_ref_t *ref);
 
 /*
  * Counters of the fetch behind ref (shared by every getter that joined it):
  * round_trips, messages, reads, source_reads, holder_reads, failures, ...
+ * A consistent snapshot. Cannot fail.
  */
 RS_API void rs_bcast_ref_stats(const rs_bcast_ref_t *ref, rs_bcast_stats_t *stats);
 
 /*
  * Releases a reference. The node keeps serving its copy to other readers
- * until the source destroys the object (or the source is gone).
+ * until the source destroys the object (or the source is gone). Pointers
+ * from rs_bcast_ref_data die here. Once per reference; NULL is ignored.
  */
 RS_API void rs_bcast_release(rs_bcast_ref_t *ref);
 

@@ -46,26 +46,43 @@ typedef struct rs_config {
         verbs_max_rd_atom; /* RSHUFFLE_VERBS_MAX_RD_ATOM: reads in flight per QP, 0 = device max */
 } rs_config_t;
 
-/* Fills *cfg with the built-in defaults only (log_level: the process's current level). */
+/*
+ * Fills *cfg with the built-in defaults only (log_level: the process's
+ * current level, rs_log_level). Reads no other variable. Cannot fail.
+ */
 RS_API void rs_config_defaults(rs_config_t *cfg);
 
 /*
- * Applies every RSHUFFLE_* variable of the environment to *cfg. A bad value
- * returns RS_ERR_CONFIG and logs the variable's name and what it accepts; *cfg
- * is then unchanged.
+ * Applies every RSHUFFLE_* variable of the environment to *cfg (variables
+ * not set leave their field alone). A bad value (out of range, not one of
+ * the choices, a string too long, an empty RSHUFFLE_JOB_TOKEN) returns
+ * RS_ERR_CONFIG and logs the variable's name and what it accepts; *cfg is
+ * then unchanged. cfg must not be NULL. It does not change the process's
+ * log level (rs_ctx_create does, from cfg->log_level). The first read of
+ * the environment warns once about unknown RSHUFFLE_* names.
  */
 RS_API rs_status_t rs_config_from_env(rs_config_t *cfg);
 
-/* rs_config_defaults followed by rs_config_from_env. */
+/*
+ * rs_config_defaults followed by rs_config_from_env: RS_ERR_CONFIG as that;
+ * *cfg is written only on RS_OK.
+ */
 RS_API rs_status_t rs_config_init(rs_config_t *cfg);
 
-/* Checks the fields' ranges (for configs built in code); RS_ERR_CONFIG names the field. */
+/*
+ * Checks the fields' ranges (for configs built in code): the same ranges as
+ * the variables, known enum values, job_token non-empty and NUL-terminated,
+ * verbs_device NUL-terminated. RS_ERR_CONFIG (and a log line naming the
+ * field) for the first bad one; RS_ERR_INVALID for a NULL cfg.
+ */
 RS_API rs_status_t rs_config_validate(const rs_config_t *cfg);
 
 /*
  * Parses a byte count as the RSHUFFLE_* size variables take it, for command
- * lines too: digits with an optional K, M or G (powers of 2), optionally
- * followed by iB or B. RS_ERR_INVALID for anything else or on overflow.
+ * lines too: decimal digits with an optional K, M or G (either case; powers
+ * of 2), optionally followed by iB or B ("64K", "64KiB", "64KB", "4096B").
+ * No sign, space or fraction. RS_ERR_INVALID for anything else, a NULL s, or
+ * a value over UINT64_MAX; *out is set only on RS_OK.
  */
 RS_API rs_status_t rs_parse_size(const char *s, uint64_t *out);
 
@@ -86,7 +103,8 @@ typedef struct rs_config_var {
 /*
  * Every RSHUFFLE_* variable the library reads (RSHUFFLE_TEST_* are left to
  * test programs). Sets *vars_p (if not NULL) to a static array and returns
- * its length. Cannot fail. A variable of the environment that starts with
+ * its length (the array lives as long as the library). Cannot fail;
+ * thread-safe. A variable of the environment that starts with
  * RSHUFFLE_ and is not listed is warned about once per process, at the
  * first configuration read.
  */

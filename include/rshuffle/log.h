@@ -21,13 +21,27 @@ typedef enum rs_log_level {
     RS_LOG_DEBUG = 3,
 } rs_log_level_t;
 
-/* The current level: set by rs_log_set_level, else RSHUFFLE_LOG, else warn. */
+/*
+ * The current level: set by rs_log_set_level, else RSHUFFLE_LOG, else warn.
+ * RSHUFFLE_LOG is read once, at the first call; a value that is not a level
+ * is reported on stderr and means warn. Cannot fail; thread-safe.
+ */
 RS_API rs_log_level_t rs_log_level(void);
 
-/* Sets the level for the whole process (overrides RSHUFFLE_LOG). */
+/*
+ * Sets the level for the whole process (overrides RSHUFFLE_LOG). level must
+ * be one of rs_log_level_t (not checked). Note that every transport context
+ * created later sets the level again to its config's log_level (see
+ * rs_config_t.log_level): with a NULL config that is the current level,
+ * unless RSHUFFLE_LOG is set, which then wins. Thread-safe.
+ */
 RS_API void rs_log_set_level(rs_log_level_t level);
 
-/* Parses "error", "warn", "info" or "debug"; RS_ERR_INVALID otherwise. */
+/*
+ * Parses "error", "warn", "info" or "debug" (exact, lower case) into
+ * *level_p. RS_ERR_INVALID for anything else or a NULL name; *level_p is set
+ * only on RS_OK.
+ */
 RS_API rs_status_t rs_log_level_parse(const char *name, rs_log_level_t *level_p);
 
 /*
@@ -42,8 +56,12 @@ typedef void (*rs_log_handler_t)(void *arg, rs_log_level_t level, const char *fi
 /*
  * Routes every log line of the process to fn(arg, ...) instead of stderr;
  * fn NULL restores the default stderr format. Lines below the level (see
- * rs_log_set_level) are not formatted at all. Cannot fail. The library keeps
- * arg until the next call.
+ * rs_log_set_level) are not formatted at all; a message is cut at 1023
+ * bytes. Cannot fail; thread-safe. The library keeps fn and arg by
+ * reference until the next call, and a line logged by another thread while
+ * this call runs may still reach the previous fn and arg just after it
+ * returns: replace or remove a handler while no library thread logs (no
+ * context, pusher, reader, worker or node alive) before freeing its arg.
  */
 RS_API void rs_log_set_handler(rs_log_handler_t fn, void *arg);
 

@@ -15,6 +15,15 @@
  *
  * A pusher and a push queue have one writer thread: append, swap, copy and
  * close are not to be called concurrently on one object.
+ *
+ * No spare core is assumed: when the engine thread sleeps, the writer runs
+ * the engine's round itself inside the calls that hand a buffer over or
+ * wait for one (one round at a time: whoever holds the driver token).
+ *
+ * Waits: every wait of a writer call is bounded by the object's wait_ms
+ * (RS_ERR_TIMEOUT). A pusher's failure (a worker gone, a refused batch,
+ * backpressure beyond backpressure_ms, a wait that ran out) is sticky: the
+ * first one is returned by every later append, swap and close.
  */
 #ifndef RSHUFFLE_PUSHER_H
 #define RSHUFFLE_PUSHER_H
@@ -50,9 +59,12 @@ typedef struct rs_pbuf {
 typedef struct rs_pushq rs_pushq_t;
 
 /*
- * The consumer of full buffers, run on the queue's engine thread in
- * submission order. It owns buf (used bytes of records) until it passes it
- * to rs_pushq_release, from that thread, now or later.
+ * The consumer of full buffers, run in submission order, one call at a
+ * time: on the queue's engine thread, or on the writer's thread inside
+ * rs_pushq_buf_get, rs_pushq_swap or rs_pushq_copy when the engine thread
+ * sleeps (see above). So it must not call the writer's functions on q nor
+ * wait for the writer. It owns buf (used bytes of records, used may be 0)
+ * until it passes it to rs_pushq_release, now or later, from any thread.
  */
 typedef void (*rs_pushq_fn_t)(void *arg, rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf,
                               size_t used);
@@ -65,40 +77,77 @@ typedef struct rs_pushq_config {
     rs_ctx_t *ctx;        /* slab registered on ctx (rs_mem_alloc); NULL: plain memory */
 } rs_pushq_config_t;
 
-/* Fills *cfg with the defaults above. */
+/* Fills *cfg with the defaults above (ctx NULL). Cannot fail. */
 RS_API void rs_pushq_config_defaults(rs_pushq_config_t *cfg);
 
-/* Creates the pool (one slab allocation) and starts the engine thread. */
+/*
+ * Creates the pool (one slab allocation) and starts the engine thread.
+ * *cfg is copied; cfg->ctx is kept by reference (the slab is registered on
+ * it) and must outlive the queue. fn and arg are kept for the queue's life.
+ * RS_ERR_INVALID: NULL cfg or fn, buf_len or queue_depth 0, slab_bytes
+ * smaller than one buffer; RS_ERR_NOMEM (also: the thread did not start);
+ * RS_ERR_IO: no eventfd; with a ctx, rs_mem_alloc's errors. Nothing is left
+ * on an error; *q_p (not NULL) is set only on RS_OK.
+ */
 RS_API rs_status_t rs_pushq_create(const rs_pushq_config_t *cfg, rs_pushq_fn_t fn, void *arg,
                                    rs_pushq_t **q_p);
 
 /*
  * A buffer of len bytes for the writer: an idle one of exactly that length,
- * else a new one carved from the slab (waiting at most wait_ms for room).
+ * else a new one carved from the slab (waiting at most wait_ms for room,
+ * running the consumer meanwhile if the engine thread sleeps). The buffer
+ * is the writer's until it hands it over or puts it back; its memory lives
+ * until rs_pushq_destroy. RS_ERR_INVALID: len 0; RS_ERR_NO_SPACE: len can
+ * never fit the slab; RS_ERR_TIMEOUT: no room within wait_ms; RS_ERR_NOMEM.
+ * *buf_p is set only on RS_OK.
  */
 RS_API rs_status_t rs_pushq_buf_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p);
 
-/* Gives back a buffer the writer holds and will not submit. */
+/*
+ * Gives back a buffer of this queue that the writer holds and will not
+ * submit; it stays idle for a later get of the same length. Cannot fail.
+ */
 RS_API void rs_pushq_buf_put(rs_pushq_t *q, rs_pbuf_t *buf);
 
 /*
  * Hands full (used bytes) to the engine and returns in *fresh_p an idle
- * buffer of full's length (never one of another length). The writer must not
- * touch full afterwards.
+ * buffer of full's length (never one of another length, never full). On
+ * RS_OK the writer must not touch full afterwards. On an error nothing was
+ * handed over: full is still the writer's and *fresh_p is not written.
+ * RS_ERR_INVALID: NULL full or fresh_p, used > full->len; the errors of
+ * rs_pushq_buf_get for the fresh buffer; RS_ERR_TIMEOUT: no queue slot
+ * within wait_ms. May run the consumer on this thread.
  */
 RS_API rs_status_t rs_pushq_swap(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *full, size_t used,
                                  rs_pbuf_t **fresh_p);
 
-/* Copies len bytes of src into an idle pooled buffer and hands that to the engine. */
+/*
+ * Copies len bytes of src into an idle pooled buffer of max(len, buf_len)
+ * bytes and hands that to the engine; src may be reused on return. Errors
+ * as rs_pushq_swap (RS_ERR_NO_SPACE: len can never fit the slab); nothing
+ * is handed over on an error. May run the consumer on this thread.
+ */
 RS_API rs_status_t rs_pushq_copy(rs_pushq_t *q, uint32_t partition, const void *src, size_t len);
 
-/* The consumer is done with buf: it becomes idle. */
+/*
+ * The consumer is done with buf, a buffer it was handed: it becomes idle
+ * for the writer. Once per buffer, from any thread; cannot fail.
+ */
 RS_API void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf);
 
-/* Waits (at most timeout_ms) until every handed-over buffer was released. */
+/*
+ * Waits (at most timeout_ms) until every handed-over buffer was released:
+ * RS_OK, or RS_ERR_TIMEOUT. Writer thread; it does not run the consumer
+ * itself (the engine thread wakes at least every 20 ms).
+ */
 RS_API rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms);
 
-/* Stops the engine (buffers still queued are released unconsumed) and frees the pool. */
+/*
+ * Stops the engine and frees the pool and its slab: buffers still queued
+ * never reach the consumer, and every rs_pbuf_t of the queue (the writer's
+ * and those the consumer still holds) dies here, so drain first. NULL is
+ * ignored. No other call on q may run or follow.
+ */
 RS_API void rs_pushq_destroy(rs_pushq_t *q);
 
 /* ------------------------------------------------------------- the pusher */
@@ -118,16 +167,41 @@ typedef struct rs_pusher_config {
     const rs_config_t *transport; /* NULL: rs_config_init */
 } rs_pusher_config_t;
 
-/* Fills *cfg with the defaults above. */
+/* Fills *cfg with the defaults above (transport NULL). Cannot fail. */
 RS_API void rs_pusher_config_defaults(rs_pusher_config_t *cfg);
 
-/* Applies the RSHUFFLE_* variables named above; RS_ERR_CONFIG names a bad one. */
+/*
+ * Applies the RSHUFFLE_* variables named above; RS_ERR_CONFIG names a bad
+ * one, and *cfg is then unchanged.
+ */
 RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
 
 /*
  * Opens the map side of one attempt of one map task: connects to every
  * worker of desc (registering the shuffle there), carves the pool and starts
  * the push engine. cfg NULL: defaults and environment.
+ *
+ * Keeps: *cfg is copied (cfg->transport is read only here). *desc is copied
+ * shallowly: desc->workers and its strings are kept by reference and read
+ * again later (log lines of the engine, also on error paths and while
+ * rs_pusher_destroy closes connections), so they must outlive the pusher.
+ * The placement is called only here (placement_arg is not kept).
+ *
+ * Waits: connect and attach, worker after worker, each bounded by the
+ * transport's connect_timeout_ms.
+ *
+ * Errors: RS_ERR_INVALID: NULL desc or workers, n_partitions or n_workers
+ * 0, a placement out of range, a worker string that is not "host:port", or
+ * a worker that refused the attach (it holds the shuffle with another
+ * n_partitions); RS_ERR_CONFIG: a bad variable (cfg NULL), buf_len, min_buf
+ * or max_inflight 0, buf_len + RS_FRAME_HEADER_SIZE over 16 MiB, or
+ * pool_bytes < 4 * (buf_len + RS_PBUF_HEAD_ROOM); rs_ctx_create's errors;
+ * rs_connect's (RS_ERR_REFUSED, RS_ERR_AUTH, RS_ERR_TIMEOUT,
+ * RS_ERR_UNREACHABLE); RS_ERR_TIMEOUT: a worker did not answer the attach;
+ * RS_ERR_NOMEM; rs_mem_alloc's for the pool; RS_ERR_IO. Everything opened
+ * is closed again on an error; *pusher_p (not NULL) is set only on RS_OK.
+ * cfg->codec is not checked here: an unknown codec fails the first batch
+ * (RS_ERR_BAD_CODEC).
  */
 RS_API rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint32_t attempt,
                                   const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p);
@@ -141,24 +215,49 @@ RS_API rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id
 
 /*
  * Appends one record (framed as in shuffle.h) to the partition's current
- * registered buffer: the only copy of its bytes. A full buffer goes to the
- * engine. A partition's buffers start small and double up to buf_len.
- * RS_ERR_INVALID, before anything is pushed, for a record longer than
- * RS_PUSH_RECORD_MAX or whose buffer (len + 68 bytes) does not fit the pool
- * (pool_bytes); the pusher stays usable.
+ * registered buffer: the only copy of its bytes (rec is not kept). A full
+ * buffer goes to the engine. A partition's buffers start small and double
+ * up to buf_len. Waiting for a buffer it runs the engine itself when the
+ * engine thread sleeps, or pushes the fullest partly filled buffer.
+ * Errors: the pusher's sticky error; RS_ERR_STATE after rs_pusher_close;
+ * RS_ERR_INVALID, before anything is pushed: partition >= n_partitions,
+ * NULL rec with len > 0, a record longer than RS_PUSH_RECORD_MAX or whose
+ * buffer (len + 68 bytes) does not fit the pool (pool_bytes) (the pusher
+ * stays usable); RS_ERR_TIMEOUT: no buffer or queue slot within wait_ms;
+ * RS_ERR_NOMEM. On an error the record was not appended.
  */
 RS_API rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec,
                                     uint32_t len);
 
-/* A registered buffer of len bytes for rs_pusher_swap (len <= the pool). */
+/*
+ * A registered buffer of len bytes for rs_pusher_swap (len <= the pool),
+ * the writer's until swapped or put back; it dies with the pusher.
+ * RS_ERR_INVALID: len 0 or len + RS_FRAME_HEADER_SIZE over 16 MiB; then
+ * as rs_pushq_buf_get (RS_ERR_NO_SPACE, RS_ERR_TIMEOUT, RS_ERR_NOMEM), and
+ * the pusher's sticky error while it waits. *buf_p is set only on RS_OK.
+ */
 RS_API rs_status_t rs_pusher_buf_get(rs_pusher_t *p, size_t len, rs_pbuf_t **buf_p);
 
-/* Gives back a buffer from rs_pusher_buf_get that will not be swapped. */
+/*
+ * Gives back a buffer the writer holds (from rs_pusher_buf_get or a swap)
+ * that will not be swapped. Cannot fail.
+ */
 RS_API void rs_pusher_buf_put(rs_pusher_t *p, rs_pbuf_t *buf);
 
 /*
  * Hands a buffer of framed records (used bytes) to the engine as one batch
  * of partition, and returns an idle buffer of the same length in *fresh_p.
+ * full must be the writer's buffer of this pusher (rs_pusher_buf_get or an
+ * earlier swap). With codec none the frame is sealed (checksummed) here, on
+ * the caller's thread. A used of 0 pushes nothing. The records are not
+ * checked: a malformed one fails the reader (RS_ERR_TRUNCATED).
+ * On RS_OK full belongs to the engine: the writer must not touch it. On an
+ * error nothing was handed over: full is still the writer's (retry it or
+ * put it back; its header room may have been written) and *fresh_p is not
+ * written. Errors: the pusher's sticky error; RS_ERR_INVALID: partition >=
+ * n_partitions, NULL full or fresh_p, used > full->len; as rs_pusher_buf_get
+ * for the fresh buffer; RS_ERR_TIMEOUT: no queue slot within wait_ms;
+ * RS_ERR_STATE after rs_pusher_close.
  */
 RS_API rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, size_t used,
                                   rs_pbuf_t **fresh_p);
@@ -179,19 +278,37 @@ typedef struct rs_pusher_stats {
  * answers. The first error of the pusher's life is returned (a worker that
  * died: RS_ERR_UNREACHABLE / RS_ERR_TIMEOUT; backpressure beyond the bound:
  * RS_ERR_BACKPRESSURE; a worker that answers nothing for the transport's
- * peer_timeout_ms: RS_ERR_TIMEOUT; a refused batch: its reason). stats
+ * peer_timeout_ms: RS_ERR_TIMEOUT; a refused batch: its reason), else
+ * RS_ERR_TIMEOUT when the writes and commits are not done within wait_ms,
+ * else a worker's refusal of the commit (RS_ERR_TIMEOUT: its batches did not
+ * all arrive in its commit_wait_ms; RS_ERR_CHECKSUM / RS_ERR_PROTOCOL: they
+ * do not match the counts; RS_ERR_NOT_FOUND: the shuffle was dropped). It
+ * runs the engine on this thread while there is work, then sleeps. stats
  * (may be NULL) is filled in either case with what was done: records
- * appended, batches framed and handed to the writes, grant requests sent;
- * after a failure the engine is stopped and the pusher can only be destroyed.
+ * appended, batches framed and handed to the writes, grant requests sent.
+ * Whatever it returns, only rs_pusher_destroy may follow.
  */
 RS_API rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats);
 
-/* Frees the pusher (closed or not: an unclosed attempt is simply never committed). */
+/*
+ * Frees the pusher (closed or not: an unclosed attempt is simply never
+ * committed): stops the engine thread, closes the connections (writes in
+ * flight are canceled), then frees the pool. Every buffer of the pusher
+ * dies here. NULL is ignored. desc->workers must still be valid.
+ */
 RS_API void rs_pusher_destroy(rs_pusher_t *p);
 
 /*
  * Asks every worker of desc to free a shuffle's storage (after its reads).
- * tcfg NULL: defaults and environment.
+ * tcfg NULL: defaults and environment (copied). Opens a context of its own
+ * and asks the workers one after the other, each bounded by
+ * connect_timeout_ms for the connect and again for the answer. Every worker
+ * is asked even after a failure; the first error is returned:
+ * rs_ctx_create's, RS_ERR_INVALID for a worker string that is not
+ * "host:port", rs_connect's, RS_ERR_NOT_FOUND when a worker does not hold
+ * the shuffle, RS_ERR_TIMEOUT when one does not answer (also when its
+ * connection died). desc (not NULL) and its strings are read only during
+ * the call.
  */
 RS_API rs_status_t rs_shuffle_drop(const rs_shuffle_desc_t *desc, const rs_config_t *tcfg);
 

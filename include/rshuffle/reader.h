@@ -16,7 +16,11 @@
  * worker's arena (pinned by the snapshot until the reader closes), with no
  * copy. Such a worker must outlive the readers of its partitions.
  *
- * A session and its readers are used by one thread at a time.
+ * A session and its readers are used by one thread at a time (they share
+ * the session's context and connections; the library starts no thread).
+ *
+ * Waits: every wait (an answer, a read, a worker short of memory) is
+ * bounded by wait_ms (RS_ERR_TIMEOUT); a connection by connect_timeout_ms.
  */
 #ifndef RSHUFFLE_READER_H
 #define RSHUFFLE_READER_H
@@ -41,16 +45,27 @@ typedef struct rs_reader_config {
     const rs_config_t *transport; /* NULL: rs_config_init */
 } rs_reader_config_t;
 
-/* Fills *cfg with the defaults above. */
+/* Fills *cfg with the defaults above (transport NULL). Cannot fail. */
 RS_API void rs_reader_config_defaults(rs_reader_config_t *cfg);
 
-/* Applies the RSHUFFLE_READ_* variables named above; RS_ERR_CONFIG names a bad one. */
+/*
+ * Applies the RSHUFFLE_READ_* variables named above; RS_ERR_CONFIG names a
+ * bad one, and *cfg is then unchanged.
+ */
 RS_API rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg);
 
 /*
  * Opens a session on desc (which, with its worker strings, must outlive the
  * session). attempts[m] is the winning attempt of map m (maps 0 ..
  * n_maps-1; copied). cfg NULL: defaults and environment. Connects lazily.
+ * Keeps: *desc is copied shallowly: the worker strings, the placement and
+ * placement_arg are used by later opens and log lines. *cfg and
+ * *cfg->transport are copied. A read_max below 16 MiB (one batch) is raised
+ * to 16 MiB; wait_ms 0 means 30000.
+ * Errors: RS_ERR_INVALID: NULL desc or workers, n_workers 0, NULL attempts
+ * with n_maps > 0; RS_ERR_CONFIG: a bad variable (cfg NULL);
+ * rs_ctx_create's errors; RS_ERR_NOMEM. *sess_p (not NULL) is set only on
+ * RS_OK.
  */
 RS_API rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_t n_maps,
                                           const uint32_t *attempts, const rs_reader_config_t *cfg,
@@ -61,25 +76,57 @@ RS_API rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_
  * partition at the worker; RS_ERR_STATE: a winning attempt never committed
  * there. Each open reader of a remote partition holds one read buffer
  * (read_max bytes); a reader of a local partition holds none.
+ * It connects to the partition's worker if the session has no live
+ * connection there (a dead one is made again: readers still open on the
+ * old one then fail with RS_ERR_UNREACHABLE), takes a snapshot of the
+ * partition at the worker and fetches its index. Also: RS_ERR_INVALID:
+ * partition >= n_partitions, a placement out of range, a worker string that
+ * is not "host:port"; rs_connect's errors and a refused attach;
+ * RS_ERR_BAD_RKEY; rs_mem_alloc's errors for the read buffer;
+ * RS_ERR_BACKPRESSURE: the worker had no memory for the index within
+ * wait_ms; RS_ERR_TIMEOUT; RS_ERR_UNREACHABLE (or the status that killed
+ * the connection); RS_ERR_PROTOCOL: a malformed index; RS_ERR_BAD_LENGTH:
+ * an indexed batch larger than read_max; RS_ERR_NO_SPACE: an index larger
+ * than read_max; RS_ERR_NOMEM. *reader_p (not NULL) is set only on RS_OK.
  */
 RS_API rs_status_t rs_reader_open_in(rs_reader_session_t *sess, uint32_t partition,
                                      rs_reader_t **reader_p);
 
-/* Closes the connections and frees the session; its readers must be closed first. */
+/*
+ * Closes the connections and frees the session; its readers must be closed
+ * first (one still open is warned about and then dangles). NULL is ignored.
+ */
 RS_API void rs_reader_session_close(rs_reader_session_t *sess);
 
 /*
  * One partition with a session of its own (a connection per call: prefer
- * a session for many partitions). Arguments and errors as above.
+ * a session for many partitions). Arguments, what is kept, and errors as
+ * rs_reader_session_open and rs_reader_open_in; rs_reader_close closes the
+ * session too.
  */
 RS_API rs_status_t rs_reader_open(const rs_shuffle_desc_t *desc, uint32_t partition,
                                   uint32_t n_maps, const uint32_t *attempts,
                                   const rs_reader_config_t *cfg, rs_reader_t **reader_p);
 
 /*
- * The next record: *rec_p and *len_p point into the reader's memory (for a
- * local partition, uncompressed: into the worker's arena) until the next call. At the end *rec_p is
- * NULL (and the commit counts were checked: a missing or extra batch is an error, RS_ERR_CHECKSUM).
+ * The next record: *rec_p and *len_p point into the reader's memory until the
+ * next call. At the end *rec_p is NULL (and the commit counts were checked:
+ * a missing or extra batch is an error, RS_ERR_CHECKSUM).
+ * *rec_p points into the reader's registered read buffer (codec none), its
+ * decode buffer, or, for a partition of a worker in this process read in
+ * place (codec none), the worker's arena; it is valid until the next
+ * rs_reader_next or rs_reader_close on this reader (not on other readers of
+ * the session).
+ * At the end it returns RS_OK with *rec_p NULL and *len_p 0, again at every
+ * later call. Errors are sticky (every later call returns the same): the
+ * frame checks of rs_frame_verify (RS_ERR_CHECKSUM, RS_ERR_TRUNCATED,
+ * RS_ERR_BAD_*); RS_ERR_PROTOCOL: a batch that is not the one indexed, or a
+ * malformed spill reply; RS_ERR_DECOMPRESS; RS_ERR_TRUNCATED: a record
+ * overruns its batch; RS_ERR_UNREACHABLE (or the connection's status): the
+ * worker or the connection was lost; RS_ERR_TIMEOUT; RS_ERR_BACKPRESSURE:
+ * spilled batches could not be staged within wait_ms; a worker's refusal
+ * of a staging request; RS_ERR_NOMEM. *rec_p and *len_p are written only on
+ * RS_OK.
  */
 RS_API rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p);
 
@@ -95,10 +142,14 @@ typedef struct rs_reader_stats {
     uint64_t zero_copy_bytes; /* their frame bytes */
 } rs_reader_stats_t;
 
-/* The reader's counters so far. */
+/* The reader's counters so far. Cannot fail. */
 RS_API void rs_reader_stats(const rs_reader_t *r, rs_reader_stats_t *stats);
 
-/* Releases the worker's snapshot (without waiting) and frees the reader. */
+/*
+ * Releases the worker's snapshot (a message, without waiting) and frees the
+ * reader; its read buffer goes back to the session. Records it returned die
+ * here. NULL is ignored. A reader from rs_reader_open closes its session.
+ */
 RS_API void rs_reader_close(rs_reader_t *r);
 
 #ifdef __cplusplus

@@ -19,7 +19,9 @@ extern "C" {
 
 /*
  * Placement: the worker (index into the workers array) that stores a
- * partition. Must be deterministic and identical in every mapper and reader.
+ * partition. Must be deterministic and identical in every mapper and reader,
+ * and return a value < n_workers. Called only while rs_pusher_open or
+ * rs_reader_open_in runs, on the caller's thread.
  */
 typedef uint32_t (*rs_placement_fn_t)(void *arg, uint32_t shuffle_id, uint32_t partition,
                                       uint32_t n_workers);
@@ -33,11 +35,15 @@ typedef struct rs_shuffle_desc {
     void *placement_arg;
 } rs_shuffle_desc_t;
 
-/* The default placement: (partition + shuffle_id) % n_workers. */
+/* The default placement: (partition + shuffle_id) % n_workers (n_workers must be > 0). */
 RS_API uint32_t rs_placement_default(void *arg, uint32_t shuffle_id, uint32_t partition,
                                      uint32_t n_workers);
 
-/* The worker index of a partition under desc's placement (checked < n_workers). */
+/*
+ * The worker index of a partition under desc's placement. RS_ERR_INVALID:
+ * NULL desc, n_workers 0, partition >= n_partitions, or a placement that
+ * returned an index >= n_workers (logged). *worker_p is set only on RS_OK.
+ */
 RS_API rs_status_t rs_shuffle_place(const rs_shuffle_desc_t *desc, uint32_t partition,
                                     uint32_t *worker_p);
 

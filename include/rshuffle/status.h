@@ -14,7 +14,9 @@ extern "C" {
 
 /*
  * Every fallible call returns an rs_status_t: RS_OK (0) on success, a
- * negative code otherwise. Output parameters are written only on RS_OK.
+ * negative code otherwise. Output parameters are written only on RS_OK;
+ * the header of a call says where that is not so (e.g. a destination
+ * buffer that a failed decompression may have partly written).
  */
 typedef enum rs_status {
     RS_OK = 0,
@@ -57,7 +59,11 @@ typedef enum rs_status {
     RS_ERR_DESTROYED = -41,    /* the object was destroyed by its owner */
 } rs_status_t;
 
-/* A short, constant, human-readable description of a status code. */
+/*
+ * A short, constant, human-readable description of a status code: a static
+ * string, never NULL ("unknown status" for a value not listed above). Cannot
+ * fail; thread-safe.
+ */
 RS_API const char *rs_strerror(rs_status_t status);
 
 #ifdef __cplusplus

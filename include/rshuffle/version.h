@@ -22,7 +22,7 @@ extern "C" {
 
 /*
  * Returns the running library's version as "MAJOR.MINOR.PATCH" (a static
- * string, never NULL, never freed). Cannot fail.
+ * string, never NULL, never freed). Cannot fail; thread-safe.
  */
 RS_API const char *rs_version(void);
 
@@ -31,7 +31,7 @@ RS_API const char *rs_version(void);
 #define RS_FEATURE_VERBS           (1u << 1) /* the verbs backend (RS_WITH_VERBS) */
 #define RS_FEATURE_FAULT_INJECTION (1u << 2) /* test-only fault hooks (RS_FAULT_INJECTION) */
 
-/* The RS_FEATURE_* bits of the running library. Cannot fail. */
+/* The RS_FEATURE_* bits of the running library. Cannot fail; thread-safe. */
 RS_API unsigned rs_build_features(void);
 
 #ifdef __cplusplus

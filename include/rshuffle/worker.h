@@ -6,7 +6,8 @@
  * process; `rshuffled` is the same worker as a daemon.
  *
  * The worker owns a transport context and a thread that progresses it; all
- * its state is touched only by that thread.
+ * its state is touched only by that thread. The calls below come from one
+ * application thread (rs_worker_stats from any thread).
  */
 #ifndef RSHUFFLE_WORKER_H
 #define RSHUFFLE_WORKER_H
@@ -36,10 +37,10 @@ typedef struct rs_worker_config {
     uint32_t retry_ms;       /* backpressure: when a pusher should ask again (20) */
 } rs_worker_config_t;
 
-/* Fills *cfg with the defaults above. */
+/* Fills *cfg with the defaults above. Cannot fail. */
 RS_API void rs_worker_config_defaults(rs_worker_config_t *cfg);
 
-/* Applies RSHUFFLE_WORKER_* variables; RS_ERR_CONFIG names a bad one. */
+/* Applies RSHUFFLE_WORKER_* variables; RS_ERR_CONFIG names a bad one, *cfg then unchanged. */
 RS_API rs_status_t rs_worker_config_from_env(rs_worker_config_t *cfg);
 
 typedef struct rs_worker rs_worker_t;
@@ -47,16 +48,27 @@ typedef struct rs_worker rs_worker_t;
 /*
  * Creates a worker with its own transport context (tcfg NULL: defaults and
  * environment), allocates and registers its arena and starts its thread.
+ * *tcfg and *wcfg (NULL: defaults and environment) are copied.
  * Before allocating anything it checks the host: RS_ERR_CONFIG (logged with
  * the figures) when mem_limit exceeds the memory available (MemAvailable)
  * or, with the UCX backend, the free space of /dev/shm, and when spill_dir
  * is missing, not a directory or does not take new files (not checked in
- * sink mode, which never spills). *worker_p is set only on RS_OK.
+ * sink mode, which never spills).
+ * RS_ERR_CONFIG also: a bad variable (wcfg NULL), mem_limit under 1 MiB,
+ * extent_min 0, extent_max < extent_min, high_water_pct not in 1..100;
+ * rs_ctx_create's errors; rs_mem_alloc's for the arena; RS_ERR_BAD_RKEY;
+ * RS_ERR_NOMEM (also: the thread did not start). Nothing is left on an
+ * error; *worker_p (not NULL) is set only on RS_OK.
  */
 RS_API rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *wcfg,
                                     rs_worker_t **worker_p);
 
-/* Accepts pushers and readers on host:port (0: any free port, see rs_worker_port). */
+/*
+ * Accepts pushers and readers on host:port (0: any free port, see
+ * rs_worker_port); host is not kept. Once per worker: RS_ERR_STATE when it
+ * already listens; else rs_listen's errors. rs_worker_port: the port, 0
+ * before a successful rs_worker_listen.
+ */
 RS_API rs_status_t rs_worker_listen(rs_worker_t *worker, const char *host, uint16_t port);
 RS_API uint16_t rs_worker_port(const rs_worker_t *worker);
 
@@ -72,10 +84,17 @@ typedef struct rs_worker_stats {
     uint64_t shuffles; /* shuffles held now */
 } rs_worker_stats_t;
 
-/* The worker's counters (thread-safe), as of its last commit or at most ~1 ms ago. */
+/*
+ * The worker's counters (thread-safe, from any thread), as of its last
+ * commit or at most ~1 ms ago. Cannot fail.
+ */
 RS_API void rs_worker_stats(rs_worker_t *worker, rs_worker_stats_t *stats);
 
-/* Stops the thread, closes every endpoint, removes spill files and frees everything. */
+/*
+ * Stops the thread, closes every endpoint, removes spill files and frees
+ * everything: the shuffles it held are gone (pushers and readers still
+ * connected see their connection die). NULL is ignored.
+ */
 RS_API void rs_worker_destroy(rs_worker_t *worker);
 
 #ifdef __cplusplus

@@ -47,6 +47,8 @@ static void test_daemon_shuffle_and_sigterm(void **state)
         assert_int_equal(rs_pusher_append(p, i % 4, rec, sizeof(rec)), RS_OK);
     }
     assert_int_equal(rs_pusher_close(p, NULL), RS_OK);
+    /* After the commit nothing more is taken: it would land after it. */
+    assert_int_equal(rs_pusher_append(p, 0, "late", 4), RS_ERR_STATE);
     rs_pusher_destroy(p);
     uint32_t attempt = 0;
     rs_reader_session_t *sess;
