@@ -215,6 +215,13 @@ struct rs_bcast {
 };
 
 /* The holder registry (holders.c); src->lock held for all of them. */
+/*
+ * A new open object of len bytes (checked against the block limit) with its
+ * checksum array, no memory yet; rs_bc_src_free_new undoes it before the
+ * object is listed in the node.
+ */
+rs_status_t rs_bc_src_new(rs_bcast_node_t *node, size_t len, rs_bcast_t **src_p);
+void rs_bc_src_free_new(rs_bcast_t *src);
 void rs_bc_src_holder_free(rs_bc_src_holder_t *h);
 int rs_bc_src_holder_find(rs_bcast_t *src, const rs_bc_addr_t *addr);
 rs_bc_src_holder_t *rs_bc_src_holder_by_id(rs_bcast_t *src, uint32_t id);

@@ -25,33 +25,13 @@ rs_status_t rs_bcast_publish_mr(rs_bcast_node_t *node, rs_mr_t *mr, size_t len, 
     const rs_bcast_config_t *cfg = &node->cfg;
     if (len <= cfg->inline_max) /* it rides in the prebuilt reply: one small copy */
         return rs_bcast_publish(node, rs_mr_addr(mr), len, bc_p);
-    if ((uint64_t)len > (uint64_t)RS_BCAST_BLOCKS_MAX * cfg->block_size) {
-        rs_error("broadcast: an object of %zu bytes needs more than %u blocks of %llu bytes", len,
-                 RS_BCAST_BLOCKS_MAX, (unsigned long long)cfg->block_size);
-        return RS_ERR_INVALID;
-    }
-    rs_bcast_t *src = calloc(1, sizeof(*src));
-    if (src == NULL) {
-        rs_error("out of memory allocating a broadcast object");
-        return RS_ERR_NOMEM;
-    }
-    src->node = node;
-    src->size = len;
-    src->block_size = (uint32_t)cfg->block_size;
-    src->nblocks = rs_bc_nblocks(len, src->block_size);
-    src->perm_seed = rs_bc_random64();
-    src->state = RS_BSRC_OPEN;
+    rs_bcast_t *src;
+    rs_status_t st = rs_bc_src_new(node, len, &src);
+    if (st != RS_OK)
+        return st;
     src->mr = mr;
     src->user_mr = 1;
     src->data = rs_mr_addr(mr);
-    rs_list_init(&src->parked);
-    pthread_mutex_init(&src->lock, NULL);
-    rs_status_t st = RS_ERR_NOMEM;
-    src->sums = calloc(src->nblocks, sizeof(uint64_t));
-    if (src->sums == NULL) {
-        rs_error("out of memory allocating a broadcast object");
-        goto err_free_src;
-    }
     st = rs_mr_pack_rkey(mr, src->rkey, sizeof(src->rkey), &src->rkey_len);
     if (st != RS_OK) {
         rs_error("broadcast: cannot publish a region whose key does not pack: %s", rs_strerror(st));
@@ -70,8 +50,6 @@ rs_status_t rs_bcast_publish_mr(rs_bcast_node_t *node, rs_mr_t *mr, size_t len, 
     return RS_OK;
 
 err_free_src:
-    pthread_mutex_destroy(&src->lock);
-    free(src->sums);
-    free(src);
+    rs_bc_src_free_new(src);
     return st;
 }

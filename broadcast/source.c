@@ -8,12 +8,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p)
+rs_status_t rs_bc_src_new(rs_bcast_node_t *node, size_t len, rs_bcast_t **src_p)
 {
-    rs_status_t st = RS_ERR_NOMEM;
-
-    if (node == NULL || bc_p == NULL)
-        return RS_ERR_INVALID;
     const rs_bcast_config_t *cfg = &node->cfg;
     if ((uint64_t)len > (uint64_t)RS_BCAST_BLOCKS_MAX * cfg->block_size) {
         rs_error("broadcast: an object of %zu bytes needs more than %u blocks of %llu bytes", len,
@@ -37,8 +33,28 @@ rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p
     src->sums = calloc(src->nblocks > 0 ? src->nblocks : 1, sizeof(uint64_t));
     if (src->sums == NULL) {
         rs_error("out of memory allocating a broadcast object");
-        goto err_free_src;
+        rs_bc_src_free_new(src);
+        return RS_ERR_NOMEM;
     }
+    *src_p = src;
+    return RS_OK;
+}
+
+void rs_bc_src_free_new(rs_bcast_t *src)
+{
+    pthread_mutex_destroy(&src->lock);
+    free(src->sums);
+    free(src);
+}
+
+rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p)
+{
+    if (node == NULL || bc_p == NULL)
+        return RS_ERR_INVALID;
+    rs_bcast_t *src;
+    rs_status_t st = rs_bc_src_new(node, len, &src);
+    if (st != RS_OK)
+        return st;
     if (src->is_inline) {
         /* The reply is prebuilt in place: metadata, then the object at its aligned offset. */
         size_t doff = rs_bc_reply_data_off(rs_bc_reply_meta_len(src->nblocks));
@@ -60,9 +76,7 @@ rs_status_t rs_bcast_create(rs_bcast_node_t *node, size_t len, rs_bcast_t **bc_p
     return RS_OK;
 
 err_free_src:
-    pthread_mutex_destroy(&src->lock);
-    free(src->sums);
-    free(src);
+    rs_bc_src_free_new(src);
     return st;
 }
 
