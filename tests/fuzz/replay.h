@@ -32,6 +32,14 @@ typedef struct replay_target {
 
 extern const replay_target_t replay_target;
 
+/*
+ * The mutations of targets whose input is a mode byte and a message: bit
+ * flips (not the mode byte), cuts, extreme bytes, the same bytes read as
+ * another mode, splices of another seed's tail, appended garbage; within
+ * replay_target.buf_max.
+ */
+void replay_mutate_moded(uint8_t *buf, size_t *len, const replay_corpus_t *c, uint64_t *x);
+
 /* The next number of a xorshift64 sequence (reproducible mutations). */
 uint64_t replay_rnd(uint64_t *x);
 

@@ -2,45 +2,7 @@
 #include "fuzz_manifest.h"
 #include "replay.h"
 
-#include <string.h>
-
 #define BUF_MAX 4096
-
-/* Bit flips, cuts, extreme bytes, splices, other modes, appended garbage. */
-static void mutate(uint8_t *buf, size_t *len_p, const replay_corpus_t *c, uint64_t *x)
-{
-    size_t len = *len_p;
-    switch (replay_rnd(x) % 6) {
-        case 0: /* flip 1-3 bits (not the mode byte) */
-            for (int k = 1 + (int)(replay_rnd(x) % 3); k > 0 && len > 1; k--)
-                buf[1 + replay_rnd(x) % (len - 1)] ^= (uint8_t)(1u << replay_rnd(x) % 8);
-            break;
-        case 1: /* cut */
-            len = 1 + replay_rnd(x) % len;
-            break;
-        case 2: /* an extreme value in a length-bearing byte */
-            if (len > 1)
-                buf[1 + replay_rnd(x) % (len - 1)] = replay_rnd(x) % 2 ? 0xff : 0;
-            break;
-        case 3: /* the same bytes read as another format */
-            buf[0] = (uint8_t)replay_rnd(x);
-            break;
-        case 4: { /* splice another seed's tail */
-            int o = (int)(replay_rnd(x) % (uint64_t)c->n);
-            size_t at = 1 + replay_rnd(x) % len, from = 1 + replay_rnd(x) % c->len[o];
-            if (from < c->len[o] && at + c->len[o] - from <= BUF_MAX) {
-                memcpy(buf + at, c->seed[o] + from, c->len[o] - from);
-                len = at + c->len[o] - from;
-            }
-            break;
-        }
-        case 5: /* append garbage */
-            for (int k = (int)(replay_rnd(x) % 16); k > 0 && len < BUF_MAX; k--)
-                buf[len++] = (uint8_t)replay_rnd(x);
-            break;
-    }
-    *len_p = len;
-}
 
 const replay_target_t replay_target = {
     .name = "manifest",
@@ -49,5 +11,5 @@ const replay_target_t replay_target = {
     .mutations = 2000,
     .buf_max = BUF_MAX,
     .rng_state = 0x5eedb0a7,
-    .mutate = mutate,
+    .mutate = replay_mutate_moded,
 };
