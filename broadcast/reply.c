@@ -70,7 +70,7 @@ static void reply_open_active(rs_bc_reply_enc_t *e)
     e->off += 4;
 }
 
-/* Writes the holder count placeholder once, after the active list. */
+/* Reserves the holder count once, after the active list (filled in when the list ends). */
 static void reply_open_holders(rs_bc_reply_enc_t *e)
 {
     reply_open_active(e);
