@@ -11,6 +11,7 @@
 
 #include "broadcast/blocks.h"
 #include "broadcast/rcache.h"
+#include "common/assert.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -218,6 +219,7 @@ void rs_bc_entry_unref(rs_bc_entry_t *e)
 {
     rs_bcast_node_t *node = e->node;
     pthread_mutex_lock(&node->lock);
+    RS_ASSERT(e->refs > 0); /* a reference the caller holds */
     e->refs--;
     pthread_mutex_unlock(&node->lock);
     entry_maybe_retire(e);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/assert.h"
 #include "common/log.h"
 
 #define RS_BRCACHE_KEYS 8
@@ -109,6 +110,7 @@ void rs_bc_rcache_put(rs_bc_peer_t *peer, rs_rkey_t *rkey)
     {
         rs_bc_rkey_t *k = RS_CONTAINER_OF(pos, rs_bc_rkey_t, link);
         if (k->rkey == rkey) {
+            RS_ASSERT(k->refs > 0); /* handed out by rs_bc_rcache_get */
             k->refs--;
             found = 1;
         }

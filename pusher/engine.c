@@ -7,6 +7,7 @@
  */
 #include "pusher/internal.h"
 
+#include "common/assert.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -232,6 +233,7 @@ static void on_put_done(void *arg, rs_status_t status)
     rs_pbuf_int_t *b = arg;
     pworker_t *w = b->user;
     rs_pusher_t *p = w->p;
+    RS_ASSERT(w->inflight >= b->frame_len && b->refs > 0); /* completes a put that was posted */
     w->inflight -= b->frame_len;
     w->heard_at = rs_now_coarse_ns();
     if (status != RS_OK)

@@ -14,6 +14,7 @@
  */
 #include "pusher/pushq_int.h"
 
+#include "common/assert.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -165,6 +166,7 @@ static void driver_drop(rs_pushq_t *q)
  */
 static unsigned engine_round(rs_pushq_t *q, int *blocked)
 {
+    RS_ASSERT(atomic_load(&q->driver) == 1); /* one round at a time: the caller holds the token */
     unsigned events = 0;
     *blocked = 0;
     uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);

@@ -6,6 +6,7 @@
  */
 #include "worker/internal.h"
 
+#include "common/assert.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -59,6 +60,7 @@ static void snap_free(rs_wk_store_t *st, wsnap_t *snap)
 {
     for (uint32_t i = 0; i < snap->n_pinned; i++) {
         extent_t *e = snap->pinned[i];
+        RS_ASSERT(e->pins > 0); /* pinned by this snapshot */
         e->pins--;
         rs_wk_extent_maybe_free(st, e);
     }
