@@ -29,6 +29,7 @@
 #include "bt_agent.h"
 #include "front_attack.h"
 #include "rshuffled_child.h"
+#include "shuffle_check.h"
 
 #define BOUND_MS              2000 /* a bad connection is closed within this (a loaded machine) */
 #define SETTLE_MS             5000 /* descriptors come back within this */
@@ -61,41 +62,9 @@ static void shuffle_verify(const char *addr, uint64_t shuffle_id, uint32_t nrec)
 {
     const char *workers[1] = {addr};
     rs_shuffle_desc_t d = {
-        .shuffle_id = shuffle_id, .n_partitions = 4, .n_workers = 1, .workers = workers};
-    rs_pusher_t *p;
-    assert_int_equal(rs_pusher_open(&d, 0, 0, NULL, &p), RS_OK);
-    uint8_t rec[40];
-    for (uint32_t i = 0; i < nrec; i++) {
-        memset(rec, (int)i, sizeof(rec));
-        memcpy(rec, &i, sizeof(i));
-        assert_int_equal(rs_pusher_append(p, i % 4, rec, sizeof(rec)), RS_OK);
-    }
-    assert_int_equal(rs_pusher_close(p, NULL), RS_OK);
-    rs_pusher_destroy(p);
-    uint32_t attempt = 0;
-    rs_reader_session_t *sess;
-    assert_int_equal(rs_reader_session_open(&d, 1, &attempt, NULL, &sess), RS_OK);
-    uint64_t records = 0;
-    for (uint32_t part = 0; part < 4; part++) {
-        rs_reader_t *r;
-        assert_int_equal(rs_reader_open_in(sess, part, &r), RS_OK);
-        const void *rv;
-        uint32_t len;
-        rs_status_t s;
-        while ((s = rs_reader_next(r, &rv, &len)) == RS_OK && rv != NULL) {
-            uint32_t i;
-            memcpy(&i, rv, sizeof(i));
-            assert_int_equal(len, sizeof(rec));
-            assert_int_equal(i % 4, part);
-            assert_int_equal(((const uint8_t *)rv)[len - 1], (uint8_t)i);
-            records++;
-        }
-        assert_int_equal(s, RS_OK);
-        rs_reader_close(r);
-    }
-    rs_reader_session_close(sess);
-    assert_int_equal(records, nrec);
-    assert_int_equal(rs_shuffle_drop(&d, NULL), RS_OK);
+        .shuffle_id = (uint32_t)shuffle_id, .n_partitions = 4, .n_workers = 1, .workers = workers};
+    rs_pusher_destroy(sc_push(&d, nrec, 40));
+    sc_read_check(&d, nrec, 40);
 }
 
 /*
