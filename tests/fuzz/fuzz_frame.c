@@ -9,15 +9,10 @@
 
 #include <rshuffle/codec.h>
 #include "codec/frame_internal.h"
+#include "fuzz_check.h"
 #include "fuzz_frame.h"
 
 #define DECODE_MAX ((size_t)4 << 20) /* larger raw lengths are verified, not decoded */
-
-#define CHECK(cond)           \
-    do {                      \
-        if (!(cond))          \
-            __builtin_trap(); \
-    } while (0)
 
 static int is_frame_error(rs_status_t st)
 {

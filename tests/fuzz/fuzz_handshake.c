@@ -7,14 +7,9 @@
  */
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "fuzz_handshake.h"
 #include "transport/internal.h"
-
-#define CHECK(cond)           \
-    do {                      \
-        if (!(cond))          \
-            __builtin_trap(); \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -11,14 +11,9 @@
  */
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "fuzz_hello.h"
 #include "transport/front_wire.h"
-
-#define CHECK(cond)           \
-    do {                      \
-        if (!(cond))          \
-            __builtin_trap(); \
-    } while (0)
 
 static const char token[] = "rshuffle";
 

@@ -10,13 +10,8 @@
 
 #include "broadcast/proto.h"
 #include "common/checksum.h"
+#include "fuzz_check.h"
 #include "fuzz_manifest.h"
-
-#define CHECK(cond)           \
-    do {                      \
-        if (!(cond))          \
-            __builtin_trap(); \
-    } while (0)
 
 static int is_decode_error(rs_status_t st)
 {

@@ -8,15 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "fuzz_rkey.h"
 #include "transport/rkey_blob.h"
 #include <rshuffle/transport.h>
-
-#define CHECK(cond)           \
-    do {                      \
-        if (!(cond))          \
-            __builtin_trap(); \
-    } while (0)
 
 #define BLOB_MAX 4096
 

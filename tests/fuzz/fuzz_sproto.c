@@ -8,14 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "fuzz_sproto.h"
 #include "shuffle/proto.h"
-
-#define CHECK(cond)           \
-    do {                      \
-        if (!(cond))          \
-            __builtin_trap(); \
-    } while (0)
 
 static int is_decode_error(rs_status_t st)
 {
