@@ -4,6 +4,7 @@
  */
 #include "transport/ucx/ucx.h"
 
+#include "common/checksum.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 /*
  * UCX keepalive finds peers that died silently (no RST on shared memory).
@@ -70,29 +72,53 @@ static void ucx_enable_shm_error_handling(ucp_config_t *config)
 }
 
 /*
- * Does the context have a transport that does remote RMA natively (rc_*,
- * dc_*)? Without one, UCX emulates one-sided ops to memory it cannot map.
- * UCX 1.13 has no query for this; its resource list is printed only.
+ * Which transports the context found: one that does remote RMA natively
+ * (rc_*, dc_*; without one, UCX emulates one-sided ops to memory it cannot
+ * map) and cross-memory attach (cma: one kernel copy into a same-host
+ * peer's memory). UCX 1.13 has no query for this; its resource list is
+ * printed only.
  */
-static int ucx_has_rdma_transport(ucp_context_h context)
+static void ucx_scan_transports(rs_ucx_ctx_t *uc)
 {
     char *text = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&text, &size);
     if (f == NULL)
-        return 0;
-    ucp_context_print_info(context, f);
+        return;
+    ucp_context_print_info(uc->context, f);
     fclose(f);
-    int native = 0;
     char *save = NULL; /* strtok_r: contexts may be created on several threads at once */
-    for (char *line = strtok_r(text, "\n", &save); line != NULL && !native;
+    for (char *line = strtok_r(text, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
         const char *tl = strstr(line, "resource") ? strstr(line, "-- ") : NULL;
-        if (tl != NULL && (strncmp(tl + 3, "rc", 2) == 0 || strncmp(tl + 3, "dc", 2) == 0))
-            native = 1;
+        if (tl == NULL)
+            continue;
+        if (strncmp(tl + 3, "rc", 2) == 0 || strncmp(tl + 3, "dc", 2) == 0)
+            uc->native_remote = 1;
+        if (strncmp(tl + 3, "cma", 3) == 0)
+            uc->has_cma = 1;
     }
     free(text);
-    return native;
+}
+
+/*
+ * This kernel and pid namespace (cross-memory attach works within them):
+ * the boot id and the namespace's inode, mixed. 0 when unknown (then no
+ * key matches ours).
+ */
+static uint64_t ucx_host_key(void)
+{
+    char boot[64] = {0};
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(boot, 1, sizeof(boot) - 1, f);
+    fclose(f);
+    struct stat st;
+    if (n == 0 || stat("/proc/self/ns/pid", &st) != 0)
+        return 0;
+    uint64_t key = rs_checksum64_seeded(boot, n, (uint64_t)st.st_ino);
+    return key != 0 ? key : 1;
 }
 
 static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
@@ -127,7 +153,9 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
     }
     uc->req_size = attr.request_size;
     /* Only the automatic RMA choice needs to know (RSHUFFLE_UCX_RMA unset or auto). */
-    uc->native_remote = uc->force_am == 0 && ucx_has_rdma_transport(uc->context);
+    if (uc->force_am == 0)
+        ucx_scan_transports(uc);
+    uc->host_key = ucx_host_key();
     return RS_OK;
 }
 
@@ -197,6 +225,8 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
                    : strcasecmp(rma, "am") == 0  ? 1
                    : strcasecmp(rma, "ucx") == 0 ? -1
                                                  : 0;
+    const char *mem = getenv("RSHUFFLE_UCX_MEM");
+    uc->mem_shared = mem != NULL && strcasecmp(mem, "shared") == 0;
     const char *mode = getenv("RSHUFFLE_UCX_NOTIFY");
     uc->notify_flush = mode != NULL && strcasecmp(mode, "flush") == 0;
 

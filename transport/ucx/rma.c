@@ -221,7 +221,7 @@ rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t
     const rs_ucx_rkey_t *k = rkey->be;
     if (uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
-    if (k->am)
+    if (k->am_atomic)
         return rs_ucx_amrma_fetch_add(uep, op, raddr, add);
     void *req = amo_req_get(uc);
     if (req == NULL) {
