@@ -489,7 +489,7 @@ static int parse_args(int argc, char **argv)
     if (strcmp(o.transport, "ucx") == 0 && getenv("UCX_TLS") == NULL) {
         /* tcp stays enabled with shm: UCX's connection manager needs it. */
         if (strcmp(o.tls, "shm") == 0)
-            setenv("UCX_TLS", "posix,sysv,self,tcp", 1);
+            setenv("UCX_TLS", "posix,sysv,cma,self,tcp", 1);
         else if (strcmp(o.tls, "tcp") == 0)
             setenv("UCX_TLS", "tcp,self", 1);
         if (strncmp(o.host, "127.", 4) == 0)

@@ -72,33 +72,29 @@ static void ucx_enable_shm_error_handling(ucp_config_t *config)
 }
 
 /*
- * Which transports the context found: one that does remote RMA natively
- * (rc_*, dc_*; without one, UCX emulates one-sided ops to memory it cannot
- * map) and cross-memory attach (cma: one kernel copy into a same-host
- * peer's memory). UCX 1.13 has no query for this; its resource list is
- * printed only.
+ * Does the context have a transport that does remote RMA natively (rc_*,
+ * dc_*)? Without one, UCX emulates one-sided ops to memory it cannot map.
+ * UCX 1.13 has no query for this; its resource list is printed only.
  */
-static void ucx_scan_transports(rs_ucx_ctx_t *uc)
+static int ucx_has_rdma_transport(rs_ucx_ctx_t *uc)
 {
     char *text = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&text, &size);
     if (f == NULL)
-        return;
+        return 0;
     ucp_context_print_info(uc->context, f);
     fclose(f);
+    int native = 0;
     char *save = NULL; /* strtok_r: contexts may be created on several threads at once */
-    for (char *line = strtok_r(text, "\n", &save); line != NULL;
+    for (char *line = strtok_r(text, "\n", &save); line != NULL && !native;
          line = strtok_r(NULL, "\n", &save)) {
         const char *tl = strstr(line, "resource") ? strstr(line, "-- ") : NULL;
-        if (tl == NULL)
-            continue;
-        if (strncmp(tl + 3, "rc", 2) == 0 || strncmp(tl + 3, "dc", 2) == 0)
-            uc->native_remote = 1;
-        if (strncmp(tl + 3, "cma", 3) == 0)
-            uc->has_cma = 1;
+        if (tl != NULL && (strncmp(tl + 3, "rc", 2) == 0 || strncmp(tl + 3, "dc", 2) == 0))
+            native = 1;
     }
     free(text);
+    return native;
 }
 
 /*
@@ -153,9 +149,10 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
     }
     uc->req_size = attr.request_size;
     /* Only the automatic RMA choice needs to know (RSHUFFLE_UCX_RMA unset or auto). */
-    if (uc->force_am == 0)
-        ucx_scan_transports(uc);
-    uc->host_key = ucx_host_key();
+    uc->native_remote = uc->force_am == 0 && ucx_has_rdma_transport(uc);
+    /* UCX_TLS without shared memory (tcp,self: a test meaning TCP) keeps data off attach too. */
+    if (ucx_tls_enables("posix") || ucx_tls_enables("sysv") || ucx_tls_enables("cma"))
+        uc->host_key = ucx_host_key();
     return RS_OK;
 }
 

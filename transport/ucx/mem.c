@@ -1,16 +1,15 @@
 /*
  * UCX backend: memory. rs_mem_alloc maps private memory of our own, makes
- * it resident (prefault) and registers it: same-host peers then reach it by
- * cross-memory attach (UCX's cma: one kernel copy, nothing mapped in the
- * peer), remote ones by RDMA. RSHUFFLE_UCX_MEM=shared lets UCX allocate a
- * shared segment instead (UCP_MEM_MAP_ALLOCATE), which same-host peers map:
- * a put is then a plain memcpy, but every peer pays a page fault per page
- * at its first touch. docs/transport.md has the measurements. rs_mem_reg
- * registers the caller's memory.
+ * it resident (prefault) and registers it: same-host peers reach it by
+ * cross-memory attach (attach.c: one kernel copy, nothing mapped in the
+ * peer), remote ones by RDMA or our messages. RSHUFFLE_UCX_MEM=shared lets
+ * UCX allocate a shared segment instead (UCP_MEM_MAP_ALLOCATE), which
+ * same-host peers map: a put is then a plain memcpy, but every peer pays a
+ * page fault per page at its first touch (docs/transport.md has the
+ * measurements). rs_mem_reg registers the caller's memory.
  *
  * Remote-key blobs carry the owner's host key (kernel and pid namespace)
- * before UCX's packed key, so that an unpacker knows whether cross-memory
- * attach can reach the region.
+ * and pid before UCX's packed key: an unpacker on the same host attaches.
  */
 #include "transport/ucx/ucx.h"
 
@@ -58,7 +57,7 @@ static rs_status_t prefault(void *addr, size_t len)
     return RS_OK;
 }
 
-#define HOST_KEY_LEN 8
+#define HOST_KEY_LEN 12 /* host key (8 bytes) and pid (4), little-endian */
 
 /* rs_mem_alloc's memory, unless UCX allocates (RSHUFFLE_UCX_MEM=shared): resident on success. */
 static rs_status_t own_mapping(rs_ucx_mr_t *umr, size_t len)
@@ -137,6 +136,7 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
         goto err_unmap;
     }
     rs_put_le64(umr->rkey_buf, uc->host_key);
+    rs_put_le32((uint8_t *)umr->rkey_buf + 8, (uint32_t)getpid());
     memcpy((uint8_t *)umr->rkey_buf + HOST_KEY_LEN, buf, umr->rkey_len);
     umr->rkey_len += HOST_KEY_LEN;
     ucp_rkey_buffer_release(buf);
@@ -190,6 +190,7 @@ rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, si
     if (len <= HOST_KEY_LEN)
         return RS_ERR_BAD_RKEY;
     uint64_t host_key = rs_get_le64(buf);
+    pid_t pid = (pid_t)rs_get_le32((const uint8_t *)buf + 8);
     rs_ucx_rkey_t *k = malloc(sizeof(*k));
     if (k == NULL) {
         rs_error("out of memory unpacking a remote key");
@@ -203,16 +204,17 @@ rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, si
     }
     /*
      * Mapped (shared memory) or reachable by an RDMA transport: UCX does
-     * the ops natively; cross-memory attach (same kernel and pid namespace)
-     * does put and get natively but no atomics. Otherwise UCX would emulate
-     * them, and its emulation can abort a target (ucx_amrma.c): we carry
-     * them ourselves.
+     * the ops natively. Otherwise UCX would emulate them, and its emulation
+     * can abort a target (ucx_amrma.c): we carry them ourselves, put and
+     * get by cross-memory attach when the region's owner runs on this
+     * kernel and in our pid namespace.
      */
     void *ptr;
     int mapped = ucp_rkey_ptr(k->rk, rkey->base, &ptr) == UCS_OK;
-    int attach = uc->has_cma && uc->host_key != 0 && host_key == uc->host_key;
-    k->am_atomic = uc->force_am > 0 || (uc->force_am == 0 && !mapped && !uc->native_remote);
-    k->am = uc->force_am > 0 || (k->am_atomic && !attach);
+    k->am = uc->force_am > 0 || (uc->force_am == 0 && !mapped && !uc->native_remote);
+    k->attach_pid = 0;
+    if (uc->force_am == 0 && !mapped && uc->host_key != 0 && host_key == uc->host_key && pid > 0)
+        k->attach_pid = pid;
     rkey->be = k;
     return RS_OK;
 }
