@@ -41,6 +41,7 @@ static void entry_free(rs_bc_entry_t *e, int force)
         if (e->inline_slot != NULL)
             rs_bc_slots_put(&e->node->replies, e->inline_slot);
     }
+    free(e->embed_copy);
     free(e->sums);
     free(e->blocks);
     free(e->bitmap);
@@ -87,6 +88,17 @@ static rs_bc_entry_t *entry_new(rs_bcast_node_t *node, const rs_bc_desc_t *d)
             e->blocks[i].entry = e;
             e->blocks[i].index = i;
         }
+    }
+    if (d->flags & RS_BDESC_F_EMBED) {
+        /* Checked with the whole descriptor: ready without a message. */
+        e->embed_copy = malloc((size_t)d->size);
+        if (e->embed_copy == NULL)
+            goto err_free;
+        memcpy(e->embed_copy, d->embed, (size_t)d->size);
+        e->data = e->embed_copy;
+        e->state = RS_BENT_READY;
+        e->stats.inline_gets++;
+        RS_BSTAT_ADD(node->stats.inline_gets, 1);
     }
     e->src_peer = rs_bc_peer_get(node, &d->src);
     if (e->src_peer == NULL)

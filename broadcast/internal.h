@@ -357,6 +357,7 @@ struct rs_bc_entry {
     uint32_t n_done;
     rs_mr_t *mr;               /* the object region (non-inline) */
     rs_bc_slot_t *inline_slot; /* the reply slot holding an inline object */
+    uint8_t *embed_copy;       /* an embedded object's bytes, copied from its descriptor */
     uint8_t *data;
     uint8_t rkey[RS_RKEY_BLOB_MAX];
     size_t rkey_len;

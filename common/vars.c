@@ -55,6 +55,7 @@ static const rs_config_var_t vars[] = {
     /* broadcast */
     {"RSHUFFLE_BCAST_BLOCK_SIZE", "4M", "broadcast block, 4 KiB .. 1 GiB"},
     {"RSHUFFLE_BCAST_INLINE_MAX", "64K", "objects up to this ride inline in the first reply"},
+    {"RSHUFFLE_BCAST_EMBED_MAX", "1K", "objects up to this (<= 2K) ride in the descriptor itself"},
     {"RSHUFFLE_BCAST_READS_PER_EP", "4", "outstanding block reads per peer"},
     {"RSHUFFLE_BCAST_SOURCE_READS", "2", "torrent reads in flight to the source per object"},
     {"RSHUFFLE_BCAST_HOLDERS_MAX", "32", "holders listed per reply"},
