@@ -227,6 +227,43 @@ static void entry_maybe_retire(rs_bc_entry_t *e)
     }
 }
 
+/*
+ * Retires the oldest entry nobody references whose region fits len (as the
+ * region cache takes one: at most a quarter larger), though it could still
+ * serve other readers: a region is worth more to the get that needs it now.
+ * Peers still holding its key can only read bytes that fail their block
+ * checksums, and then read elsewhere. 1 if one was retired.
+ */
+int rs_bc_entry_evict(rs_bcast_node_t *node, size_t len)
+{
+    rs_list_t *pos, *tmp;
+    rs_bc_entry_t *victim = NULL;
+    pthread_mutex_lock(&node->lock);
+    rs_list_for_each_safe(pos, tmp, &node->entries)
+    {
+        rs_bc_entry_t *e = RS_CONTAINER_OF(pos, rs_bc_entry_t, link);
+        size_t have = e->mr != NULL ? rs_mr_len(e->mr) : 0;
+        if (e->refs == 0 && e->in_table && have >= len && have - len <= len / 4) {
+            victim = e;
+            break;
+        }
+    }
+    if (victim != NULL) {
+        victim->in_table = 0;
+        rs_list_del(&victim->link);
+        victim->retire_ns = rs_now_ns();
+        rs_list_add_tail(&node->retired, &victim->link);
+    }
+    pthread_mutex_unlock(&node->lock);
+    if (victim == NULL)
+        return 0;
+    pthread_mutex_lock(&victim->lock);
+    rs_bc_entry_fail(victim,
+                     RS_ERR_TIMEOUT); /* nobody waits on it: late completions change nothing */
+    pthread_mutex_unlock(&victim->lock);
+    return 1;
+}
+
 void rs_bc_entry_unref(rs_bc_entry_t *e)
 {
     rs_bcast_node_t *node = e->node;

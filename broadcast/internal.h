@@ -404,6 +404,8 @@ void rs_bc_entry_unref(rs_bc_entry_t *e);
 
 /* Frees retired entries as rs_bc_src_reap frees objects (force: context gone). */
 void rs_bc_entry_reap(rs_bcast_node_t *node, uint64_t now, int force);
+/* Retires the oldest unreferenced entry whose region fits len; 1 if one went. */
+int rs_bc_entry_evict(rs_bcast_node_t *node, size_t len);
 
 /* ------------------------------------------------------------------ node */
 
