@@ -1,5 +1,6 @@
 # What every perf driver shares: perf_json.h's commit (baked in at configure
-# time; "unknown" outside git) through rs_perf, and the launcher of
+# time, "unknown" outside git; a new commit reconfigures, as the build depends
+# on git's HEAD and branch files) through rs_perf, and the launcher of
 # perf/launch.h through rs_perf_launch: MPI collectives where CMake finds MPI
 # (perf/launch_mpi.c), else one that says --launcher mpi needs MPI.
 execute_process(COMMAND git rev-parse --short=12 HEAD WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
@@ -7,6 +8,19 @@ execute_process(COMMAND git rev-parse --short=12 HEAD WORKING_DIRECTORY ${PROJEC
                 ERROR_QUIET RESULT_VARIABLE rs_perf_git_rc)
 if(NOT rs_perf_git_rc EQUAL 0 OR rs_perf_commit STREQUAL "")
     set(rs_perf_commit unknown)
+else()
+    execute_process(COMMAND git symbolic-ref -q HEAD WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                    OUTPUT_VARIABLE rs_perf_ref OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    foreach(ref HEAD ${rs_perf_ref})
+        execute_process(COMMAND git rev-parse --git-path ${ref}
+                        WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} OUTPUT_VARIABLE file
+                        OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+        get_filename_component(file "${file}" ABSOLUTE BASE_DIR ${PROJECT_SOURCE_DIR})
+        if(EXISTS "${file}")
+            set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+                         "${file}")
+        endif()
+    endforeach()
 endif()
 add_library(rs_perf INTERFACE)
 target_compile_definitions(rs_perf INTERFACE PERF_COMMIT="${rs_perf_commit}")
