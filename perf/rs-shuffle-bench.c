@@ -859,6 +859,8 @@ static int run_launched(totals_t *t)
     for (uint64_t i = 0; i < bitmap; i++)
         own -= (uint64_t)__builtin_popcount(t->seen_all[i]);
     t->dups += own;
+    if (me != 0 && freopen("/dev/null", "w", stderr) == NULL) /* the totals: rank 0 says them */
+        t->failed = 1;
     return 0;
 }
 
