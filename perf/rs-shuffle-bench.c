@@ -359,17 +359,24 @@ static void reducer_fn(int fd, uint32_t r, uint32_t b)
     _exit(reduce_run(fd, r));
 }
 
+/*
+ * Progress of a phase until each child's result pipe (fds) has bytes or was
+ * closed: a child that writes its result is done. (Waiting for it to exit
+ * would deadlock: a reducer's result, its bitmap, outgrows the pipe.)
+ */
 static void progress(const char *what, volatile uint64_t *v, uint32_t n, uint64_t total,
-                     pid_t *pids, uint32_t npids)
+                     const int *fds, uint32_t nfds)
 {
     double t0 = perf_now_s();
     if (!pout.progress)
         return;
     for (;;) {
         int running = 0;
-        for (uint32_t i = 0; i < npids; i++)
-            if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0)
+        for (uint32_t i = 0; i < nfds; i++) {
+            struct pollfd pfd = {.fd = fds[i], .events = POLLIN};
+            if (poll(&pfd, 1, 0) == 0)
                 running = 1;
+        }
         uint64_t sum = 0;
         for (uint32_t i = 0; i < n; i++)
             sum += v[i];
@@ -633,7 +640,7 @@ static int run_split(totals_t *t)
     t->start_s = t->t0 - tw;
     for (uint32_t i = 0; i < n_maps_run; i++)
         mpid[i] = spawn(&mfd[i], mapper_fn, i % o.mappers, i / o.mappers);
-    progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mpid,
+    progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mfd,
              n_maps_run);
     for (uint32_t i = 0; i < n_maps_run; i++) {
         take_map(t, mfd[i], i / o.mappers == (o.speculative ? 1u : 0u)); /* the winning attempts */
@@ -645,7 +652,7 @@ static int run_split(totals_t *t)
     if (!t->failed && !o.sink) {
         for (uint32_t r = 0; r < o.reducers; r++)
             rpid[r] = spawn(&rfd[r], reducer_fn, r, 0);
-        progress("read", sh->read, o.reducers, t->total * REC_LEN, rpid, o.reducers);
+        progress("read", sh->read, o.reducers, t->total * REC_LEN, rfd, o.reducers);
         for (uint32_t r = 0; r < o.reducers; r++) {
             take_reduce(t, rfd[r]);
             close(rfd[r]);
