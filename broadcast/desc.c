@@ -13,7 +13,8 @@
 size_t rs_bc_desc_len(const rs_bc_desc_t *d)
 {
     size_t embed = (d->flags & RS_BDESC_F_EMBED) ? (size_t)d->size : 0;
-    return RS_BDESC_FIXED + rs_bc_addr_wire_len(&d->src) + embed + 8;
+    size_t direct = (d->flags & RS_BDESC_F_DIRECT) ? 2u + d->rkey.len + 8u : 0;
+    return RS_BDESC_FIXED + rs_bc_addr_wire_len(&d->src) + embed + direct + 8;
 }
 
 rs_status_t rs_bc_desc_encode(const rs_bc_desc_t *d, void *buf, size_t buflen, size_t *len_p)
@@ -32,6 +33,11 @@ rs_status_t rs_bc_desc_encode(const rs_bc_desc_t *d, void *buf, size_t buflen, s
     rs_bc_w_addr(&w, &d->src);
     if (d->flags & RS_BDESC_F_EMBED)
         rs_w_bytes(&w, d->embed, (size_t)d->size);
+    if (d->flags & RS_BDESC_F_DIRECT) {
+        rs_w_u16(&w, d->rkey.len);
+        rs_w_bytes(&w, d->rkey.p, d->rkey.len);
+        rs_w_u64(&w, d->sum);
+    }
     if (w.overflow)
         return RS_ERR_NO_SPACE;
     /* Covers an embedded object too: its one checksum, made once, checked by each reader. */
@@ -67,14 +73,22 @@ rs_status_t rs_bc_desc_decode(const void *buf, size_t len, rs_bc_desc_t *out)
     d.nblocks = rs_r_u32(&r);
     if ((st = rs_bc_r_addr(&r, &d.src)) != RS_OK)
         return st;
-    const uint32_t known = RS_BDESC_F_INLINE | RS_BDESC_F_EMBED;
+    const uint32_t known = RS_BDESC_F_INLINE | RS_BDESC_F_EMBED | RS_BDESC_F_DIRECT;
     if (reserved != 0 || (d.flags & ~known) != 0 || d.seq == 0 ||
-        ((d.flags & RS_BDESC_F_EMBED) && !(d.flags & RS_BDESC_F_INLINE)))
+        ((d.flags & RS_BDESC_F_EMBED) && !(d.flags & RS_BDESC_F_INLINE)) ||
+        ((d.flags & RS_BDESC_F_DIRECT) && ((d.flags & RS_BDESC_F_INLINE) || d.nblocks != 1)))
         return RS_ERR_PROTOCOL;
     if (d.flags & RS_BDESC_F_EMBED) {
         if (d.size == 0 || d.size > RS_BCAST_EMBED_CAP || rs_r_left(&r) != d.size)
             return RS_ERR_BAD_LENGTH;
         d.embed = rs_r_take(&r, (size_t)d.size);
+    }
+    if (d.flags & RS_BDESC_F_DIRECT) {
+        d.rkey.len = rs_r_u16(&r);
+        if (d.rkey.len == 0 || d.rkey.len > RS_RKEY_BLOB_MAX || rs_r_left(&r) < d.rkey.len + 8u)
+            return RS_ERR_BAD_LENGTH;
+        d.rkey.p = rs_r_take(&r, d.rkey.len);
+        d.sum = rs_r_u64(&r);
     }
     if (rs_r_left(&r) != 0)
         return RS_ERR_BAD_LENGTH;

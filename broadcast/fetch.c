@@ -9,6 +9,7 @@
 #include "broadcast/internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -582,12 +583,126 @@ static void execute(rs_bc_entry_t *e, rs_bc_act_t *a)
 }
 
 /* Runs the fetch until it ends or the deadline passes. */
+static void direct_done(void *arg, rs_status_t status)
+{
+    rs_bc_entry_t *e = arg;
+    pthread_mutex_lock(&e->lock);
+    e->ops--;
+    e->direct_status = status;
+    e->direct_done = 1;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* Waits (driving the transport, bounded by deadline) for the direct read; e->lock held. */
+static void direct_wait(rs_bc_entry_t *e, uint64_t deadline)
+{
+    while (!e->direct_done && rs_now_ns() < deadline) {
+        pthread_mutex_unlock(&e->lock);
+        if (rs_progress(e->node->ctx) == 0)
+            sched_yield(); /* the peer's kernel copy, or its answer, may need this core */
+        pthread_mutex_lock(&e->lock);
+    }
+}
+
+/*
+ * A one-block object whose descriptor carries its region's key and checksum
+ * (RS_BDESC_F_DIRECT): read the block straight from the source, no request,
+ * and check it. 1: the entry is READY. 0: not tried or it failed (the source
+ * destroyed the object and its region was reused or poisoned, the read
+ * failed): the caller fetches as usual, which also tells a destroyed object.
+ */
+static int try_direct(rs_bc_entry_t *e, const rs_bc_desc_t *d, uint64_t deadline)
+{
+    rs_bcast_node_t *node = e->node;
+    int connected = 0, ok = 0;
+    rs_rkey_t *rkey = NULL;
+    pthread_mutex_lock(&e->lock);
+    if (e->state != RS_BENT_FETCHING || e->direct_busy || e->have_manifest || e->req_inflight ||
+        e->mr != NULL || e->ops > 0) {
+        pthread_mutex_unlock(&e->lock);
+        return 0;
+    }
+    e->direct_busy = 1;
+    e->direct_done = 0;
+    pthread_mutex_unlock(&e->lock);
+
+    rs_mr_t *mr = NULL;
+    uint8_t rk[RS_RKEY_BLOB_MAX];
+    size_t rk_len = 0;
+    if (rs_bc_peer_connect(node, e->src_peer, &connected) != RS_OK ||
+        rs_bc_region_get(node, e->size, &mr, rk, &rk_len) != RS_OK)
+        goto out;
+    if (rs_bc_rcache_get(node, e->src_peer, d->rkey.p, d->rkey.len, &rkey) != RS_OK)
+        goto out_region;
+    pthread_mutex_lock(&e->lock);
+    e->ops++;
+    pthread_mutex_unlock(&e->lock);
+    if (rs_get(e->src_peer->ep, rs_mr_addr(mr), e->size, mr, rkey, 0, direct_done, e) != RS_OK) {
+        pthread_mutex_lock(&e->lock);
+        e->ops--;
+        pthread_mutex_unlock(&e->lock);
+        goto out_rkey;
+    }
+    pthread_mutex_lock(&e->lock);
+    direct_wait(e, deadline);
+    int landed = e->direct_done && e->direct_status == RS_OK;
+    pthread_mutex_unlock(&e->lock);
+    if (!landed) {
+        /* Still in flight at the deadline: the region stays with the entry (freed after its ops).
+         */
+        pthread_mutex_lock(&e->lock);
+        if (!e->direct_done) {
+            e->mr = mr;
+            memcpy(e->rkey, rk, rk_len);
+            e->rkey_len = rk_len;
+            mr = NULL;
+        }
+        pthread_mutex_unlock(&e->lock);
+    } else if (rs_bc_block_sum(rs_mr_addr(mr), e->size, 0) == d->sum) {
+        ok = 1;
+    }
+out_rkey:
+    rs_bc_rcache_put(e->src_peer, rkey);
+out_region:
+    pthread_mutex_lock(&e->lock);
+    if (ok) {
+        e->mr = mr;
+        memcpy(e->rkey, rk, rk_len);
+        e->rkey_len = rk_len;
+        e->data = rs_mr_addr(mr);
+        e->state = RS_BENT_READY;
+        ESTAT(e, reads, 1);
+        ESTAT(e, source_reads, 1);
+        ESTAT(e, bytes_read, e->size);
+        mr = NULL;
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (mr != NULL)
+        rs_bc_region_put(node, mr, rk, rk_len);
+out:
+    pthread_mutex_lock(&e->lock);
+    e->direct_busy = 0;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    return ok;
+}
+
 static rs_status_t fetch_run(rs_bc_entry_t *e, uint64_t deadline)
 {
     rs_status_t st;
     rs_bc_act_t a;
     pthread_mutex_lock(&e->lock);
     for (;;) {
+        if (e->direct_busy) { /* another getter reads it straight from the source */
+            struct timespec ts = rs_ns_to_timespec(deadline);
+            if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) == ETIMEDOUT &&
+                rs_now_ns() >= deadline) {
+                st = RS_ERR_TIMEOUT;
+                break;
+            }
+            continue;
+        }
         if (e->state == RS_BENT_READY) {
             st = e->destroyed ? RS_ERR_DESTROYED : RS_OK;
             break;
@@ -647,6 +762,8 @@ rs_status_t rs_bcast_get(rs_bcast_node_t *node, const void *desc, size_t desc_le
         free(ref);
         return st;
     }
+    if ((d.flags & RS_BDESC_F_DIRECT) && !joined)
+        try_direct(e, &d, deadline);
     st = fetch_run(e, deadline);
     if (st != RS_OK) {
         rs_bc_entry_unref(e);

@@ -335,15 +335,18 @@ struct rs_bc_entry {
     int source_gone;
     int requested; /* the manifest request was sent (or is being sent) */
     int have_manifest;
-    int req_inflight;       /* a request awaits its reply */
-    int announce_due;       /* blocks verified or claimed since the last announcement */
-    int waiting;            /* some block can be read from nobody now: others are fetching it */
-    int src_open;           /* patience ran out: any block may come from the source */
-    uint64_t progress_ns;   /* last time a block landed or the source told news */
-    uint64_t read_ns;       /* moving average of how long a block read takes */
-    uint32_t version;       /* the object's version as the last reply told it */
-    uint32_t rversion;      /* ... and of its active readers */
-    rs_bc_active_t *active; /* those readers (ticket, start) */
+    int req_inflight;          /* a request awaits its reply */
+    int direct_busy;           /* a getter reads the one block straight from the source (fetch.c) */
+    int direct_done;           /* ... its read completed, */
+    rs_status_t direct_status; /* ... with this status */
+    int announce_due;          /* blocks verified or claimed since the last announcement */
+    int waiting;               /* some block can be read from nobody now: others are fetching it */
+    int src_open;              /* patience ran out: any block may come from the source */
+    uint64_t progress_ns;      /* last time a block landed or the source told news */
+    uint64_t read_ns;          /* moving average of how long a block read takes */
+    uint32_t version;          /* the object's version as the last reply told it */
+    uint32_t rversion;         /* ... and of its active readers */
+    rs_bc_active_t *active;    /* those readers (ticket, start) */
     uint32_t n_active;
     uint32_t ticket;
     uint32_t start;     /* where in the shared permutation we read from */

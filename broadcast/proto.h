@@ -38,7 +38,8 @@ enum { RS_BMSG_REQ = 1, RS_BMSG_DESTROY = 2, RS_BMSG_NEWS = 3 };
 /* Descriptor flags. */
 enum {
     RS_BDESC_F_INLINE = 1u << 0,
-    RS_BDESC_F_EMBED = 1u << 1, /* (with INLINE) the object's bytes follow the source address */
+    RS_BDESC_F_EMBED = 1u << 1,  /* (with INLINE) the object's bytes follow the source address */
+    RS_BDESC_F_DIRECT = 1u << 2, /* (one block) its region's key and checksum follow */
 };
 
 /* Request kinds and flags. */
@@ -95,6 +96,8 @@ typedef struct rs_bc_desc {
     uint32_t flags;
     rs_bc_addr_t src;
     const uint8_t *embed; /* EMBED: size bytes (inside the encoded descriptor once decoded) */
+    rs_bc_view_t rkey;    /* DIRECT: the source region's packed key, */
+    uint64_t sum;         /* ... and the block's checksum */
 } rs_bc_desc_t;
 
 typedef struct rs_bc_req {

@@ -62,7 +62,7 @@ rs_status_t rs_bc_region_get(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, 
         best = cache_take(node, len);
         /* Then an object kept only to serve others, released by its readers. */
         if (best == NULL && rs_bc_entry_evict(node, len)) {
-            rs_bc_entry_reap(node, now, 0);
+            rs_bc_entry_reap(node, rs_now_ns(), 0); /* now: it retired after `now` */
             best = cache_take(node, len);
         }
     }

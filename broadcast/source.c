@@ -168,6 +168,14 @@ rs_status_t rs_bcast_descriptor(const rs_bcast_t *src, void *buf, size_t buflen,
         if (rs_bc_desc_len(&d) > RS_BCAST_DESC_MAX) /* a long address: the object stays out */
             d.flags &= ~(uint32_t)RS_BDESC_F_EMBED;
     }
+    if (!src->is_inline && src->nblocks == 1 && !src->user_mr && src->rkey_len > 0) {
+        /* One block: readers read it straight from its region, no request (fetch.c). */
+        d.flags |= RS_BDESC_F_DIRECT;
+        d.rkey = (rs_bc_view_t){.p = src->rkey, .len = (uint32_t)src->rkey_len};
+        d.sum = src->sums[0];
+        if (rs_bc_desc_len(&d) > RS_BCAST_DESC_MAX)
+            d.flags &= ~(uint32_t)RS_BDESC_F_DIRECT;
+    }
     return rs_bc_desc_encode(&d, buf, buflen, len_p);
 }
 
@@ -199,6 +207,9 @@ void rs_bcast_destroy(rs_bcast_t *src)
     pthread_mutex_lock(&node->lock);
     src->state = RS_BSRC_DESTROYED;
     pthread_mutex_unlock(&node->lock);
+    /* A direct read (a one-block descriptor, fetch.c) of it must fail its checksum from now on. */
+    if (!src->is_inline && !src->user_mr && src->nblocks == 1 && src->size > 0)
+        src->data[0] ^= 0xff;
     uint32_t n = 0;
     rs_ep_t **eps = calloc(src->n_readers + 1u, sizeof(*eps));
     for (uint32_t i = 0; eps != NULL && i < src->n_readers; i++)

@@ -19,8 +19,8 @@ static void test_destroyed(void **state)
 {
     (void)state;
     bt_agent_t src, holder, late;
-    uint8_t big[RS_BCAST_DESC_MAX], small[RS_BCAST_DESC_MAX];
-    size_t big_len, small_len;
+    uint8_t big[RS_BCAST_DESC_MAX], small[RS_BCAST_DESC_MAX], one[RS_BCAST_DESC_MAX];
+    size_t big_len, small_len, one_len;
     bt_result_t r;
     const uint64_t size = 3 * BT_BLOCK + 5;
 
@@ -29,6 +29,7 @@ static void test_destroyed(void **state)
     bt_spawn(&late, NULL, RS_BCAST_TORRENT);
     bt_publish(&src, size, 21, big, &big_len);
     bt_publish(&src, 100, 22, small, &small_len);
+    bt_publish(&src, BT_BLOCK / 2, 23, one, &one_len); /* one block: read directly */
 
     /* The holder fetches both and keeps its references across the destroy. */
     bt_get_start(&holder, big, big_len);
@@ -41,7 +42,13 @@ static void test_destroyed(void **state)
 
     bt_destroy(&src, 0);
     bt_destroy(&src, 1);
+    bt_destroy(&src, 2);
     usleep(300 * 1000); /* the destroy notices arrive */
+
+    /* A direct read of a destroyed one-block object fails its checksum: then the source says so. */
+    bt_get_start(&late, one, one_len);
+    bt_get_wait(&late, &r);
+    assert_int_equal(r.status, RS_ERR_DESTROYED);
 
     /* A reader that never had them: the source answers RS_ERR_DESTROYED. */
     bt_get_start(&late, big, big_len);
