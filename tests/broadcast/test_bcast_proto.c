@@ -56,6 +56,46 @@ static void test_desc_round_trip(void **state)
     }
 }
 
+/* An embedded object and a one-block object's key and checksum travel intact; misuse is refused. */
+static void test_desc_embed_direct(void **state)
+{
+    (void)state;
+    static const uint8_t bytes[100] = {1, 2, 3}, key[60] = {7, 7, 7};
+    uint8_t buf[RS_BCAST_DESC_MAX];
+    size_t len;
+    rs_bc_desc_t d = sample_desc(sizeof(bytes)), e;
+    d.flags |= RS_BDESC_F_EMBED;
+    d.embed = bytes;
+    assert_int_equal(rs_bc_desc_encode(&d, buf, sizeof(buf), &len), RS_OK);
+    assert_int_equal(len, rs_bc_desc_len(&d));
+    assert_int_equal(rs_bc_desc_decode(buf, len, &e), RS_OK);
+    assert_int_equal(e.flags, d.flags);
+    assert_memory_equal(e.embed, bytes, sizeof(bytes));
+    assert_true(rs_bc_desc_decode(buf, len - 1, &e) < 0);
+
+    d = sample_desc(1u << 20); /* one block */
+    d.flags |= RS_BDESC_F_DIRECT;
+    d.rkey = (rs_bc_view_t){.p = key, .len = sizeof(key)};
+    d.sum = 0xfeedfacecafebeefull;
+    assert_int_equal(rs_bc_desc_encode(&d, buf, sizeof(buf), &len), RS_OK);
+    assert_int_equal(rs_bc_desc_decode(buf, len, &e), RS_OK);
+    assert_int_equal(e.rkey.len, sizeof(key));
+    assert_memory_equal(e.rkey.p, key, sizeof(key));
+    assert_true(e.sum == d.sum);
+
+    /* Embedded without inline, direct for an inline or a multi-block object: refused. */
+    d = sample_desc(sizeof(bytes));
+    d.flags = RS_BDESC_F_EMBED;
+    d.embed = bytes;
+    assert_int_equal(rs_bc_desc_encode(&d, buf, sizeof(buf), &len), RS_OK);
+    assert_int_equal(rs_bc_desc_decode(buf, len, &e), RS_ERR_PROTOCOL);
+    d = sample_desc((10u << 20) + 512);
+    d.flags |= RS_BDESC_F_DIRECT;
+    d.rkey = (rs_bc_view_t){.p = key, .len = sizeof(key)};
+    assert_int_equal(rs_bc_desc_encode(&d, buf, sizeof(buf), &len), RS_OK);
+    assert_int_equal(rs_bc_desc_decode(buf, len, &e), RS_ERR_PROTOCOL);
+}
+
 static void test_desc_damage(void **state)
 {
     (void)state;
@@ -478,6 +518,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_desc_round_trip),
+        cmocka_unit_test(test_desc_embed_direct),
         cmocka_unit_test(test_desc_damage),
         cmocka_unit_test(test_req_round_trip_and_damage),
         cmocka_unit_test(test_reply_round_trip_and_damage),

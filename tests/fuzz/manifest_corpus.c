@@ -44,6 +44,20 @@ static void seed_descs(void (*emit)(void *, const uint8_t *, size_t), void *user
         }
         if (rs_bc_desc_encode(&d, buf, sizeof(buf), &len) == RS_OK)
             emit_mode(emit, user, FUZZ_DESC, buf, len);
+        /* The same with the object embedded, or with a one-block object's key and checksum. */
+        static const uint8_t bytes[64] = {9, 8, 7};
+        if (d.size > 0 && d.size <= sizeof(bytes)) {
+            d.flags |= RS_BDESC_F_EMBED;
+            d.embed = bytes;
+        } else if (d.nblocks == 1 && !(d.flags & RS_BDESC_F_INLINE)) {
+            d.flags |= RS_BDESC_F_DIRECT;
+            d.rkey = (rs_bc_view_t){.p = blob, .len = sizeof(blob)};
+            d.sum = 0x0123456789abcdefull;
+        } else {
+            continue;
+        }
+        if (rs_bc_desc_encode(&d, buf, sizeof(buf), &len) == RS_OK)
+            emit_mode(emit, user, FUZZ_DESC, buf, len);
     }
 }
 
