@@ -11,6 +11,7 @@
  *                    [--transport ucx|verbs] [--tls shm|tcp] [--host H]
  *                    [--buf BYTES] [--worker-mem BYTES] [--speculative]
  *                    [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]... [--json]
+ *                    [--replicas R] [--kill-worker push|read@FRACTION]
  *
  * The transport defaults to RSHUFFLE_TRANSPORT (else ucx), the host to
  * RSHUFFLE_TEST_HOST (else 127.0.0.1); --tls picks UCX_TLS unless it is set.
@@ -27,6 +28,10 @@
  * --worker-addr (repeatable; split layout, not with --sink) uses running
  * workers (rshuffled, say on another host) instead of forking them: their
  * count replaces --workers, and their statistics are not read.
+ * --replicas R (1..3, <= workers) writes every batch to R workers;
+ * --kill-worker PHASE@F (split layout, forked workers) SIGKILLs worker 0 once
+ * the fraction F of the bytes has been pushed (push) or read (read); every
+ * record must still be read exactly once ("killed" in the JSON).
  */
 #include "perf_util.h"
 #include "records.h"
@@ -55,6 +60,9 @@ typedef struct opts {
     int speculative, sink, json;
     uint32_t n_ext; /* --worker-addr given: external workers in addrs[] */
     int colocated;  /* --layout colocated: o.mappers = o.workers = o.reducers = --procs */
+    uint32_t replicas, killed;
+    int kill_phase; /* --kill-worker: 0 none, 1 push, 2 read; at kill_frac of the bytes */
+    double kill_frac, kill_s;
 } opts_t;
 
 /* Shared with the children (MAP_SHARED before fork): progress counters. */
@@ -88,7 +96,8 @@ static rs_shuffle_desc_t desc(void)
     rs_shuffle_desc_t d = {.shuffle_id = 7,
                            .n_partitions = o.partitions,
                            .n_workers = o.workers,
-                           .workers = addr_ptrs};
+                           .workers = addr_ptrs,
+                           .replicas = o.replicas};
     return d;
 }
 
@@ -374,6 +383,48 @@ static void progress(const char *what, volatile uint64_t *v, uint32_t n, uint64_
     printf("\n");
 }
 
+/* --kill-worker PHASE@FRACTION: 0, or -1 when malformed. */
+static int parse_kill(const char *v)
+{
+    char *end;
+    const char *at = strchr(v, '@');
+    if (at == NULL)
+        return -1;
+    if ((size_t)(at - v) == 4 && strncmp(v, "push", 4) == 0)
+        o.kill_phase = 1;
+    else if ((size_t)(at - v) == 4 && strncmp(v, "read", 4) == 0)
+        o.kill_phase = 2;
+    else
+        return -1;
+    o.kill_frac = strtod(at + 1, &end);
+    return *end == '\0' && o.kill_frac > 0 && o.kill_frac < 1 ? 0 : -1;
+}
+
+/*
+ * --kill-worker: SIGKILLs worker 0 (pid victim) once the children's counters
+ * v[0..n) reach the fraction of total, or all of pids[0..npids) ended.
+ */
+static void kill_hook(volatile uint64_t *v, uint32_t n, uint64_t total, pid_t *pids, uint32_t npids,
+                      pid_t victim)
+{
+    uint64_t at = (uint64_t)(o.kill_frac * (double)total);
+    double t0 = perf_now_s();
+    for (int running = 1; running;) {
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < n; i++)
+            sum += v[i];
+        if (sum >= at)
+            break;
+        running = 0;
+        for (uint32_t i = 0; i < npids; i++)
+            running |= kill(pids[i], 0) == 0 && waitpid(pids[i], NULL, WNOHANG) == 0;
+        usleep(500);
+    }
+    kill(victim, SIGKILL);
+    o.killed = 1;
+    o.kill_s = perf_now_s() - t0;
+}
+
 static int parse_args(int argc, char **argv)
 {
     int roles = 0; /* --mappers, --workers or --reducers given */
@@ -388,7 +439,8 @@ static int parse_args(int argc, char **argv)
                  .tls = "shm",
                  .host = getenv("RSHUFFLE_TEST_HOST") ? getenv("RSHUFFLE_TEST_HOST") : "127.0.0.1",
                  .buf = 256 << 10,
-                 .sink_bufs = 8};
+                 .sink_bufs = 8,
+                 .replicas = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         int val = 1;
@@ -429,6 +481,10 @@ static int parse_args(int argc, char **argv)
             o.tls = v;
         else if (strcmp(a, "--host") == 0)
             o.host = v;
+        else if (strcmp(a, "--replicas") == 0)
+            o.replicas = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, 3);
+        else if (strcmp(a, "--kill-worker") == 0)
+            val = parse_kill(v) == 0 ? 1 : -1;
         else if (strcmp(a, "--worker-addr") == 0) {
             if (o.n_ext >= MAX_PROCS || strlen(v) >= sizeof(addrs[0]) || strchr(v, ':') == NULL)
                 val = -1;
@@ -473,8 +529,15 @@ static int parse_args(int argc, char **argv)
         fprintf(stderr, "rs-shuffle-bench: invalid sizes or counts\n");
         return -1;
     }
-    if (o.worker_mem == 0) { /* room for the data with no spill, unless asked */
-        o.worker_mem = o.sink ? 64ull << 20 : (o.size / o.workers) * 3 / 2 + (64ull << 20);
+    if (o.replicas > o.workers ||
+        (o.kill_phase && (o.colocated || o.sink || o.n_ext > 0 || o.workers < 2))) {
+        fprintf(stderr, "rs-shuffle-bench: --replicas is at most --workers; --kill-worker needs "
+                        "the split layout with 2 or more forked workers, and no --sink\n");
+        return -1;
+    }
+    if (o.worker_mem == 0) { /* room for the data (each batch on R workers) with no spill */
+        o.worker_mem =
+            o.sink ? 64ull << 20 : (o.size * o.replicas / o.workers) * 3 / 2 + (64ull << 20);
         if (o.speculative)
             o.worker_mem += (o.size / o.workers) * 3 / 2;
     }
@@ -611,6 +674,8 @@ static int run_split(totals_t *t)
     t->start_s = t->t0 - tw;
     for (uint32_t i = 0; i < n_maps_run; i++)
         mpid[i] = spawn(&mfd[i], mapper_fn, i % o.mappers, i / o.mappers);
+    if (o.kill_phase == 1)
+        kill_hook(sh->pushed, o.mappers, o.size, mpid, n_maps_run, wpid[0]);
     progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mpid,
              n_maps_run);
     for (uint32_t i = 0; i < n_maps_run; i++) {
@@ -623,6 +688,8 @@ static int run_split(totals_t *t)
     if (!t->failed && !o.sink) {
         for (uint32_t r = 0; r < o.reducers; r++)
             rpid[r] = spawn(&rfd[r], reducer_fn, r, 0);
+        if (o.kill_phase == 2)
+            kill_hook(sh->read, o.reducers, t->total * REC_LEN, rpid, o.reducers, wpid[0]);
         progress("read", sh->read, o.reducers, t->total * REC_LEN, rpid, o.reducers);
         for (uint32_t r = 0; r < o.reducers; r++) {
             take_reduce(t, rfd[r]);
@@ -634,7 +701,8 @@ static int run_split(totals_t *t)
 
     for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++) {
         kill(wpid[i], SIGTERM);
-        take_worker(t, wfd[i]);
+        if (i > 0 || !o.killed) /* a killed worker has no counters to give */
+            take_worker(t, wfd[i]);
         close(wfd[i]);
         waitpid(wpid[i], NULL, 0);
     }
@@ -750,6 +818,7 @@ int main(int argc, char **argv)
         "                        [--transport ucx|verbs] [--tls shm|tcp] [--host H]\n"
         "                        [--buf BYTES] [--worker-mem BYTES] [--speculative]\n"
         "                        [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]... [--json]\n"
+        "                        [--replicas R] [--kill-worker push|read@FRACTION]\n"
         "A whole shuffle on local processes; every record is verified.\n");
     if (parse_args(argc, argv) != 0)
         return 2;
@@ -819,16 +888,21 @@ int main(int argc, char **argv)
            t.map_s, map_gbps, (unsigned long long)t.map_batches,
            (unsigned long long)t.grant_requests, (double)wst_sum.arena_peak / (1 << 20), t.start_s,
            (double)o.worker_mem / (1 << 20));
+    if (o.killed)
+        printf("replicas %u: worker 0 SIGKILLed %.3f s into the %s\n", o.replicas, o.kill_s,
+               o.kill_phase == 1 ? "push" : "read");
     if (o.json)
         printf("{\"transport\": \"%s\", \"tls\": \"%s\", \"codec\": \"%s\", \"layout\": \"%s\", "
                "\"procs\": %u, \"bytes\": %llu, "
                "\"records\": %llu, \"seconds\": %.4f, \"push_gbps\": %.3f, \"read_gbps\": %.3f, "
                "\"gbps\": %.3f, \"map_push_gbps\": %.3f, \"lost\": %llu, \"duplicates\": %llu, "
-               "\"bad\": %llu, \"spilled_bytes\": %llu, \"start_s\": %.4f, \"ok\": %s%s}\n",
+               "\"bad\": %llu, \"replicas\": %u, \"killed\": %u, \"spilled_bytes\": %llu, "
+               "\"start_s\": %.4f, \"ok\": %s%s}\n",
                o.transport, o.tls, rs_codec_name(o.codec), layout, procs, (unsigned long long)bytes,
                (unsigned long long)(o.sink ? 0 : total), secs, push_gbps, read_gbps, gbps, map_gbps,
                (unsigned long long)lost, (unsigned long long)dups, (unsigned long long)bad,
-               (unsigned long long)wst_sum.spilled_bytes, t.start_s, failed ? "false" : "true",
+               o.replicas, o.killed, (unsigned long long)wst_sum.spilled_bytes, t.start_s,
+               failed ? "false" : "true",
                /* Soft-RoCE numbers are functional only (perf_util.h) */
                strcmp(o.transport, "verbs") == 0 && perf_soft_rdma_device()
                    ? ", \"functional\": true"
