@@ -289,10 +289,10 @@ static void on_put_done(void *arg, rs_status_t status)
     RS_ASSERT(w->inflight >= b->frame_len && b->refs > 0); /* completes a put that was posted */
     w->inflight -= b->frame_len;
     w->heard_at = rs_now_coarse_ns();
-    if (status != RS_OK && p->replicas > 1)
-        worker_lost(w, status, "a write failed");
-    else if (status != RS_OK)
+    if (status != RS_OK && p->replicas == 1)
         rs_push_fail(p, status, "write to a worker");
+    else if (status != RS_OK && perr(p) == RS_OK) /* else: canceled by a failure or destroy */
+        worker_lost(w, status, "a write failed");
     batch_unref(p, b);
     if (perr(p) != RS_OK || w->dead)
         drop_pending(w);
@@ -825,7 +825,8 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
     if (w == NULL || status == RS_OK)
         return;
     if (p->replicas > 1) {
-        worker_lost(w, status, "connection lost");
+        if (perr(p) == RS_OK) /* else: failed already, or closed by rs_pusher_destroy */
+            worker_lost(w, status, "connection lost");
         return;
     }
     rs_error("pusher: worker %s is gone: %s", p->desc.workers[w->index], rs_strerror(status));
