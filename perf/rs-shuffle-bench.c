@@ -539,7 +539,7 @@ static int parse_args(int argc, char **argv)
         o.worker_mem =
             o.sink ? 64ull << 20 : (o.size * o.replicas / o.workers) * 3 / 2 + (64ull << 20);
         if (o.speculative)
-            o.worker_mem += (o.size / o.workers) * 3 / 2;
+            o.worker_mem += (o.size * o.replicas / o.workers) * 3 / 2;
     }
     if (strcmp(o.transport, "ucx") != 0 && strcmp(o.transport, "verbs") != 0 &&
         strcmp(o.transport, "auto") != 0) {
