@@ -358,6 +358,44 @@ static void test_r2_kill_during_read(void **state)
         assert_int_equal(failovers, 1);
 }
 
+static uint32_t kills_left, kill_every, kill_next;
+
+/* Kills worker kill_next, then the next one kill_every records later, kills_left times. */
+static void kill_two_hook(uint32_t i)
+{
+    kill_worker(i);
+    kill_next = i + 1;
+    kills_left--;
+}
+
+/* R = 3 over 3 workers: two of them killed during one push; everything is read from the third. */
+static void test_r3_two_killed(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(3, "64M");
+    rs_shuffle_desc_t d = desc(12, 3, 3);
+    rs_pusher_config_t c = push_cfg();
+    rs_pusher_t *p;
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &c, &p), RS_OK);
+    kills_left = 2;
+    kill_every = 8000;
+    kill_next = 0;
+    uint8_t rec[REC];
+    const uint32_t n = 24000;
+    for (uint32_t i = 0; i < n; i++) {
+        if (kills_left > 0 && i == kill_every * (kill_next + 1))
+            kill_two_hook(kill_next);
+        make_rec(0, i, rec);
+        assert_int_equal(rs_pusher_append(p, i % PARTS, rec, REC), RS_OK);
+    }
+    rs_pusher_stats_t st;
+    assert_int_equal(rs_pusher_close(p, &st), RS_OK);
+    rs_pusher_destroy(p);
+    assert_int_equal(st.workers_lost, 2);
+    assert_int_equal(read_all(&d, 1, n, 0, NULL, 0, NULL), RS_OK);
+}
+
 /* R = 2: a worker that stops answering (SIGSTOP) counts as dead after the peer timeout. */
 static void test_r2_stopped_worker(void **state)
 {
@@ -389,6 +427,7 @@ int main(void)
         cmocka_unit_test_teardown(test_r2_kill_before_read, teardown),
         cmocka_unit_test_teardown(test_r2_kill_during_read, teardown),
         cmocka_unit_test_teardown(test_r2_stopped_worker, teardown),
+        cmocka_unit_test_teardown(test_r3_two_killed, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
