@@ -25,6 +25,7 @@
 #include <rshuffle/pusher.h>
 #include <rshuffle/reader.h>
 
+#include "pusher/internal.h"
 #include "rshuffled_child.h"
 
 #define NW    3
@@ -102,6 +103,8 @@ static rs_pusher_config_t push_cfg(void)
     c.transport = &tcfg;
     return c;
 }
+
+static uint64_t read_dups; /* repeated batches the readers dropped (read_all adds) */
 
 /* Record i of map m: 256 bytes, (m, i) first, then bytes derived from both. */
 #define REC 256
@@ -196,6 +199,7 @@ static rs_status_t read_all(const rs_shuffle_desc_t *d, uint32_t n_maps, uint32_
         rs_reader_stats_t st;
         rs_reader_stats(r, &st);
         failovers += st.failovers;
+        read_dups += st.duplicates;
         rs_reader_close(r);
     }
     rs_reader_session_close(sess);
@@ -358,6 +362,39 @@ static void test_r2_kill_during_read(void **state)
         assert_int_equal(failovers, 1);
 }
 
+#ifdef RS_FAULT_INJECTION
+/*
+ * R = 2 with every third batch sent twice to each replica (a retry) and the
+ * worker being read killed mid-read: repeats are dropped at both replicas,
+ * and the batches delivered before the kill are not delivered again.
+ */
+static void test_r2_duplicates_and_failover(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(2, "256M");
+    rs_shuffle_desc_t d = desc(14, 2, 2);
+    rs_pusher_config_t c = push_cfg();
+    rs_pusher_t *p;
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &c, &p), RS_OK);
+    rs_push_fault(p, RS_FAULT_DUPLICATE, 3);
+    uint8_t rec[REC];
+    const uint32_t n = 4 * 80000; /* about 21 MiB per partition: two reads */
+    for (uint32_t i = 0; i < n; i++) {
+        make_rec(0, i, rec);
+        assert_int_equal(rs_pusher_append(p, i % PARTS, rec, REC), RS_OK);
+    }
+    assert_int_equal(rs_pusher_close(p, NULL), RS_OK);
+    rs_pusher_destroy(p);
+    uint64_t failovers = 0;
+    read_dups = 0;
+    assert_int_equal(read_all(&d, 1, n, 1000, kill_hook, 0, &failovers), RS_OK);
+    assert_true(read_dups > 0);
+    if (tcp_only())
+        assert_int_equal(failovers, 1);
+}
+#endif
+
 static uint32_t kills_left, kill_every, kill_next;
 
 /* Kills worker kill_next, then the next one kill_every records later, kills_left times. */
@@ -428,6 +465,9 @@ int main(void)
         cmocka_unit_test_teardown(test_r2_kill_during_read, teardown),
         cmocka_unit_test_teardown(test_r2_stopped_worker, teardown),
         cmocka_unit_test_teardown(test_r3_two_killed, teardown),
+#ifdef RS_FAULT_INJECTION
+        cmocka_unit_test_teardown(test_r2_duplicates_and_failover, teardown),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
