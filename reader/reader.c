@@ -112,6 +112,12 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
         }
     }
     for (uint32_t m = 0; m < s->n_maps; m++) {
+        if (!r->maps[m].committed && s->replicas > 1) {
+            /* A pusher that lost this worker committed elsewhere: the next replica is tried. */
+            rs_warn("reader: map %u attempt %u has not committed shuffle %u at worker %s", m,
+                    s->attempts[m], s->desc.shuffle_id, r->conn->addr);
+            return RS_ERR_STATE;
+        }
         if (!r->maps[m].committed) {
             rs_error("reader: map %u attempt %u has not committed shuffle %u at worker %s", m,
                      s->attempts[m], s->desc.shuffle_id, r->conn->addr);
@@ -540,6 +546,20 @@ static rs_status_t next_batch(rs_reader_t *r)
                  rs_strerror(st));
         return st;
     }
+    const uint8_t *rec = f.payload;
+    if (f.codec != RS_CODEC_NONE) {
+        if (f.raw_len > r->raw_cap) {
+            uint8_t *n = realloc(r->raw, f.raw_len);
+            if (n == NULL)
+                return RS_ERR_NOMEM;
+            r->raw = n;
+            r->raw_cap = f.raw_len;
+        }
+        if ((st = rs_frame_decode(&f, r->raw, r->raw_cap)) != RS_OK)
+            return st;
+        rec = r->raw;
+    }
+    /* Counted only once its records are about to be handed out (a replica may take over). */
     if (s->replicas > 1 && (st = delivered_add(r, &e->e)) != RS_OK)
         return st;
     rmap_t *m = &r->maps[e->e.map_id];
@@ -552,20 +572,7 @@ static rs_status_t next_batch(rs_reader_t *r)
         r->stats.local_batches++;
         r->stats.zero_copy_bytes += f.frame_len;
     }
-    if (f.codec == RS_CODEC_NONE) {
-        r->rec = f.payload;
-    } else {
-        if (f.raw_len > r->raw_cap) {
-            uint8_t *n = realloc(r->raw, f.raw_len);
-            if (n == NULL)
-                return RS_ERR_NOMEM;
-            r->raw = n;
-            r->raw_cap = f.raw_len;
-        }
-        if ((st = rs_frame_decode(&f, r->raw, r->raw_cap)) != RS_OK)
-            return st;
-        r->rec = r->raw;
-    }
+    r->rec = rec;
     r->rec_end = r->rec + f.raw_len;
     return RS_OK;
 }
