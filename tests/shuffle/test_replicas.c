@@ -395,6 +395,30 @@ static void test_r2_duplicates_and_failover(void **state)
 }
 #endif
 
+/*
+ * R = 2: the worker a partition is being read from stops answering
+ * (SIGSTOP) a few records in: after the peer timeout the reader goes on
+ * from the other replica (over shared memory the stopped worker's arena may
+ * still serve the reads), every record once.
+ */
+static void test_r2_stopped_during_read(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(2, "256M");
+    rs_shuffle_desc_t d = desc(16, 2, 2); /* partition 0's replica 0 is worker 0 */
+    const uint32_t n = 4 * 80000;
+    assert_int_equal(push(&d, 0, n, 0, NULL, 0, NULL), RS_OK);
+    uint64_t failovers = 0;
+    double t0 = now_s();
+    assert_int_equal(read_all(&d, 1, n, 1000, stop_hook, 0, &failovers), RS_OK);
+    printf("read of 80 MiB with its worker stopped 1,000 records in: %.3f s, %llu failovers\n",
+           now_s() - t0, (unsigned long long)failovers);
+    assert_true(now_s() - t0 < 20.0);
+    if (tcp_only())
+        assert_int_equal(failovers, 1);
+}
+
 static uint32_t kills_left, kill_every, kill_next;
 
 /* Kills worker kill_next, then the next one kill_every records later, kills_left times. */
@@ -465,6 +489,7 @@ int main(void)
         cmocka_unit_test_teardown(test_r2_kill_during_read, teardown),
         cmocka_unit_test_teardown(test_r2_stopped_worker, teardown),
         cmocka_unit_test_teardown(test_r3_two_killed, teardown),
+        cmocka_unit_test_teardown(test_r2_stopped_during_read, teardown),
 #ifdef RS_FAULT_INJECTION
         cmocka_unit_test_teardown(test_r2_duplicates_and_failover, teardown),
 #endif
