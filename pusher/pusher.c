@@ -69,7 +69,8 @@ static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
                           .shuffle_id = p->desc.shuffle_id,
                           .n_partitions = p->desc.n_partitions,
                           .map_id = p->map_id,
-                          .attempt = p->attempt};
+                          .attempt = p->attempt,
+                          .replicas = p->replicas};
     uint8_t buf[RS_SPROTO_ATTACH_LEN];
     size_t len;
     s = rs_sproto_attach_encode(&m, buf, sizeof(buf), &len);
@@ -213,7 +214,8 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
     for (uint32_t i = 0; i < nw; i++) {
         if ((s = connect_worker(p, &p->workers[i])) == RS_OK)
             continue;
-        if (p->replicas == 1)
+        /* A worker that answers and refuses (another R, another partition count) is an error. */
+        if (p->replicas == 1 || p->workers[i].attached)
             goto err_free;
         /* Replicated: the partitions go on with their other replicas, if each keeps one. */
         rs_warn("pusher: going on without worker %s (%u replicas)", desc->workers[i], p->replicas);

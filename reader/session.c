@@ -191,8 +191,10 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
         rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
         return st;
     }
-    rs_smsg_attach_t a = {
-        .status = RS_OK, .role = RS_ROLE_READER, .shuffle_id = s->desc.shuffle_id};
+    rs_smsg_attach_t a = {.status = RS_OK,
+                          .role = RS_ROLE_READER,
+                          .shuffle_id = s->desc.shuffle_id,
+                          .replicas = s->replicas};
     uint8_t buf[RS_SPROTO_ATTACH_LEN];
     size_t len;
     st = rs_sproto_attach_encode(&a, buf, sizeof(buf), &len);
@@ -203,6 +205,16 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
         return st;
     }
     const rs_smsg_attach_reply_t *ar = &s->rep.u.attach_reply;
+    if (ar->replicas != 0 && ar->replicas != s->replicas) {
+        /*
+         * A reader with more replicas than the pushers would take a worker that is no
+         * replica (its commits list the partition with 0 batches) for an empty one.
+         */
+        rs_error("reader: shuffle %u was pushed with %u replicas but is read with %u (the "
+                 "descriptor's replicas or RSHUFFLE_REPLICAS must agree)",
+                 s->desc.shuffle_id, ar->replicas, s->replicas);
+        return RS_ERR_INVALID;
+    }
     st = rs_rkey_unpack(c->ep, ar->rkey, ar->rkey_len, &c->rkey);
     if (st != RS_OK)
         return st;

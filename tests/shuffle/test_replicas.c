@@ -255,6 +255,19 @@ static void test_replicas_refused(void **state)
     assert_int_equal(lost, 0);
     assert_int_equal(read_all(&d, 2, 4000, 0, NULL, 0, &failovers), RS_OK);
     assert_int_equal(failovers, 0);
+    /*
+     * Pushers and readers must agree on R: a reader with another R (which
+     * could take a worker that is no replica for an empty one) and a pusher
+     * with another R are refused.
+     */
+    rs_shuffle_desc_t d1 = desc(1, 2, 1);
+    rs_reader_t *rd = NULL;
+    assert_int_equal(rs_reader_session_open(&d1, 1, &attempt, &rc, &sess), RS_OK);
+    assert_int_equal(rs_reader_open_in(sess, 0, &rd), RS_ERR_INVALID);
+    assert_null(rd);
+    rs_reader_session_close(sess);
+    assert_int_equal(rs_pusher_open(&d1, 2, 0, &c, &p), RS_ERR_INVALID);
+    assert_null(p);
 }
 
 static void kill_hook(uint32_t i)
