@@ -12,6 +12,7 @@ void rs_bcast_config_defaults(rs_bcast_config_t *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->block_size = 4u << 20;
     cfg->inline_max = 64u << 10;
+    cfg->embed_max = 1u << 10;
     cfg->reads_per_ep = 4;
     cfg->source_reads = 2;
     cfg->holders_max = 32;
@@ -30,6 +31,7 @@ void rs_bcast_config_defaults(rs_bcast_config_t *cfg)
 static const rs_env_field_t num_fields[] = {
     RS_BCAST_FIELD("RSHUFFLE_BCAST_BLOCK_SIZE", block_size, RS_BCAST_BLOCK_MIN, RS_BCAST_BLOCK_MAX),
     RS_BCAST_FIELD("RSHUFFLE_BCAST_INLINE_MAX", inline_max, 0, RS_BCAST_INLINE_CAP),
+    RS_BCAST_FIELD("RSHUFFLE_BCAST_EMBED_MAX", embed_max, 0, RS_BCAST_EMBED_CAP),
     RS_BCAST_FIELD("RSHUFFLE_BCAST_READS_PER_EP", reads_per_ep, 1, 1024),
     RS_BCAST_FIELD("RSHUFFLE_BCAST_SOURCE_READS", source_reads, 1, 1024),
     RS_BCAST_FIELD("RSHUFFLE_BCAST_HOLDERS_MAX", holders_max, 1, 4096),

@@ -12,7 +12,8 @@
 
 size_t rs_bc_desc_len(const rs_bc_desc_t *d)
 {
-    return RS_BDESC_FIXED + rs_bc_addr_wire_len(&d->src) + 8;
+    size_t embed = (d->flags & RS_BDESC_F_EMBED) ? (size_t)d->size : 0;
+    return RS_BDESC_FIXED + rs_bc_addr_wire_len(&d->src) + embed + 8;
 }
 
 rs_status_t rs_bc_desc_encode(const rs_bc_desc_t *d, void *buf, size_t buflen, size_t *len_p)
@@ -29,8 +30,11 @@ rs_status_t rs_bc_desc_encode(const rs_bc_desc_t *d, void *buf, size_t buflen, s
     rs_w_u32(&w, d->block_size);
     rs_w_u32(&w, d->nblocks);
     rs_bc_w_addr(&w, &d->src);
+    if (d->flags & RS_BDESC_F_EMBED)
+        rs_w_bytes(&w, d->embed, (size_t)d->size);
     if (w.overflow)
         return RS_ERR_NO_SPACE;
+    /* Covers an embedded object too: its one checksum, made once, checked by each reader. */
     rs_w_u64(&w, rs_checksum64(buf, w.off));
     if (w.overflow)
         return RS_ERR_NO_SPACE;
@@ -63,10 +67,17 @@ rs_status_t rs_bc_desc_decode(const void *buf, size_t len, rs_bc_desc_t *out)
     d.nblocks = rs_r_u32(&r);
     if ((st = rs_bc_r_addr(&r, &d.src)) != RS_OK)
         return st;
+    const uint32_t known = RS_BDESC_F_INLINE | RS_BDESC_F_EMBED;
+    if (reserved != 0 || (d.flags & ~known) != 0 || d.seq == 0 ||
+        ((d.flags & RS_BDESC_F_EMBED) && !(d.flags & RS_BDESC_F_INLINE)))
+        return RS_ERR_PROTOCOL;
+    if (d.flags & RS_BDESC_F_EMBED) {
+        if (d.size == 0 || d.size > RS_BCAST_EMBED_CAP || rs_r_left(&r) != d.size)
+            return RS_ERR_BAD_LENGTH;
+        d.embed = rs_r_take(&r, (size_t)d.size);
+    }
     if (rs_r_left(&r) != 0)
         return RS_ERR_BAD_LENGTH;
-    if (reserved != 0 || (d.flags & ~(uint32_t)RS_BDESC_F_INLINE) != 0 || d.seq == 0)
-        return RS_ERR_PROTOCOL;
     if ((st = rs_bc_check_geometry(d.size, d.block_size, d.nblocks)) != RS_OK)
         return st;
     if ((d.flags & RS_BDESC_F_INLINE) ? d.size > RS_BCAST_INLINE_CAP : d.size == 0)

@@ -41,6 +41,7 @@ static void entry_free(rs_bc_entry_t *e, int force)
         if (e->inline_slot != NULL)
             rs_bc_slots_put(&e->node->replies, e->inline_slot);
     }
+    free(e->embed_copy);
     free(e->sums);
     free(e->blocks);
     free(e->bitmap);
@@ -87,6 +88,17 @@ static rs_bc_entry_t *entry_new(rs_bcast_node_t *node, const rs_bc_desc_t *d)
             e->blocks[i].entry = e;
             e->blocks[i].index = i;
         }
+    }
+    if (d->flags & RS_BDESC_F_EMBED) {
+        /* Checked with the whole descriptor: ready without a message. */
+        e->embed_copy = malloc((size_t)d->size);
+        if (e->embed_copy == NULL)
+            goto err_free;
+        memcpy(e->embed_copy, d->embed, (size_t)d->size);
+        e->data = e->embed_copy;
+        e->state = RS_BENT_READY;
+        e->stats.inline_gets++;
+        RS_BSTAT_ADD(node->stats.inline_gets, 1);
     }
     e->src_peer = rs_bc_peer_get(node, &d->src);
     if (e->src_peer == NULL)
@@ -213,6 +225,43 @@ static void entry_maybe_retire(rs_bc_entry_t *e)
         rs_bc_entry_fail(e, RS_ERR_TIMEOUT); /* abandoned: late completions change nothing */
         pthread_mutex_unlock(&e->lock);
     }
+}
+
+/*
+ * Retires the oldest entry nobody references whose region fits len (as the
+ * region cache takes one: at most a quarter larger), though it could still
+ * serve other readers: a region is worth more to the get that needs it now.
+ * Peers still holding its key can only read bytes that fail their block
+ * checksums, and then read elsewhere. 1 if one was retired.
+ */
+int rs_bc_entry_evict(rs_bcast_node_t *node, size_t len)
+{
+    rs_list_t *pos, *tmp;
+    rs_bc_entry_t *victim = NULL;
+    pthread_mutex_lock(&node->lock);
+    rs_list_for_each_safe(pos, tmp, &node->entries)
+    {
+        rs_bc_entry_t *e = RS_CONTAINER_OF(pos, rs_bc_entry_t, link);
+        size_t have = e->mr != NULL ? rs_mr_len(e->mr) : 0;
+        if (e->refs == 0 && e->in_table && have >= len && have - len <= len / 4) {
+            victim = e;
+            break;
+        }
+    }
+    if (victim != NULL) {
+        victim->in_table = 0;
+        rs_list_del(&victim->link);
+        victim->retire_ns = rs_now_ns();
+        rs_list_add_tail(&node->retired, &victim->link);
+    }
+    pthread_mutex_unlock(&node->lock);
+    if (victim == NULL)
+        return 0;
+    pthread_mutex_lock(&victim->lock);
+    rs_bc_entry_fail(victim,
+                     RS_ERR_TIMEOUT); /* nobody waits on it: late completions change nothing */
+    pthread_mutex_unlock(&victim->lock);
+    return 1;
 }
 
 void rs_bc_entry_unref(rs_bc_entry_t *e)

@@ -357,6 +357,7 @@ struct rs_bc_entry {
     uint32_t n_done;
     rs_mr_t *mr;               /* the object region (non-inline) */
     rs_bc_slot_t *inline_slot; /* the reply slot holding an inline object */
+    uint8_t *embed_copy;       /* an embedded object's bytes, copied from its descriptor */
     uint8_t *data;
     uint8_t rkey[RS_RKEY_BLOB_MAX];
     size_t rkey_len;
@@ -403,6 +404,8 @@ void rs_bc_entry_unref(rs_bc_entry_t *e);
 
 /* Frees retired entries as rs_bc_src_reap frees objects (force: context gone). */
 void rs_bc_entry_reap(rs_bcast_node_t *node, uint64_t now, int force);
+/* Retires the oldest unreferenced entry whose region fits len; 1 if one went. */
+int rs_bc_entry_evict(rs_bcast_node_t *node, size_t len);
 
 /* ------------------------------------------------------------------ node */
 

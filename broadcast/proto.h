@@ -36,7 +36,10 @@
 enum { RS_BMSG_REQ = 1, RS_BMSG_DESTROY = 2, RS_BMSG_NEWS = 3 };
 
 /* Descriptor flags. */
-enum { RS_BDESC_F_INLINE = 1u << 0 };
+enum {
+    RS_BDESC_F_INLINE = 1u << 0,
+    RS_BDESC_F_EMBED = 1u << 1, /* (with INLINE) the object's bytes follow the source address */
+};
 
 /* Request kinds and flags. */
 enum {
@@ -91,6 +94,7 @@ typedef struct rs_bc_desc {
     uint32_t nblocks;
     uint32_t flags;
     rs_bc_addr_t src;
+    const uint8_t *embed; /* EMBED: size bytes (inside the encoded descriptor once decoded) */
 } rs_bc_desc_t;
 
 typedef struct rs_bc_req {

@@ -24,8 +24,8 @@ struct rs_bc_region {
     uint8_t rkey[RS_RKEY_BLOB_MAX];
 };
 
-rs_status_t rs_bc_region_get(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
-                             size_t *rkey_len)
+/* The cached region that fits len best (wasting at most a quarter), taken out; or NULL. */
+static rs_bc_region_t *cache_take(rs_bcast_node_t *node, size_t len)
 {
     rs_list_t *pos, *tmp;
     rs_bc_region_t *best = NULL;
@@ -43,6 +43,29 @@ rs_status_t rs_bc_region_get(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, 
         node->region_bytes -= rs_mr_len(best->mr);
     }
     pthread_mutex_unlock(&node->lock);
+    return best;
+}
+
+rs_status_t rs_bc_region_get(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
+                             size_t *rkey_len)
+{
+    rs_bc_region_t *best = cache_take(node, len);
+    if (best == NULL) {
+        /*
+         * Objects retired since the service thread's last timer hold regions
+         * that are free now: a fresh region costs a registration and a fault
+         * per page (more than reading 1 MiB), so take theirs first.
+         */
+        uint64_t now = rs_now_ns();
+        rs_bc_entry_reap(node, now, 0);
+        rs_bc_src_reap(node, now, 0);
+        best = cache_take(node, len);
+        /* Then an object kept only to serve others, released by its readers. */
+        if (best == NULL && rs_bc_entry_evict(node, len)) {
+            rs_bc_entry_reap(node, now, 0);
+            best = cache_take(node, len);
+        }
+    }
     if (best != NULL) {
         *mr_p = best->mr;
         memcpy(rkey, best->rkey, best->rkey_len);

@@ -162,6 +162,12 @@ rs_status_t rs_bcast_descriptor(const rs_bcast_t *src, void *buf, size_t buflen,
     d.nblocks = src->nblocks;
     d.flags = src->is_inline ? RS_BDESC_F_INLINE : 0;
     d.src = src->node->self.a;
+    if (src->is_inline && src->size > 0 && src->size <= src->node->cfg.embed_max) {
+        d.flags |= RS_BDESC_F_EMBED;
+        d.embed = src->data;
+        if (rs_bc_desc_len(&d) > RS_BCAST_DESC_MAX) /* a long address: the object stays out */
+            d.flags &= ~(uint32_t)RS_BDESC_F_EMBED;
+    }
     return rs_bc_desc_encode(&d, buf, buflen, len_p);
 }
 

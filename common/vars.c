@@ -22,6 +22,8 @@ static const rs_config_var_t vars[] = {
     {"RSHUFFLE_PROGRESS_THREAD", "0", "start a progress thread per transport context (0|1)"},
     {"RSHUFFLE_UCX_RMA", "auto", "UCX one-sided ops: auto|ucx|am (am: carried as messages)"},
     {"RSHUFFLE_UCX_NOTIFY", "fence", "UCX notified put: fence|flush"},
+    {"RSHUFFLE_UCX_MEM", "own",
+     "UCX rs_mem_alloc: own (same-host peers attach) | shared (they map)"},
     {"RSHUFFLE_VERBS_DEVICE", "", "verbs device name (empty: the first active one)"},
     {"RSHUFFLE_VERBS_SQ_DEPTH", "256", "verbs: send work requests per QP"},
     {"RSHUFFLE_VERBS_SRQ_DEPTH", "512", "verbs: posted receives per context"},
@@ -56,6 +58,7 @@ static const rs_config_var_t vars[] = {
     /* broadcast */
     {"RSHUFFLE_BCAST_BLOCK_SIZE", "4M", "broadcast block, 4 KiB .. 1 GiB"},
     {"RSHUFFLE_BCAST_INLINE_MAX", "64K", "objects up to this ride inline in the first reply"},
+    {"RSHUFFLE_BCAST_EMBED_MAX", "1K", "objects up to this (<= 2K) ride in the descriptor itself"},
     {"RSHUFFLE_BCAST_READS_PER_EP", "4", "outstanding block reads per peer"},
     {"RSHUFFLE_BCAST_SOURCE_READS", "2", "torrent reads in flight to the source per object"},
     {"RSHUFFLE_BCAST_HOLDERS_MAX", "32", "holders listed per reply"},

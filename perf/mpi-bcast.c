@@ -4,13 +4,13 @@
  * after one warm-up; every rank checks a checksum of what it holds against
  * rank 0's after every repetition (the bytes differ per repetition).
  *
- *   mpirun -np R+1 mpi-bcast [--size 1M] [--iters N] [--json]
+ *   mpirun -np R+1 mpi-bcast [--size 1M] [--iters N] [--json [FILE]] [--csv FILE]
  *
  * Per repetition: a barrier, then each rank times its own MPI_Bcast call;
  * the repetition's time is the slowest rank's (as get_us is the slowest
  * reader's rs_bcast_get). median_us is the median over repetitions. --iters
  * defaults to rs-bcast-bench's count for the size. Rank 0 prints a summary
- * and, with --json, one object; exit status 1 if a checksum differed.
+ * and, with --json, perf/perf_json.h's object; exit status 1 if a checksum differed.
  */
 #include <mpi.h>
 
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "perf_json.h"
 #include "records.h"
 
 #define MAX_ITERS 256
@@ -64,15 +65,15 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    int me, ranks, iters = 0, json = 0, rc = 1;
+    int me, ranks, iters = 0, rc = 1;
     uint64_t size = 1u << 20;
+    perf_out_t po;
+    perf_out_init(&po, "mpi-bcast", &argc, argv);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
             size = mpi_parse_size(argv[++i]);
         else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
             iters = (int)mpi_parse_count(argv[++i], MAX_ITERS);
@@ -85,7 +86,7 @@ int main(int argc, char **argv)
         if (me == 0)
             fprintf(stderr,
                     "usage: mpirun -np R+1 mpi-bcast [--size 1M] [--iters 1..%d] "
-                    "[--json] (2 ranks at least)\n",
+                    "[--json [FILE]] [--csv FILE] (2 ranks at least)\n",
                     MAX_ITERS);
         MPI_Finalize();
         return 2;
@@ -125,11 +126,20 @@ int main(int argc, char **argv)
                "us; %d wrong checksums\n",
                bad ? "FAILED" : "verified", (unsigned long long)size, ranks - 1, iters, med * 1e6,
                times[0] * 1e6, bad);
-        if (json)
-            printf("{\"bytes\": %llu, \"readers\": %d, \"ranks\": %d, \"iters\": %d, "
-                   "\"median_us\": %.1f, \"min_us\": %.1f, \"wrong\": %d, \"ok\": %s}\n",
-                   (unsigned long long)size, ranks - 1, ranks, iters, med * 1e6, times[0] * 1e6,
-                   bad, bad ? "false" : "true");
+        perf_out_meta(&po, "mpi", "-");
+        snprintf(po.launcher, sizeof(po.launcher), "mpi");
+        po.ranks = ranks;
+        perf_row(&po);
+        perf_u64(&po, "bytes", size);
+        perf_int(&po, "readers", ranks - 1);
+        perf_int(&po, "ranks", ranks);
+        perf_int(&po, "iters", iters);
+        perf_num(&po, "median_us", med * 1e6, 1);
+        perf_num(&po, "min_us", times[0] * 1e6, 1);
+        perf_int(&po, "wrong", bad);
+        perf_bool(&po, "ok", !bad);
+        if (perf_out_emit(&po) != 0)
+            bad = 1;
         fflush(stdout);
     }
     rc = bad ? 1 : 0;

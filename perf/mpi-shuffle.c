@@ -9,11 +9,12 @@
  * (all 100 bytes, its partition, exactly once) and per partition the count
  * and checksum of what arrived must equal what the mappers sent.
  *
- *   mpirun -np N mpi-shuffle [--size 1G] [--partitions 16] [--round 64M] [--json]
+ *   mpirun -np N mpi-shuffle [--size 1G] [--partitions 16] [--round 64M]
+ *                            [--json [FILE]] [--csv FILE]
  *
- * "seconds" runs from a barrier after MPI_Init to the end of the last
+ * "total_s" runs from a barrier after MPI_Init to the end of the last
  * round's verification, reductions included (no process start). Rank 0
- * prints a summary and, with --json, one object. Exit status 1 if anything
+ * prints a summary and, with --json, perf/perf_json.h's object. Exit status 1 if anything
  * was lost, duplicated or damaged.
  */
 #include <mpi.h>
@@ -24,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "perf_json.h"
 #include "records.h"
 
 typedef struct opts {
     uint64_t size, round;
     uint32_t partitions;
-    int json;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o)
@@ -37,10 +38,6 @@ static int parse_args(int argc, char **argv, opts_t *o)
     *o = (opts_t){.size = 1ull << 30, .round = 64ull << 20, .partitions = 16};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-            continue;
-        }
         if (v == NULL)
             return -1;
         i++;
@@ -182,13 +179,15 @@ int main(int argc, char **argv)
 {
     opts_t o;
     int me, ranks, rc = 1;
+    perf_out_t po;
+    perf_out_init(&po, "mpi-shuffle", &argc, argv);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     if (parse_args(argc, argv, &o) != 0) {
         if (me == 0)
             fprintf(stderr, "usage: mpirun -np N mpi-shuffle [--size 1G] [--partitions 16] "
-                            "[--round 64M] [--json]\n");
+                            "[--round 64M] [--json [FILE]] [--csv FILE]\n");
         MPI_Finalize();
         return 2;
     }
@@ -246,14 +245,24 @@ int main(int argc, char **argv)
                (unsigned long long)total, o.partitions, (unsigned long long)rounds,
                (unsigned long long)(per_round * REC_LEN), secs, gbps, (unsigned long long)lost,
                (unsigned long long)sums[2], (unsigned long long)sums[1]);
-        if (o.json)
-            printf("{\"ranks\": %d, \"bytes\": %llu, \"records\": %llu, \"partitions\": %u, "
-                   "\"rounds\": %llu, \"round_bytes\": %llu, \"seconds\": %.4f, \"gbps\": %.3f, "
-                   "\"lost\": %llu, \"duplicates\": %llu, \"bad\": %llu, \"ok\": %s}\n",
-                   ranks, (unsigned long long)(total * REC_LEN), (unsigned long long)total,
-                   o.partitions, (unsigned long long)rounds,
-                   (unsigned long long)(per_round * REC_LEN), secs, gbps, (unsigned long long)lost,
-                   (unsigned long long)sums[2], (unsigned long long)sums[1], ok ? "true" : "false");
+        perf_out_meta(&po, "mpi", "-");
+        snprintf(po.launcher, sizeof(po.launcher), "mpi");
+        po.ranks = ranks;
+        perf_row(&po);
+        perf_int(&po, "ranks", ranks);
+        perf_u64(&po, "bytes", total * REC_LEN);
+        perf_u64(&po, "records", total);
+        perf_u64(&po, "partitions", o.partitions);
+        perf_u64(&po, "rounds", rounds);
+        perf_u64(&po, "round_bytes", per_round * REC_LEN);
+        perf_num(&po, "total_s", secs, 4);
+        perf_num(&po, "gbit_s", gbps, 3);
+        perf_u64(&po, "lost", lost);
+        perf_u64(&po, "duplicates", sums[2]);
+        perf_u64(&po, "bad", sums[1]);
+        perf_bool(&po, "ok", ok);
+        if (perf_out_emit(&po) != 0)
+            ok = 0;
         fflush(stdout);
     }
     rc = ok ? 0 : 1;

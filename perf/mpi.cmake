@@ -9,7 +9,8 @@ if(NOT MPI_C_FOUND)
 endif()
 foreach(prog mpi-shuffle mpi-bcast)
     add_executable(${prog} ${CMAKE_CURRENT_LIST_DIR}/${prog}.c)
-    target_link_libraries(${prog} PRIVATE MPI::MPI_C)
+    target_link_libraries(${prog} PRIVATE MPI::MPI_C rs_perf)
+    target_include_directories(${prog} PRIVATE ${PROJECT_SOURCE_DIR}/include) # perf_json.h
     set_target_properties(${prog} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/perf)
 endforeach()
 

@@ -11,9 +11,15 @@
  * issued (the largest over readers and iterations) and the block reads the
  * source served (sum over readers, largest over iterations).
  *
- *   rs-bcast-bench [--json] [--sizes 1K,1M,16M,64M] [--readers 1,2,4,8]
- *                  [--modes torrent,source] [--iters N] [--block-size 4M]
- *                  [--transport ucx|verbs] [--host H]
+ *   rs-bcast-bench [--json [FILE]] [--csv FILE] [--sizes 1K,1M,16M,64M]
+ *                  [--readers 1,2,4,8] [--modes torrent,source] [--iters N]
+ *                  [--block-size 4M] [--transport ucx|verbs] [--host H]
+ *                  [--launcher local|mpi] [--progress]
+ *
+ * --launcher mpi (under mpirun or srun): rank 0 is the source and ranks
+ * 1..N-1 the readers, on any hosts; the descriptor goes out by MPI_Bcast
+ * and the answers come back by MPI_Allgather (perf/launch.h). Output:
+ * perf/perf_json.h.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -23,6 +29,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "launch.h"
+#include "perf_json.h"
 #include "perf_util.h"
 #include <rshuffle/broadcast.h>
 
@@ -31,7 +39,7 @@
 #define ANSWER_MS   120000
 
 typedef struct opts {
-    int json;
+    int mpi; /* 1: --launcher mpi; 2: --readers given */
     uint64_t sizes[MAX_LIST];
     int n_sizes;
     int readers[MAX_LIST];
@@ -58,6 +66,15 @@ typedef struct reader {
     pid_t pid;
     int cmd_fd, res_fd;
 } reader_t;
+
+/* --launcher mpi: rank 0's command to the readers, by broadcast (len 0: stop). */
+typedef struct launch_cmd {
+    uint32_t len;
+    unsigned char msg[RS_BCAST_DESC_MAX + 1];
+} launch_cmd_t;
+
+static perf_out_t pout;
+static int launched; /* --launcher mpi */
 
 static uint64_t sample_of(const void *data, size_t len)
 {
@@ -87,6 +104,27 @@ static rs_bcast_node_t *make_node(const opts_t *o, rs_bcast_mode_t mode)
     return rs_bcast_node_create(&tc, &bc, &node) == RS_OK ? node : NULL;
 }
 
+/* One get of the descriptor msg[1..len) (msg[0]: 1 for the source-only node), answered in a. */
+static void get_one(rs_bcast_node_t **nodes, const unsigned char *msg, uint32_t len, answer_t *a)
+{
+    rs_bcast_ref_t *ref;
+    rs_bcast_stats_t st;
+    memset(a, 0, sizeof(*a));
+    uint64_t t0 = perf_now_ns();
+    a->status = rs_bcast_get(nodes[msg[0] ? 1 : 0], msg + 1, len - 1, &ref);
+    a->get_ns = perf_now_ns() - t0;
+    if (a->status == RS_OK) {
+        a->len = rs_bcast_ref_len(ref);
+        a->sample = sample_of(rs_bcast_ref_data(ref), a->len);
+        rs_bcast_ref_stats(ref, &st);
+        a->round_trips = st.round_trips;
+        a->reads = st.reads;
+        a->source_reads = st.source_reads;
+        a->fallbacks = st.source_fallbacks;
+        rs_bcast_release(ref);
+    }
+}
+
 /* Commands: u32 length + (u8 mode, descriptor); length 0 ends. */
 static void reader_main(const opts_t *o, int cmd_fd, int res_fd)
 {
@@ -101,28 +139,34 @@ static void reader_main(const opts_t *o, int cmd_fd, int res_fd)
             perf_read_all(cmd_fd, msg, len, ANSWER_MS) != 0)
             break;
         answer_t a;
-        rs_bcast_ref_t *ref;
-        rs_bcast_stats_t st;
-        memset(&a, 0, sizeof(a));
-        uint64_t t0 = perf_now_ns();
-        a.status = rs_bcast_get(nodes[msg[0] ? 1 : 0], msg + 1, len - 1, &ref);
-        a.get_ns = perf_now_ns() - t0;
-        if (a.status == RS_OK) {
-            a.len = rs_bcast_ref_len(ref);
-            a.sample = sample_of(rs_bcast_ref_data(ref), a.len);
-            rs_bcast_ref_stats(ref, &st);
-            a.round_trips = st.round_trips;
-            a.reads = st.reads;
-            a.source_reads = st.source_reads;
-            a.fallbacks = st.source_fallbacks;
-            rs_bcast_release(ref);
-        }
+        get_one(nodes, msg, len, &a);
         if (perf_write_all(res_fd, &a, sizeof(a)) != 0)
             break;
     }
 out:
     rs_bcast_node_destroy(nodes[1]);
     rs_bcast_node_destroy(nodes[0]);
+}
+
+/* --launcher mpi, ranks 1..N-1: a reader each, until rank 0 says stop. 0, or 1 if a node failed. */
+static int serve_launched(const opts_t *o)
+{
+    rs_bcast_node_t *nodes[2] = {make_node(o, RS_BCAST_TORRENT), make_node(o, RS_BCAST_SOURCE)};
+    static launch_cmd_t c;
+    static answer_t all[MAX_READERS + 1];
+    uint64_t bad = nodes[0] == NULL || nodes[1] == NULL;
+    launch_sum_u64(&bad, 1);
+    while (bad == 0) {
+        answer_t a;
+        launch_bcast(&c, sizeof(c), 0);
+        if (c.len == 0 || c.len > sizeof(c.msg))
+            break;
+        get_one(nodes, c.msg, c.len, &a);
+        launch_allgather(&a, all, sizeof(a));
+    }
+    rs_bcast_node_destroy(nodes[1]);
+    rs_bcast_node_destroy(nodes[0]);
+    return bad != 0;
 }
 
 static int spawn_readers(const opts_t *o, reader_t *rd, int n)
@@ -213,12 +257,22 @@ static uint64_t broadcast_once(rs_bcast_node_t *src, const unsigned char *data, 
     }
     msg[0] = (unsigned char)mode;
     uint32_t len = (uint32_t)dlen + 1;
+    if (launched) { /* the descriptor by broadcast, the answers by allgather (rank 0's unused) */
+        static launch_cmd_t c;
+        static answer_t all[MAX_READERS + 1];
+        c.len = len;
+        memcpy(c.msg, msg, len);
+        launch_bcast(&c, sizeof(c), 0);
+        launch_allgather(&all[0], all, sizeof(all[0]));
+        memcpy(ans, all + 1, (size_t)n * sizeof(*ans));
+        n = 0;
+    }
     for (int i = 0; i < n; i++) {
         if (perf_write_all(rd[i].cmd_fd, &len, sizeof(len)) != 0 ||
             perf_write_all(rd[i].cmd_fd, msg, len) != 0)
             return 0;
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !launched; i++) {
         if (perf_read_all(rd[i].res_fd, &ans[i], sizeof(ans[i]), ANSWER_MS) != 0) {
             fprintf(stderr, "rs-bcast-bench: reader %d did not answer\n", i);
             return 0;
@@ -293,11 +347,15 @@ static int parse_list(const char *arg, uint64_t *out, int max)
     return n;
 }
 
+#define USAGE                                                                          \
+    "usage: rs-bcast-bench [--json [FILE]] [--csv FILE] [--sizes 1K,1M,16M,64M]\n"     \
+    "                      [--readers 1,2,4,8] [--modes torrent,source] [--iters N]\n" \
+    "                      [--block-size 4M] [--transport ucx|verbs] [--host H]\n"     \
+    "                      [--launcher local|mpi] [--progress]\n"
+
 static void usage(void)
 {
-    fprintf(stderr, "usage: rs-bcast-bench [--json] [--sizes 1K,1M,16M,64M] [--readers 1,2,4,8]\n"
-                    "       [--modes torrent,source] [--iters N] [--block-size 4M]\n"
-                    "       [--transport ucx|verbs] [--host H]\n");
+    fputs(USAGE, stderr);
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o)
@@ -322,10 +380,6 @@ static int parse_opts(int argc, char **argv, opts_t *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int n;
-        if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-            continue;
-        }
         if (val == NULL) {
             usage();
             return -1;
@@ -343,6 +397,11 @@ static int parse_opts(int argc, char **argv, opts_t *o)
                 o->readers[j] = (int)v[j];
             }
             o->n_readers = n;
+            o->mpi |= 2; /* --readers given: not with --launcher mpi */
+        } else if (strcmp(a, "--launcher") == 0 && strcmp(val, "mpi") == 0) {
+            o->mpi |= 1;
+        } else if (strcmp(a, "--launcher") == 0 && strcmp(val, "local") == 0) {
+            o->mpi &= ~1;
         } else if (strcmp(a, "--modes") == 0) {
             o->n_modes = 0;
             if (strstr(val, "torrent") != NULL)
@@ -398,33 +457,34 @@ static void print_table(const opts_t *o, const result_t *res, int n)
            (unsigned long long)o->block_size);
 }
 
-static void print_json(const opts_t *o, const result_t *res, int n)
+static void put_results(const opts_t *o, const result_t *res, int n)
 {
-    /* Soft-RoCE numbers are functional only (see perf_util.h). */
-    const char *functional = o->transport == RS_TRANSPORT_VERBS && perf_soft_rdma_device()
-                                 ? ", \"functional\": true"
-                                 : "";
-    printf("{\"results\": [");
-    for (int i = 0; i < n; i++)
-        printf("%s{\"bytes\": %llu, \"readers\": %d, \"mode\": \"%s\", \"median_us\": %.1f, "
-               "\"get_us\": %.1f, \"round_trips\": %llu, \"reads\": %llu, \"source_reads\": %llu, "
-               "\"fallbacks\": %llu, \"iters\": %d%s}",
-               i ? ", " : "", (unsigned long long)res[i].bytes, res[i].readers,
-               mode_name(res[i].mode), res[i].median_us, res[i].get_us,
-               (unsigned long long)res[i].round_trips, (unsigned long long)res[i].reads,
-               (unsigned long long)res[i].source_reads, (unsigned long long)res[i].fallbacks,
-               res[i].iters, functional);
-    printf("]}\n");
+    const char *tls = getenv("UCX_TLS");
+    int verbs = o->transport == RS_TRANSPORT_VERBS;
+    perf_out_meta(&pout, verbs ? "verbs" : "ucx", !verbs && tls ? tls : "-");
+    for (int i = 0; i < n; i++) {
+        perf_row(&pout);
+        perf_u64(&pout, "bytes", res[i].bytes);
+        perf_int(&pout, "readers", res[i].readers);
+        perf_str(&pout, "mode", mode_name(res[i].mode));
+        perf_num(&pout, "median_us", res[i].median_us, 1);
+        perf_num(&pout, "get_us", res[i].get_us, 1);
+        perf_u64(&pout, "round_trips", res[i].round_trips);
+        perf_u64(&pout, "reads", res[i].reads);
+        perf_u64(&pout, "source_reads", res[i].source_reads);
+        perf_u64(&pout, "fallbacks", res[i].fallbacks);
+        perf_int(&pout, "iters", res[i].iters);
+        if (verbs && perf_soft_rdma_device())
+            perf_bool(&pout, "functional", 1); /* Soft-RoCE: functional only (perf_util.h) */
+    }
 }
 
 int main(int argc, char **argv)
 {
-    perf_std_args(
-        argc, argv,
-        "usage: rs-bcast-bench [--json] [--sizes 1K,1M,16M,64M] [--readers 1,2,4,8]\n"
-        "                      [--modes torrent,source] [--iters N] [--block-size 4M]\n"
-        "                      [--transport ucx|verbs] [--host H]\n"
-        "Broadcast time, round trips and reads per object size, reader count and mode.\n");
+    perf_std_args(argc, argv,
+                  USAGE "Broadcast time, round trips and reads per object size, reader count and "
+                        "mode\n(one reader per MPI rank but 0 with --launcher mpi).\n");
+    perf_out_init(&pout, "rs-bcast-bench", &argc, argv);
     opts_t o;
     reader_t rd[MAX_READERS];
     result_t res[MAX_LIST * MAX_LIST * 2];
@@ -433,6 +493,31 @@ int main(int argc, char **argv)
     if (parse_opts(argc, argv, &o) != 0) {
         usage();
         return 2;
+    }
+    if (o.mpi == 3) {
+        fprintf(stderr, "rs-bcast-bench: with --launcher mpi the readers are ranks 1..N-1: "
+                        "no --readers\n");
+        return 2;
+    }
+    if (o.mpi & 1) { /* rank 0 the source, the others readers */
+        launch_start("rs-bcast-bench", "mpi", &argc, &argv);
+        launched = 1;
+        snprintf(pout.launcher, sizeof(pout.launcher), "mpi");
+        pout.ranks = launch_size();
+        if (launch_size() < 2 || launch_size() > MAX_READERS + 1) {
+            if (launch_rank() == 0)
+                fprintf(stderr, "rs-bcast-bench: --launcher mpi needs 2 to %d ranks\n",
+                        MAX_READERS + 1);
+            launch_end();
+            return 2;
+        }
+        if (launch_rank() != 0) {
+            rc = serve_launched(&o);
+            launch_end();
+            return rc;
+        }
+        o.readers[0] = launch_size() - 1;
+        o.n_readers = 1;
     }
     for (int i = 0; i < o.n_readers; i++)
         if (o.readers[i] > max_readers)
@@ -448,13 +533,16 @@ int main(int argc, char **argv)
         data[i] = (unsigned char)(i * 2654435761u >> 13);
 
     /* Readers first: no fabric state may exist in a process that forks. */
-    if (spawn_readers(&o, rd, max_readers) != 0)
+    if (!launched && spawn_readers(&o, rd, max_readers) != 0)
         return 1;
     rs_bcast_node_t *src = make_node(&o, RS_BCAST_TORRENT);
-    if (src == NULL) {
+    uint64_t bad = src == NULL;
+    launch_sum_u64(&bad, 1); /* --launcher mpi: every rank's nodes are up */
+    if (src == NULL)
         fprintf(stderr, "rs-bcast-bench: cannot create the source node\n");
+    if (bad)
         goto out_stop;
-    }
+    double t0 = perf_now_s(), done = 0, cases = o.n_sizes * o.n_readers * o.n_modes;
     for (int s = 0; s < o.n_sizes; s++) {
         for (int r = 0; r < o.n_readers; r++) {
             for (int m = 0; m < o.n_modes; m++) {
@@ -462,7 +550,10 @@ int main(int argc, char **argv)
                 if (run_case(&o, src, data, rd, o.sizes[s], o.readers[r], o.modes[m], x) != 0)
                     goto out_node;
                 n_res++;
-                if (!o.json)
+                done++;
+                perf_progress(&pout, "broadcast", done, cases, "cases", t0, perf_now_s(),
+                              done == cases);
+                if (!pout.json)
                     fprintf(stderr, "# %llu bytes, %d readers, %s: %.1f us\n",
                             (unsigned long long)x->bytes, x->readers, mode_name(x->mode),
                             x->median_us);
@@ -473,13 +564,20 @@ int main(int argc, char **argv)
 out_node:
     rs_bcast_node_destroy(src);
 out_stop:
-    stop_readers(rd, max_readers);
+    if (launched) { /* stop the readers */
+        static launch_cmd_t stop;
+        launch_bcast(&stop, sizeof(stop), 0);
+    } else {
+        stop_readers(rd, max_readers);
+    }
     free(data);
     if (rc == 0) {
-        if (o.json)
-            print_json(&o, res, n_res);
-        else
+        if (!pout.json || pout.json_path != NULL)
             print_table(&o, res, n_res);
+        put_results(&o, res, n_res);
+        if (perf_out_emit(&pout) != 0)
+            rc = 1;
     }
+    launch_end();
     return rc;
 }

@@ -9,12 +9,11 @@
  * the target's handler (which checks that each notification finds its data).
  *
  *   rs-bench-notify [--transport shm,tcp] [--size 64,4K,64K] [--count N]
- *                   [--window W] [--repeat R] [--json]
+ *                   [--window W] [--repeat R] [--json [FILE]] [--csv FILE]
  *
- * With --json the last line is {"results": [{"test": "notify_e2e",
- * "transport", "mode", "size", "count", "mbps", "usec", "cpu_usec"}, ...]}:
- * median wall time per notification and the putter's CPU time per
- * notification.
+ * Output (perf/perf_json.h): results [{"test": "notify_e2e", "transport",
+ * "mode", "size", "count", "mib_s", "us", "cpu_us"}, ...]: median wall time
+ * per notification and the putter's CPU time per notification.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf_json.h"
 #include "perf_util.h"
 #include <rshuffle/transport.h>
 
@@ -234,20 +234,17 @@ int main(int argc, char **argv)
 {
     perf_std_args(argc, argv,
                   "usage: rs-bench-notify [--transport shm,tcp] [--size 64,4K,64K] [--count N]\n"
-                  "                       [--window W] [--repeat R] [--json]\n"
+                  "                       [--window W] [--repeat R] [--json [FILE]] [--csv FILE]\n"
                   "Notified put over UCX: fence vs flush.\n");
+    perf_out_t po;
+    perf_out_init(&po, "rs-bench-notify", &argc, argv);
     char transports[64] = "shm,tcp", sizes[128] = "64,4K,64K";
     uint64_t count = 0;
     unsigned window = 32, repeat = 3;
-    bool json = false;
     static const struct option opts[] = {
-        {"transport", required_argument, NULL, 't'},
-        {"size", required_argument, NULL, 's'},
-        {"count", required_argument, NULL, 'n'},
-        {"window", required_argument, NULL, 'w'},
-        {"repeat", required_argument, NULL, 'r'},
-        {"json", no_argument, NULL, 'j'},
-        {NULL, 0, NULL, 0},
+        {"transport", required_argument, NULL, 't'}, {"size", required_argument, NULL, 's'},
+        {"count", required_argument, NULL, 'n'},     {"window", required_argument, NULL, 'w'},
+        {"repeat", required_argument, NULL, 'r'},    {NULL, 0, NULL, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -267,17 +264,16 @@ int main(int argc, char **argv)
             case 'r':
                 repeat = (unsigned)perf_arg_uint("rs-bench-notify", "--repeat", optarg, 1, 15);
                 break;
-            case 'j':
-                json = true;
-                break;
             default:
                 fprintf(stderr, "usage: rs-bench-notify [--transport shm,tcp] [--size 64,4K,64K]"
-                                " [--count N] [--window W] [--repeat R] [--json]\n");
+                                " [--count N] [--window W] [--repeat R] [--json [FILE]]"
+                                " [--csv FILE]\n");
                 return 2;
         }
     }
     if (window == 0 || window > SLOTS || repeat == 0 || repeat > 15)
         die("--window must be 1..%u and --repeat 1..15", SLOTS);
+    perf_out_meta(&po, "ucx", transports); /* before strtok_r cuts the list */
     signal(SIGPIPE, SIG_IGN);
 
     row_t rows[MAX_ROWS];
@@ -352,18 +348,19 @@ int main(int argc, char **argv)
     printf("(median of %u runs per mode, modes alternating; wall time end to end, until the\n"
            " target's handler has seen every notification; cpu: the putter's CPU time)\n",
            repeat);
-    if (json) {
-        printf("{\"results\": [");
-        for (int i = 0; i < nrows; i++)
-            printf("%s{\"test\": \"notify_e2e\", \"transport\": \"%s\", \"mode\": \"%s\", "
-                   "\"size\": %zu, \"count\": %llu, \"mbps\": %.3f, \"usec\": %.4f, "
-                   "\"cpu_usec\": %.4f}",
-                   i ? ", " : "", rows[i].transport, rows[i].mode, rows[i].size,
-                   (unsigned long long)rows[i].count,
-                   (double)rows[i].size * (double)rows[i].count / rows[i].sec / (1 << 20),
-                   rows[i].sec * 1e6 / (double)rows[i].count,
-                   rows[i].cpu * 1e6 / (double)rows[i].count);
-        printf("]}\n");
+    for (int i = 0; i < nrows; i++) {
+        perf_row(&po);
+        perf_str(&po, "test", "notify_e2e");
+        perf_str(&po, "transport", rows[i].transport);
+        perf_str(&po, "mode", rows[i].mode);
+        perf_u64(&po, "size", rows[i].size);
+        perf_u64(&po, "count", rows[i].count);
+        perf_num(&po, "mib_s",
+                 (double)rows[i].size * (double)rows[i].count / rows[i].sec / (1 << 20), 3);
+        perf_num(&po, "us", rows[i].sec * 1e6 / (double)rows[i].count, 4);
+        perf_num(&po, "cpu_us", rows[i].cpu * 1e6 / (double)rows[i].count, 4);
     }
+    if (perf_out_emit(&po) != 0)
+        return 1;
     return 0;
 }

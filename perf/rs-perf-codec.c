@@ -8,7 +8,8 @@
  * one spill buffer (checked). Reports the median time per spill and the
  * bytes allocated per spill through the streams' allocator.
  *
- *   rs-perf-codec [--json] [--partitions N] [--rounds N] [--sizes a,b,c] [--codecs x,y]
+ *   rs-perf-codec [--json [FILE]] [--csv FILE] [--partitions N] [--rounds N] [--sizes a,b,c]
+ * [--codecs x,y]
  *                 [--retain-heap]
  *
  * By default malloc runs with glibc's settings as a process starts: a block
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "perf_json.h"
 #include "perf_util.h"
 #include <rshuffle/codec.h>
 
@@ -254,22 +256,24 @@ static void print_bars(const result_t *res, size_t n)
     }
 }
 
-static void print_json(const result_t *res, size_t n, size_t partitions, int retain)
+static void put_results(perf_out_t *po, const result_t *res, size_t n, size_t partitions,
+                        int retain)
 {
-    printf("{\"results\": [");
+    perf_out_meta(po, "none", "-"); /* codecs only: no fabric */
     for (size_t i = 0; i < n; i++) {
         const result_t *r = &res[i];
-        printf("%s{\"codec\": \"%s\", \"bytes_per_partition\": %zu, \"partitions\": %zu, "
-               "\"fixed_ns\": %llu, \"sized_ns\": %llu, \"fixed_alloc_bytes\": %llu, "
-               "\"sized_alloc_bytes\": %llu, \"spill_bytes\": %llu, \"identical\": %s, "
-               "\"malloc\": \"%s\"}",
-               i ? ", " : "", rs_codec_name(r->codec), r->per_partition, partitions,
-               (unsigned long long)r->fixed_ns, (unsigned long long)r->sized_ns,
-               (unsigned long long)r->fixed_alloc, (unsigned long long)r->sized_alloc,
-               (unsigned long long)r->spill_bytes, r->identical ? "true" : "false",
-               retain ? "retain-heap" : "defaults");
+        perf_row(po);
+        perf_str(po, "codec", rs_codec_name(r->codec));
+        perf_u64(po, "bytes_per_partition", r->per_partition);
+        perf_u64(po, "partitions", partitions);
+        perf_u64(po, "fixed_ns", r->fixed_ns);
+        perf_u64(po, "sized_ns", r->sized_ns);
+        perf_u64(po, "fixed_alloc_bytes", r->fixed_alloc);
+        perf_u64(po, "sized_alloc_bytes", r->sized_alloc);
+        perf_u64(po, "spill_bytes", r->spill_bytes);
+        perf_bool(po, "identical", r->identical);
+        perf_str(po, "malloc", retain ? "retain-heap" : "defaults");
     }
-    printf("]}\n");
 }
 
 static int parse_list(char *arg, size_t *out, size_t max, size_t *n)
@@ -286,27 +290,28 @@ static int parse_list(char *arg, size_t *out, size_t max, size_t *n)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: rs-perf-codec [--json] [--partitions N] [--rounds N] "
-                    "[--sizes BYTES,...] [--codecs snappy,lz4,none] [--retain-heap]\n");
+    fprintf(stderr,
+            "usage: rs-perf-codec [--json [FILE]] [--csv FILE] [--partitions N] [--rounds N] "
+            "[--sizes BYTES,...] [--codecs snappy,lz4,none] [--retain-heap]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    perf_std_args(argc, argv,
-                  "usage: rs-perf-codec [--json] [--partitions N] [--rounds N] [--sizes a,b,c] "
-                  "[--codecs x,y]\n"
-                  "                     [--retain-heap]\n"
-                  "One spill of N partitions: sized vs fixed 256 KiB codec buffers.\n");
-    int json = 0, rounds = 9, retain = 0;
+    perf_std_args(
+        argc, argv,
+        "usage: rs-perf-codec [--json [FILE]] [--csv FILE] [--partitions N] [--rounds N]\n"
+        "                     [--sizes a,b,c] [--codecs x,y] [--retain-heap]\n"
+        "One spill of N partitions: sized vs fixed 256 KiB codec buffers.\n");
+    perf_out_t po;
+    perf_out_init(&po, "rs-perf-codec", &argc, argv);
+    int rounds = 9, retain = 0;
     size_t partitions = 1009, sizes[MAX_CASES] = {22, 2200, 22000}, nsizes = 3;
     rs_codec_t codecs[3] = {RS_CODEC_SNAPPY, RS_CODEC_LZ4};
     size_t ncodecs = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else if (strcmp(a, "--retain-heap") == 0) {
+        if (strcmp(a, "--retain-heap") == 0) {
             retain = 1;
         } else if (strcmp(a, "--partitions") == 0 && v) {
             partitions = (size_t)perf_arg_uint("rs-perf-codec", a, v, 1, 1u << 20), i++;
@@ -349,8 +354,9 @@ int main(int argc, char **argv)
     print_table(res, n, partitions, rounds, retain);
     printf("\n");
     print_bars(res, n);
-    if (json)
-        print_json(res, n, partitions, retain);
+    put_results(&po, res, n, partitions, retain);
+    if (perf_out_emit(&po) != 0)
+        return 1;
     if (!identical) {
         fprintf(stderr, "rs-perf-codec: sized and fixed spills differ\n");
         return 1;

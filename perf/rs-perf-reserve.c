@@ -13,10 +13,10 @@
  * reservations of each kind, alternately, --repeat times (median).
  *
  *   rs-perf-reserve [--transport shm,tcp] [--count N] [--per-grant K]
- *                   [--repeat R] [--json]
+ *                   [--repeat R] [--json [FILE]] [--csv FILE]
  *
- * --json: last line {"results": [{"transport", "mode", "batches_per_rtt",
- * "ns_per_rtt", "ns_per_batch"}, ...]}.
+ * Output (perf/perf_json.h): results [{"transport", "mode",
+ * "batches_per_rtt", "rtt_ns", "batch_ns"}, ...].
  */
 #include <errno.h>
 #include <signal.h>
@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <rshuffle/transport.h>
 
+#include "perf_json.h"
 #include "perf_util.h"
 
 #define MSG_HELLO 48 /* client -> target: send me the rkey */
@@ -36,7 +37,7 @@
 #define MSG_GRANT 50 /* client -> target: space for K batches */
 #define MSG_GIVEN 51 /* target -> client: the range (its offset) */
 
-static int json;
+static perf_out_t po;
 
 static void die(const char *what, rs_status_t s)
 {
@@ -193,13 +194,13 @@ static void report(int *first, const char *tls, const char *mode, uint32_t per, 
     double sec = t[reps / 2];
     double rtts = (double)count / per;
     double ns_rtt = sec / rtts * 1e9, ns_batch = sec / (double)count * 1e9;
-    if (!json) {
-        printf("%-4s %-7s %9u %12.0f %13.1f\n", tls, mode, per, ns_rtt, ns_batch);
-        return;
-    }
-    printf("%s{\"transport\": \"%s\", \"mode\": \"%s\", \"batches_per_rtt\": %u, "
-           "\"ns_per_rtt\": %.0f, \"ns_per_batch\": %.1f}",
-           *first ? "" : ", ", tls, mode, per, ns_rtt, ns_batch);
+    printf("%-4s %-7s %9u %12.0f %13.1f\n", tls, mode, per, ns_rtt, ns_batch);
+    perf_row(&po);
+    perf_str(&po, "transport", tls);
+    perf_str(&po, "mode", mode);
+    perf_u64(&po, "batches_per_rtt", per);
+    perf_num(&po, "rtt_ns", ns_rtt, 0);
+    perf_num(&po, "batch_ns", ns_batch, 1);
     *first = 0;
 }
 
@@ -254,18 +255,15 @@ int main(int argc, char **argv)
 {
     perf_std_args(argc, argv,
                   "usage: rs-perf-reserve [--transport shm,tcp] [--count N] [--per-grant K]\n"
-                  "                       [--repeat R] [--json]\n"
+                  "                       [--repeat R] [--json [FILE]] [--csv FILE]\n"
                   "Space reservation: bulk credits vs one fetch-and-add per batch.\n");
+    perf_out_init(&po, "rs-perf-reserve", &argc, argv);
     const char *tls_list = "shm,tcp";
     uint64_t count = 20000;
     uint32_t per = 5; /* rshuffle's bulk grant: the batch and four more */
     int reps = 5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--json") == 0) {
-            json = 1;
-            continue;
-        }
         if (v == NULL)
             goto usage;
         if (strcmp(a, "--transport") == 0)
@@ -284,10 +282,8 @@ int main(int argc, char **argv)
         goto usage;
     setenv("RSHUFFLE_TRANSPORT", "ucx", 0);
     setenv("UCX_NET_DEVICES", "lo", 0);
-    if (!json)
-        printf("fabric mode    batches/rtt   ns/rtt  ns/batch (median of %d)\n", reps);
-    else
-        printf("{\"results\": [");
+    perf_out_meta(&po, "ucx", tls_list);
+    printf("fabric mode    batches/rtt   ns/rtt  ns/batch (median of %d)\n", reps);
     int first = 1;
     char list[64];
     snprintf(list, sizeof(list), "%s", tls_list);
@@ -296,11 +292,11 @@ int main(int argc, char **argv)
             goto usage;
         run_tls(t, count, per, reps, &first);
     }
-    if (json)
-        printf("]}\n");
+    if (perf_out_emit(&po) != 0)
+        return 1;
     return 0;
 usage:
     fprintf(stderr, "usage: rs-perf-reserve [--transport shm,tcp] [--count N] [--per-grant K] "
-                    "[--repeat R] [--json]\n");
+                    "[--repeat R] [--json [FILE]] [--csv FILE]\n");
     return 2;
 }

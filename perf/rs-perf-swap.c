@@ -5,7 +5,8 @@
  * thread, a no-op push engine, the median over warm rounds of the mean cost
  * per hand-off (docs/shuffle.md has the table).
  *
- *   rs-perf-swap [--sizes 65536,262144] [--rounds 21] [--iters 2000] [--json]
+ *   rs-perf-swap [--sizes 65536,262144] [--rounds 21] [--iters 2000] [--json [FILE]]
+ *                [--csv FILE]
  *
  * Rounds are long enough (about 0.4 ms of swaps each) that one scheduling
  * hiccup on a shared machine moves a round, not the median.
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "perf_json.h"
 #include "perf_util.h"
 
 static void noop_push(void *arg, rs_pushq_t *q, uint32_t partition, rs_pbuf_t *buf, size_t used)
@@ -91,24 +93,26 @@ out:
 
 int main(int argc, char **argv)
 {
-    perf_std_args(
-        argc, argv,
-        "usage: rs-perf-swap [--sizes 65536,262144] [--rounds 21] [--iters 2000] [--json]\n"
-        "Writer-side cost of handing a full push buffer to the engine: copy vs swap.\n");
-    int json = 0, rounds = 21, iters = 2000;
+    perf_std_args(argc, argv,
+                  "usage: rs-perf-swap [--sizes 65536,262144] [--rounds 21] [--iters 2000]\n"
+                  "                    [--json [FILE]] [--csv FILE]\n"
+                  "Writer-side cost of handing a full push buffer to the engine: copy vs swap.\n");
+    perf_out_t po;
+    perf_out_init(&po, "rs-perf-swap", &argc, argv);
+    int rounds = 21, iters = 2000;
     char sizes_arg[256] = "65536,262144";
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
             rounds = (int)perf_arg_uint("rs-perf-swap", "--rounds", argv[++i], 1, 100000);
         } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
             iters = (int)perf_arg_uint("rs-perf-swap", "--iters", argv[++i], 1, 100000000);
         } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
             snprintf(sizes_arg, sizeof(sizes_arg), "%s", argv[++i]);
         } else {
-            fprintf(stderr,
-                    "usage: rs-perf-swap [--sizes B,B,...] [--rounds N] [--iters N] [--json]\n");
+            fprintf(
+                stderr,
+                "usage: rs-perf-swap [--sizes B,B,...] [--rounds N] [--iters N] [--json [FILE]] "
+                "[--csv FILE]\n");
             return 2;
         }
     }
@@ -128,12 +132,12 @@ int main(int argc, char **argv)
             return 1;
         printf("%-10zu %12.0f %12.0f\n", sizes[i], copy_ns[i], swap_ns[i]);
     }
-    if (json) {
-        printf("{\"results\": [");
-        for (int i = 0; i < n; i++)
-            printf("%s{\"size\": %zu, \"copy_ns\": %.1f, \"swap_ns\": %.1f}", i ? ", " : "",
-                   sizes[i], copy_ns[i], swap_ns[i]);
-        printf("]}\n");
+    perf_out_meta(&po, "none", "-"); /* a no-op engine: no fabric */
+    for (int i = 0; i < n; i++) {
+        perf_row(&po);
+        perf_u64(&po, "size", sizes[i]);
+        perf_num(&po, "copy_ns", copy_ns[i], 1);
+        perf_num(&po, "swap_ns", swap_ns[i], 1);
     }
-    return 0;
+    return perf_out_emit(&po) == 0 ? 0 : 1;
 }

@@ -18,9 +18,11 @@
  *
  * Usage: rs-perf-transport [--test put,get,notify,msg] [--size 64,4K,64K,1M]
  *        [--transport shm,tcp | verbs] [--iters N] [--warmup N] [--window W]
- *        [--connect address|listen] [--host ADDR] [--json]
- * The last line of --json output is {"results": [...]}.
+ *        [--connect address|listen] [--host ADDR] [--json [FILE]] [--csv FILE]
+ * Output: perf/perf_json.h; a result carries mib_s and ops_s (bandwidth
+ * tests) or us (msg_rtt).
  */
+#include "perf_json.h"
 #include "perf_util.h"
 #include <rshuffle/transport.h>
 
@@ -55,7 +57,6 @@ typedef struct opts {
     unsigned window;
     const char *host;
     bool listen;
-    bool json;
 } opts_t;
 
 typedef struct result {
@@ -451,24 +452,28 @@ static void print_table(void)
     }
 }
 
-static void print_json(void)
+static void put_results(perf_out_t *po, const opts_t *o)
 {
-    printf("{\"results\": [");
+    const char *tls = getenv("UCX_TLS");
+    int verbs = o->n_transports == 1 && strcmp(o->transports[0], "verbs") == 0;
+    perf_out_meta(po, verbs ? "verbs" : "ucx", tls != NULL && !verbs ? tls : o->transports[0]);
     for (int i = 0; i < n_results; i++) {
         const result_t *r = &results[i];
-        printf("%s{\"test\": \"%s\", \"transport\": \"%s\", \"size\": %zu, \"iters\": %llu, "
-               "\"window\": %u, ",
-               i ? ", " : "", r->test, r->transport, r->size, (unsigned long long)r->iters,
-               r->window);
-        if (r->usec >= 0)
-            printf("\"usec\": %.3f", r->usec);
-        else
-            printf("\"mbps\": %.2f, \"rate\": %.1f", r->mbps, r->rate);
+        perf_row(po);
+        perf_str(po, "test", r->test);
+        perf_str(po, "transport", r->transport);
+        perf_u64(po, "size", r->size);
+        perf_u64(po, "iters", r->iters);
+        perf_u64(po, "window", r->window);
+        if (r->usec >= 0) {
+            perf_num(po, "us", r->usec, 3);
+        } else {
+            perf_num(po, "mib_s", r->mbps, 2);
+            perf_num(po, "ops_s", r->rate, 1);
+        }
         if (r->functional)
-            printf(", \"functional\": true");
-        printf("}");
+            perf_bool(po, "functional", 1);
     }
-    printf("]}\n");
 }
 
 /* ------------------------------------------------------------ options */
@@ -477,7 +482,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: rs-perf-transport [--test put,get,notify,msg] [--size 64,4K,64K,1M]\n"
                "       [--transport shm,tcp|verbs] [--iters N] [--warmup N] [--window W]\n"
-               "       [--connect address|listen] [--host ADDR] [--json]\n"
+               "       [--connect address|listen] [--host ADDR] [--json [FILE]] [--csv FILE]\n"
                "Bandwidth in MiB/s (2^20 B/s, ucx_perftest's \"MB/s\"); msg_rtt: round trip.\n");
 }
 
@@ -494,17 +499,11 @@ static size_t parse_size(const char *s)
 static void parse_opts(opts_t *o, int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"test", required_argument, NULL, 't'},
-        {"size", required_argument, NULL, 's'},
-        {"transport", required_argument, NULL, 'x'},
-        {"iters", required_argument, NULL, 'n'},
-        {"warmup", required_argument, NULL, 'w'},
-        {"window", required_argument, NULL, 'W'},
-        {"host", required_argument, NULL, 'H'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {"connect", required_argument, NULL, 'c'},
-        {NULL, 0, NULL, 0},
+        {"test", required_argument, NULL, 't'},      {"size", required_argument, NULL, 's'},
+        {"transport", required_argument, NULL, 'x'}, {"iters", required_argument, NULL, 'n'},
+        {"warmup", required_argument, NULL, 'w'},    {"window", required_argument, NULL, 'W'},
+        {"host", required_argument, NULL, 'H'},      {"help", no_argument, NULL, 'h'},
+        {"connect", required_argument, NULL, 'c'},   {NULL, 0, NULL, 0},
     };
     const char *env_host = getenv("RSHUFFLE_TEST_HOST");
     *o = (opts_t){.tests = TEST_PUT | TEST_GET | TEST_NOTIFY | TEST_MSG,
@@ -516,7 +515,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
                   .host = env_host != NULL && env_host[0] ? env_host : "127.0.0.1"};
     char *tok, *save;
     int c;
-    while ((c = getopt_long(argc, argv, "t:s:x:n:w:W:H:c:jh", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:s:x:n:w:W:H:c:h", longs, NULL)) != -1) {
         switch (c) {
             case 't':
                 o->tests = 0;
@@ -575,9 +574,6 @@ static void parse_opts(opts_t *o, int argc, char **argv)
             case 'H':
                 o->host = optarg;
                 break;
-            case 'j':
-                o->json = true;
-                break;
             case 'c':
                 if (strcmp(optarg, "listen") != 0 && strcmp(optarg, "address") != 0)
                     die("--connect takes address or listen");
@@ -604,24 +600,23 @@ int main(int argc, char **argv)
         "usage: rs-perf-transport [--test put,get,notify,msg] [--size 64,4K,64K,1M]\n"
         "                         [--transport shm,tcp | verbs] [--iters N] [--warmup N] [--window "
         "W]\n"
-        "                         [--connect address|listen] [--host ADDR] [--json]\n"
+        "                         [--connect address|listen] [--host ADDR] [--json [FILE]]\n"
+        "                         [--csv FILE]\n"
         "Put and get bandwidth, notified-put rate and message round trip between two processes.\n");
     if ((argc == 4 || argc == 5) && strcmp(argv[1], "--server") == 0)
         return server_main(
             (size_t)perf_arg_size("rs-perf-transport", "--server", argv[2], 1, SIZE_MAX), argv[3],
             argc == 5);
     opts_t o;
+    perf_out_t po;
+    perf_out_init(&po, "rs-perf-transport", &argc, argv);
     parse_opts(&o, argc, argv);
     atexit(kill_server);
     signal(SIGPIPE, SIG_IGN);
     for (int i = 0; i < o.n_transports; i++)
         run_transport(&o, o.transports[i]);
-    if (o.json) {
-        fflush(stdout);
-        print_table();
-        print_json();
-    } else {
-        print_table();
-    }
-    return 0;
+    fflush(stdout);
+    print_table();
+    put_results(&po, &o);
+    return perf_out_emit(&po) == 0 ? 0 : 1;
 }

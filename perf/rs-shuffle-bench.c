@@ -10,7 +10,8 @@
  *                    [--partitions 16] [--codec none|lz4|snappy]
  *                    [--transport ucx|verbs] [--tls shm|tcp] [--host H]
  *                    [--buf BYTES] [--worker-mem BYTES] [--speculative]
- *                    [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]... [--json]
+ *                    [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...
+ *                    [--launcher local|mpi] [--json [FILE]] [--csv FILE] [--progress]
  *                    [--replicas R] [--kill-worker push|read@FRACTION]
  *
  * The transport defaults to RSHUFFLE_TRANSPORT (else ucx), the host to
@@ -28,11 +29,16 @@
  * --worker-addr (repeatable; split layout, not with --sink) uses running
  * workers (rshuffled, say on another host) instead of forking them: their
  * count replaces --workers, and their statistics are not read.
+ * --launcher mpi (run under mpirun or srun): every MPI rank is a worker, a
+ * mapper and the reducer of its worker's partitions (the colocated layout
+ * across ranks and hosts); run_launched. Output: perf/perf_json.h.
  * --replicas R (1..3, <= workers) writes every batch to R workers;
  * --kill-worker PHASE@F (split layout, forked workers) SIGKILLs worker 0 once
  * the fraction F of the bytes has been pushed (push) or read (read); every
- * record must still be read exactly once ("killed" in the JSON).
+ * record must still be read exactly once ("killed" in the results).
  */
+#include "launch.h"
+#include "perf_json.h"
 #include "perf_util.h"
 #include "records.h"
 #include <rshuffle/pusher.h>
@@ -60,6 +66,7 @@ typedef struct opts {
     int speculative, sink, json;
     uint32_t n_ext; /* --worker-addr given: external workers in addrs[] */
     int colocated;  /* --layout colocated: o.mappers = o.workers = o.reducers = --procs */
+    int mpi;        /* --launcher mpi: one colocated process per MPI rank */
     uint32_t replicas, killed;
     int kill_phase; /* --kill-worker: 0 none, 1 push, 2 read; at kill_frac of the bytes */
     double kill_frac, kill_s;
@@ -72,6 +79,7 @@ typedef struct shared {
 } shared_t;
 
 static opts_t o;
+static perf_out_t pout;
 static shared_t *sh;
 static char addrs[MAX_PROCS][RS_SHUFFLE_ADDR_MAX];
 static const char *addr_ptrs[MAX_PROCS];
@@ -360,27 +368,32 @@ static void reducer_fn(int fd, uint32_t r, uint32_t b)
     _exit(reduce_run(fd, r));
 }
 
+/*
+ * Progress of a phase until each child's result pipe (fds) has bytes or was
+ * closed: a child that writes its result is done. (Waiting for it to exit
+ * would deadlock: a reducer's result, its bitmap, outgrows the pipe.)
+ */
 static void progress(const char *what, volatile uint64_t *v, uint32_t n, uint64_t total,
-                     pid_t *pids, uint32_t npids)
+                     const int *fds, uint32_t nfds)
 {
-    if (!isatty(STDOUT_FILENO))
+    double t0 = perf_now_s();
+    if (!pout.progress)
         return;
     for (;;) {
         int running = 0;
-        for (uint32_t i = 0; i < npids; i++)
-            if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0)
+        for (uint32_t i = 0; i < nfds; i++) {
+            struct pollfd pfd = {.fd = fds[i], .events = POLLIN};
+            if (poll(&pfd, 1, 0) == 0)
                 running = 1;
+        }
         uint64_t sum = 0;
         for (uint32_t i = 0; i < n; i++)
             sum += v[i];
-        printf("\r%s: %5.1f%% of %.2f GiB", what, total ? 100.0 * (double)sum / (double)total : 0,
-               (double)total / (1 << 30));
-        fflush(stdout);
+        perf_progress(&pout, what, (double)sum, (double)total, "B", t0, perf_now_s(), !running);
         if (!running)
             break;
         usleep(200000);
     }
-    printf("\n");
 }
 
 /* --kill-worker PHASE@FRACTION: 0, or -1 when malformed. */
@@ -428,6 +441,8 @@ static void kill_hook(volatile uint64_t *v, uint32_t n, uint64_t total, pid_t *p
 static int parse_args(int argc, char **argv)
 {
     int roles = 0; /* --mappers, --workers or --reducers given */
+    int split = 0, host_given = getenv("RSHUFFLE_TEST_HOST") != NULL;
+    static char mpi_host[RS_SHUFFLE_ADDR_MAX];
     uint32_t procs = 2;
     o = (opts_t){.size = 1ull << 30,
                  .mappers = 2,
@@ -444,9 +459,7 @@ static int parse_args(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         int val = 1;
-        if (strcmp(a, "--json") == 0)
-            o.json = 1, val = 0;
-        else if (strcmp(a, "--speculative") == 0)
+        if (strcmp(a, "--speculative") == 0)
             o.speculative = 1, val = 0;
         else if (strcmp(a, "--sink") == 0)
             o.sink = 1, val = 0;
@@ -468,7 +481,9 @@ static int parse_args(int argc, char **argv)
         else if (strcmp(a, "--layout") == 0 && strcmp(v, "colocated") == 0)
             o.colocated = 1;
         else if (strcmp(a, "--layout") == 0 && strcmp(v, "split") == 0)
-            o.colocated = 0;
+            o.colocated = 0, split = 1;
+        else if (strcmp(a, "--launcher") == 0 && (strcmp(v, "local") == 0 || strcmp(v, "mpi") == 0))
+            o.mpi = strcmp(v, "mpi") == 0;
         else if (strcmp(a, "--sink-bufs") == 0)
             o.sink_bufs = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX);
         else if (strcmp(a, "--partitions") == 0)
@@ -480,7 +495,7 @@ static int parse_args(int argc, char **argv)
         else if (strcmp(a, "--tls") == 0)
             o.tls = v;
         else if (strcmp(a, "--host") == 0)
-            o.host = v;
+            o.host = v, host_given = 1;
         else if (strcmp(a, "--replicas") == 0)
             o.replicas = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, 3);
         else if (strcmp(a, "--kill-worker") == 0)
@@ -500,6 +515,20 @@ static int parse_args(int argc, char **argv)
             return -1;
         }
         i += val;
+    }
+    if (o.mpi && ((roles & 3) || split || o.sink || o.speculative || o.n_ext > 0)) {
+        fprintf(stderr, "rs-shuffle-bench: --launcher mpi runs one colocated process per rank: "
+                        "no --procs, --mappers, --workers, --reducers, --layout split, --sink, "
+                        "--speculative or --worker-addr\n");
+        return -1;
+    }
+    if (o.mpi) { /* MPI_Init; the rank count is --procs; listen where the other ranks reach us */
+        launch_start("rs-shuffle-bench", "mpi", &argc, &argv);
+        o.colocated = 1, procs = (uint32_t)launch_size();
+        if (!host_given)
+            launch_host(mpi_host, sizeof(mpi_host)), o.host = mpi_host;
+        snprintf(pout.launcher, sizeof(pout.launcher), "mpi");
+        pout.ranks = launch_size();
     }
     if (o.colocated && ((roles & 1) || o.sink || o.speculative || procs > MAX_PROCS / 2)) {
         fprintf(stderr,
@@ -530,7 +559,7 @@ static int parse_args(int argc, char **argv)
         return -1;
     }
     if (o.replicas > o.workers ||
-        (o.kill_phase && (o.colocated || o.sink || o.n_ext > 0 || o.workers < 2))) {
+        (o.kill_phase && (o.colocated || o.mpi || o.sink || o.n_ext > 0 || o.workers < 2))) {
         fprintf(stderr, "rs-shuffle-bench: --replicas is at most --workers; --kill-worker needs "
                         "the split layout with 2 or more forked workers, and no --sink\n");
         return -1;
@@ -552,7 +581,7 @@ static int parse_args(int argc, char **argv)
     if (strcmp(o.transport, "ucx") == 0 && getenv("UCX_TLS") == NULL) {
         /* tcp stays enabled with shm: UCX's connection manager needs it. */
         if (strcmp(o.tls, "shm") == 0)
-            setenv("UCX_TLS", "posix,sysv,self,tcp", 1);
+            setenv("UCX_TLS", "posix,sysv,cma,self,tcp", 1);
         else if (strcmp(o.tls, "tcp") == 0)
             setenv("UCX_TLS", "tcp,self", 1);
         if (strncmp(o.host, "127.", 4) == 0)
@@ -676,7 +705,7 @@ static int run_split(totals_t *t)
         mpid[i] = spawn(&mfd[i], mapper_fn, i % o.mappers, i / o.mappers);
     if (o.kill_phase == 1)
         kill_hook(sh->pushed, o.mappers, o.size, mpid, n_maps_run, wpid[0]);
-    progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mpid,
+    progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mfd,
              n_maps_run);
     for (uint32_t i = 0; i < n_maps_run; i++) {
         take_map(t, mfd[i], i / o.mappers == (o.speculative ? 1u : 0u)); /* the winning attempts */
@@ -690,7 +719,7 @@ static int run_split(totals_t *t)
             rpid[r] = spawn(&rfd[r], reducer_fn, r, 0);
         if (o.kill_phase == 2)
             kill_hook(sh->read, o.reducers, t->total * REC_LEN, rpid, o.reducers, wpid[0]);
-        progress("read", sh->read, o.reducers, t->total * REC_LEN, rpid, o.reducers);
+        progress("read", sh->read, o.reducers, t->total * REC_LEN, rfd, o.reducers);
         for (uint32_t r = 0; r < o.reducers; r++) {
             take_reduce(t, rfd[r]);
             close(rfd[r]);
@@ -808,6 +837,147 @@ out_reap:
     return rc;
 }
 
+/*
+ * --launcher mpi: this rank is worker, mapper and reducer launch_rank() of
+ * the colocated layout. Addresses go round by allgather; the rank's map
+ * and reduce results pass through a temporary file in the format the forked
+ * layouts send on their pipes (take_map, take_reduce), then are summed over
+ * the ranks, so every rank ends with the totals (rank 0 prints them). A
+ * record two ranks both read counts as a duplicate: the ranks' bitmaps'
+ * popcounts add up to more than their union's.
+ */
+static int run_launched(totals_t *t)
+{
+    uint32_t me = (uint32_t)launch_rank(), n = o.workers;
+    char mine[RS_SHUFFLE_ADDR_MAX] = "";
+    uint16_t port = 0;
+    uint64_t bitmap = t->total / 8 + 1, failed;
+    rs_worker_stats_t st;
+    double tw = perf_now_s();
+    rs_worker_t *w = worker_start(&port);
+    FILE *tmp = tmpfile();
+    int fd = tmp != NULL ? fileno(tmp) : -1;
+    if (w != NULL && tmp != NULL)
+        snprintf(mine, sizeof(mine), "%s:%u", o.host, port);
+    launch_allgather(mine, addrs, sizeof(mine));
+    failed = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        addr_ptrs[i] = addrs[i];
+        if (addrs[i][0] == '\0' && me == 0)
+            fprintf(stderr, "rs-shuffle-bench: rank %u did not start its worker\n", i);
+        failed |= addrs[i][0] == '\0';
+    }
+    if (me != 0) { /* rank 0 alone reports */
+        pout.json = 0, pout.csv_path = NULL;
+        if (freopen("/dev/null", "w", stdout) == NULL)
+            failed = 1;
+    }
+    launch_sum_u64(&failed, 1);
+    if (failed) {
+        rs_worker_destroy(w);
+        return -1;
+    }
+    launch_barrier();
+    t->t0 = perf_now_s();
+    t->start_s = t->t0 - tw;
+    map_run(fd, me, 0);
+    lseek(fd, 0, SEEK_SET);
+    take_map(t, fd, 1);
+    failed = (uint64_t)t->failed;
+    launch_sum_u64(&failed, 1); /* also: every map committed */
+    t->t1 = perf_now_s();
+    if (failed == 0 && ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0) {
+        reduce_run(fd, me);
+        lseek(fd, 0, SEEK_SET);
+        take_reduce(t, fd);
+    }
+    launch_barrier(); /* every reader done before any worker goes */
+    t->t2 = perf_now_s();
+    rs_worker_stats(w, &st);
+    if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0 ||
+        perf_write_all(fd, &st, sizeof(st)) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+        t->failed = 1;
+    take_worker(t, fd);
+    fclose(tmp);
+    launch_barrier();
+    rs_worker_destroy(w);
+
+    uint64_t own = 0, sums[13];
+    for (uint64_t i = 0; i < bitmap; i++)
+        own += (uint64_t)__builtin_popcount(t->seen_all[i]);
+    uint64_t *const fields[] = {&t->pushed_bytes,
+                                &t->map_batches,
+                                &t->grant_requests,
+                                &t->got_records,
+                                &t->dups,
+                                &t->bad,
+                                &t->read_bytes,
+                                &t->wst.batches,
+                                &t->wst.spilled_bytes,
+                                &t->wst.backpressure,
+                                &t->wst.refused,
+                                &failed,
+                                &own};
+    failed = (uint64_t)t->failed;
+    for (unsigned i = 0; i < 13; i++)
+        sums[i] = *fields[i];
+    launch_sum_u64(sums, 13);
+    for (unsigned i = 0; i < 13; i++)
+        *fields[i] = sums[i];
+    t->failed = failed != 0;
+    double maxes[3] = {t->map_s, t->start_s, (double)t->wst.arena_peak};
+    launch_max_f64(maxes, 3);
+    t->map_s = maxes[0], t->start_s = maxes[1], t->wst.arena_peak = (uint64_t)maxes[2];
+    launch_sum_u64(&t->want[0].records, 2 * (size_t)o.partitions);
+    launch_sum_u64(&t->got[0].records, 2 * (size_t)o.partitions);
+    launch_or_bytes(t->seen_all, bitmap);
+    for (uint64_t i = 0; i < bitmap; i++)
+        own -= (uint64_t)__builtin_popcount(t->seen_all[i]);
+    t->dups += own;
+    if (me != 0 && freopen("/dev/null", "w", stderr) == NULL) /* the totals: rank 0 says them */
+        t->failed = 1;
+    return 0;
+}
+
+/* The results as perf/perf_json.h's one row. */
+static void put_results(const totals_t *t, uint64_t bytes, uint64_t lost, uint64_t dups,
+                        uint64_t bad, const double *secs, const double *gbit_s, uint32_t procs,
+                        int failed)
+{
+    const char *tls = getenv("UCX_TLS");
+    perf_out_meta(&pout, o.transport, strcmp(o.transport, "ucx") == 0 && tls ? tls : o.tls);
+    perf_row(&pout);
+    perf_str(&pout, "transport", o.transport);
+    perf_str(&pout, "tls", o.tls);
+    perf_str(&pout, "codec", rs_codec_name(o.codec));
+    perf_str(&pout, "layout", o.colocated ? "colocated" : "split");
+    perf_str(&pout, "launcher", o.mpi ? "mpi" : "local");
+    perf_u64(&pout, "procs", procs);
+    perf_u64(&pout, "mappers", o.mappers);
+    perf_u64(&pout, "workers", o.workers);
+    perf_u64(&pout, "reducers", o.reducers);
+    perf_u64(&pout, "partitions", o.partitions);
+    perf_u64(&pout, "bytes", bytes);
+    perf_u64(&pout, "records", o.sink ? 0 : t->total);
+    perf_num(&pout, "total_s", secs[2], 4);
+    perf_num(&pout, "push_s", secs[0], 4);
+    perf_num(&pout, "read_s", secs[1], 4);
+    perf_num(&pout, "gbit_s", gbit_s[2], 3);
+    perf_num(&pout, "push_gbit_s", gbit_s[0], 3);
+    perf_num(&pout, "read_gbit_s", gbit_s[1], 3);
+    perf_num(&pout, "map_push_gbit_s", gbit_s[3], 3);
+    perf_u64(&pout, "lost", lost);
+    perf_u64(&pout, "duplicates", dups);
+    perf_u64(&pout, "bad", bad);
+    perf_u64(&pout, "replicas", o.replicas);
+    perf_u64(&pout, "killed", o.killed);
+    perf_u64(&pout, "spilled_bytes", t->wst.spilled_bytes);
+    perf_num(&pout, "start_s", t->start_s, 4);
+    perf_bool(&pout, "ok", !failed);
+    if (strcmp(o.transport, "verbs") == 0 && perf_soft_rdma_device())
+        perf_bool(&pout, "functional", 1); /* Soft-RoCE numbers are functional only */
+}
+
 int main(int argc, char **argv)
 {
     perf_std_args(
@@ -817,9 +987,12 @@ int main(int argc, char **argv)
         "                        [--partitions 16] [--codec none|lz4|snappy]\n"
         "                        [--transport ucx|verbs] [--tls shm|tcp] [--host H]\n"
         "                        [--buf BYTES] [--worker-mem BYTES] [--speculative]\n"
-        "                        [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]... [--json]\n"
+        "                        [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...\n"
+        "                        [--launcher local|mpi] [--json [FILE]] [--csv FILE] [--progress]\n"
         "                        [--replicas R] [--kill-worker push|read@FRACTION]\n"
-        "A whole shuffle on local processes; every record is verified.\n");
+        "A whole shuffle on local processes (or one per MPI rank: mpirun -np N ... --launcher\n"
+        "mpi); every record is verified.\n");
+    perf_out_init(&pout, "rs-shuffle-bench", &argc, argv);
     if (parse_args(argc, argv) != 0)
         return 2;
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -835,8 +1008,10 @@ int main(int argc, char **argv)
     t.seen_all = calloc(bitmap, 1);
     if (t.want == NULL || t.got == NULL || t.tmp == NULL || t.seen == NULL || t.seen_all == NULL)
         return 1;
-    if ((o.colocated ? run_colocated(&t) : run_split(&t)) != 0)
+    if ((o.mpi ? run_launched(&t) : o.colocated ? run_colocated(&t) : run_split(&t)) != 0) {
+        launch_end();
         return 1;
+    }
     int failed = t.failed;
     uint64_t dups = t.dups, bad = t.bad, pushed_bytes = t.pushed_bytes;
     rs_worker_stats_t wst_sum = t.wst;
@@ -891,26 +1066,15 @@ int main(int argc, char **argv)
     if (o.killed)
         printf("replicas %u: worker 0 SIGKILLed %.3f s into the %s\n", o.replicas, o.kill_s,
                o.kill_phase == 1 ? "push" : "read");
-    if (o.json)
-        printf("{\"transport\": \"%s\", \"tls\": \"%s\", \"codec\": \"%s\", \"layout\": \"%s\", "
-               "\"procs\": %u, \"bytes\": %llu, "
-               "\"records\": %llu, \"seconds\": %.4f, \"push_gbps\": %.3f, \"read_gbps\": %.3f, "
-               "\"gbps\": %.3f, \"map_push_gbps\": %.3f, \"lost\": %llu, \"duplicates\": %llu, "
-               "\"bad\": %llu, \"replicas\": %u, \"killed\": %u, \"spilled_bytes\": %llu, "
-               "\"start_s\": %.4f, \"ok\": %s%s}\n",
-               o.transport, o.tls, rs_codec_name(o.codec), layout, procs, (unsigned long long)bytes,
-               (unsigned long long)(o.sink ? 0 : total), secs, push_gbps, read_gbps, gbps, map_gbps,
-               (unsigned long long)lost, (unsigned long long)dups, (unsigned long long)bad,
-               o.replicas, o.killed, (unsigned long long)wst_sum.spilled_bytes, t.start_s,
-               failed ? "false" : "true",
-               /* Soft-RoCE numbers are functional only (perf_util.h) */
-               strcmp(o.transport, "verbs") == 0 && perf_soft_rdma_device()
-                   ? ", \"functional\": true"
-                   : "");
+    double times[3] = {push_s, read_s, secs}, rates[4] = {push_gbps, read_gbps, gbps, map_gbps};
+    put_results(&t, bytes, lost, dups, bad, times, rates, procs, failed);
+    if (perf_out_emit(&pout) != 0)
+        failed = 1;
     free(t.want);
     free(t.tmp);
     free(t.got);
     free(t.seen);
     free(t.seen_all);
+    launch_end();
     return failed ? 1 : 0;
 }

@@ -4,7 +4,7 @@
 # the driver; run as `cmake -DDRIVER=<path> -P transport.cmake` it is the smoke
 # check: tiny iteration counts, then the last output line must be a JSON object
 # {"results": [...]} (tests/perf_json_check.cmake) whose entries carry test,
-# transport, size and a positive mbps or usec.
+# transport, size and a positive mib_s or us.
 if(CMAKE_SCRIPT_MODE_FILE)
     set(CMD ${DRIVER} --json --transport shm --size 64,4K --iters 20 --warmup 2)
     set(RESULTS 8) # 2 sizes x (put, get, notify, msg)
@@ -13,23 +13,23 @@ if(CMAKE_SCRIPT_MODE_FILE)
     include(${CMAKE_CURRENT_LIST_DIR}/../tests/perf_json_check.cmake)
     math(EXPR end "${n} - 1")
     foreach(i RANGE ${end})
-        string(JSON mbps ERROR_VARIABLE err_mbps GET "${last}" results ${i} mbps)
-        string(JSON usec ERROR_VARIABLE err_usec GET "${last}" results ${i} usec)
+        string(JSON mbps ERROR_VARIABLE err_mbps GET "${last}" results ${i} mib_s)
+        string(JSON usec ERROR_VARIABLE err_usec GET "${last}" results ${i} us)
         if(err_mbps AND err_usec)
-            message(FATAL_ERROR "result ${i} has neither mbps nor usec: ${last}")
+            message(FATAL_ERROR "result ${i} has neither mib_s nor us: ${last}")
         endif()
         if(NOT err_mbps AND NOT mbps GREATER 0)
-            message(FATAL_ERROR "result ${i}: mbps ${mbps} is not positive")
+            message(FATAL_ERROR "result ${i}: mib_s ${mbps} is not positive")
         endif()
         if(NOT err_usec AND NOT usec GREATER 0)
-            message(FATAL_ERROR "result ${i}: usec ${usec} is not positive")
+            message(FATAL_ERROR "result ${i}: us ${usec} is not positive")
         endif()
     endforeach()
     return()
 endif()
 
 add_executable(rs-perf-transport ${CMAKE_CURRENT_LIST_DIR}/rs-perf-transport.c)
-target_link_libraries(rs-perf-transport PRIVATE rshuffle)
+target_link_libraries(rs-perf-transport PRIVATE rshuffle rs_perf)
 target_compile_definitions(rs-perf-transport PRIVATE _GNU_SOURCE)
 set_target_properties(rs-perf-transport PROPERTIES RUNTIME_OUTPUT_DIRECTORY
                       ${PROJECT_BINARY_DIR}/perf)

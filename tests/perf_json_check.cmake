@@ -1,13 +1,17 @@
 # The perf smoke check: runs a driver and checks the JSON object its last
-# stdout line must be (shape only; the bars are for full runs).
+# stdout line must be (shape only; the bars are for full runs): the one
+# schema of perf/perf_json.h, {"meta": {...}, "results": [...]}.
 #
 #   cmake "-DCMD=prog;arg;..." [-DFIELDS=a;b] [-DRESULTS=n] [-DRESULT_FIELDS=a;b]
 #         [-DEXPECT=key=value;...] [-DTIMEOUT=s] -P perf_json_check.cmake
 #
-# FIELDS: top-level keys that must be present and not empty. RESULTS: how many
-# entries "results" must have. RESULT_FIELDS: keys every entry of "results"
-# must carry, not empty (with either, "results" must have an entry). EXPECT:
-# top-level key=value pairs that must hold exactly (booleans read ON/OFF).
+# "meta" must carry program, version, commit, host, backend, transport,
+# ucx_version and command. FIELDS: keys that must be present and not empty.
+# RESULTS: how many entries "results" must have. RESULT_FIELDS: keys every
+# entry of "results" must carry, not empty (with either, "results" must have
+# an entry). EXPECT: key=value pairs that must hold exactly (booleans read
+# ON/OFF). A key of FIELDS or EXPECT is a path: results.0.ok is the first
+# result's "ok".
 # A smoke script with plausibility checks of its own sets these variables and
 # include()s this file instead; it then finds the line in `last` and the
 # number of results (or 0) in `n`.
@@ -30,8 +34,15 @@ elseif(NOT type STREQUAL "OBJECT")
     message(FATAL_ERROR "${prog}: last line is a JSON ${type}, not an object:\n${last}")
 endif()
 
+foreach(key program version commit host backend transport ucx_version command)
+    string(JSON v ERROR_VARIABLE jerr GET "${last}" meta ${key})
+    if(jerr)
+        message(FATAL_ERROR "${prog}: last line has no meta.${key}: ${last}")
+    endif()
+endforeach()
 foreach(key ${FIELDS})
-    string(JSON v ERROR_VARIABLE jerr GET "${last}" ${key})
+    string(REPLACE "." ";" path "${key}")
+    string(JSON v ERROR_VARIABLE jerr GET "${last}" ${path})
     if(jerr OR "${v}" STREQUAL "")
         message(FATAL_ERROR "${prog}: last line has no ${key}: ${last}")
     endif()
@@ -40,7 +51,8 @@ foreach(kv ${EXPECT})
     string(REPLACE "=" ";" kv "${kv}")
     list(GET kv 0 key)
     list(GET kv 1 want)
-    string(JSON v ERROR_VARIABLE jerr GET "${last}" ${key})
+    string(REPLACE "." ";" path "${key}")
+    string(JSON v ERROR_VARIABLE jerr GET "${last}" ${path})
     if(jerr OR NOT "${v}" STREQUAL "${want}")
         message(FATAL_ERROR "${prog}: ${key} is '${v}', expected ${want}: ${last}")
     endif()

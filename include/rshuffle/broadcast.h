@@ -7,9 +7,11 @@
  * and returns a descriptor, a few dozen bytes a driver ships inside a task.
  * A reader's node turns the descriptor into the object's bytes:
  *
- *   - one request to the source returns the manifest (sizes, per-block
- *     checksums, holders and their remote keys); an object of at most
- *     inline_max bytes comes inside that reply (one round trip, no read);
+ *   - an object of at most embed_max bytes travels inside its descriptor:
+ *     a get verifies it and copies it, with no message at all;
+ *   - otherwise one request to the source returns the manifest (sizes,
+ *     per-block checksums, holders and their remote keys); an object of at
+ *     most inline_max bytes comes inside that reply (one round trip, no read);
  *   - larger objects are read block by block with one-sided reads, in random
  *     order, from a random holder that has the block (the source included),
  *     verified, and announced so later readers read from this reader too;
@@ -54,11 +56,14 @@ typedef enum rs_bcast_addr_kind {
 
 #define RS_BCAST_HOST_MAX   255        /* bytes of a host name or address, without the NUL */
 #define RS_BCAST_INLINE_CAP (1u << 20) /* inline_max never exceeds this */
+#define RS_BCAST_EMBED_CAP  2048       /* embed_max never exceeds this */
 #define RS_BCAST_DESC_MAX   (RS_ADDR_BLOB_MAX + 64) /* a descriptor never exceeds this */
 
 typedef struct rs_bcast_config {
     uint64_t block_size;   /* RSHUFFLE_BCAST_BLOCK_SIZE: 4 KiB .. 1 GiB (4 MiB) */
     uint32_t inline_max;   /* RSHUFFLE_BCAST_INLINE_MAX: objects <= this ride inline (64 KiB) */
+    uint32_t embed_max;    /* RSHUFFLE_BCAST_EMBED_MAX: objects <= this ride in the descriptor,
+                              as far as it stays within RS_BCAST_DESC_MAX (1 KiB) */
     uint32_t reads_per_ep; /* RSHUFFLE_BCAST_READS_PER_EP: outstanding reads per peer (4) */
     uint32_t source_reads; /* RSHUFFLE_BCAST_SOURCE_READS: torrent reads in flight to the
                               source per broadcast (2) */

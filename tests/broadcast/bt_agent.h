@@ -14,6 +14,7 @@
 
 #define BT_BLOCK   (256u << 10) /* block size of the test nodes */
 #define BT_INLINE  (64u << 10)  /* inline threshold (the default) */
+#define BT_EMBED   1024u        /* objects this small ride in the descriptor (the default) */
 #define BT_WAIT_MS 30000        /* longest wait for an agent's answer */
 
 typedef struct bt_agent {

@@ -26,7 +26,15 @@ static void test_sizes(void **state)
 {
     (void)state;
     static const uint64_t sizes[] = {
-        0, 1, BT_INLINE - 1, BT_INLINE, BT_INLINE + 1, BT_BLOCK, BT_BLOCK * 10 + BT_BLOCK / 2,
+        0,
+        1,
+        BT_EMBED,
+        BT_EMBED + 1,
+        BT_INLINE - 1,
+        BT_INLINE,
+        BT_INLINE + 1,
+        BT_BLOCK,
+        BT_BLOCK * 10 + BT_BLOCK / 2,
     };
     bt_agent_t src, r1, r2;
     bt_spawn(&src, NULL, RS_BCAST_TORRENT);
@@ -42,7 +50,14 @@ static void test_sizes(void **state)
         get_and_check(&r1, desc, desc_len, size, seed, &a);
         get_and_check(&r2, desc, desc_len, size, seed, &b);
         uint64_t nblocks = (size + BT_BLOCK - 1) / BT_BLOCK;
-        if (size <= BT_INLINE) {
+        if (size > 0 && size <= BT_EMBED) {
+            /* Embedded: the descriptor carries the bytes; no message at all. */
+            assert_int_equal(a.stats.round_trips, 0);
+            assert_int_equal(a.stats.reads, 0);
+            assert_int_equal(a.stats.inline_gets, 1);
+            assert_int_equal(b.stats.round_trips, 0);
+            assert_int_equal(b.stats.reads, 0);
+        } else if (size <= BT_INLINE) {
             /* Inline: the manifest request's reply carries the bytes. */
             assert_int_equal(a.stats.round_trips, 1);
             assert_int_equal(a.stats.reads, 0);

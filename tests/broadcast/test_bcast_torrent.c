@@ -99,12 +99,20 @@ static void test_threads_share_blocks(void **state)
     assert_int_equal(s.requests_served, 1); /* one manifest for the whole process */
 
     /* An inline object too: one round trip for all eight. */
-    bt_publish(&src, 1000, 9, desc, &desc_len);
+    bt_publish(&src, 2000, 9, desc, &desc_len);
     bt_threads_start(&rd, 8, desc, desc_len);
     bt_get_wait(&rd, &r);
-    expect_ok(&r, 1000, bt_expected_hash(1000, 9));
+    expect_ok(&r, 2000, bt_expected_hash(2000, 9));
     assert_int_equal(r.nthreads, 8);
     assert_int_equal(r.stats.round_trips, 1);
+    assert_int_equal(r.stats.reads, 0);
+
+    /* An embedded one: none. */
+    bt_publish(&src, 1000, 10, desc, &desc_len);
+    bt_threads_start(&rd, 8, desc, desc_len);
+    bt_get_wait(&rd, &r);
+    expect_ok(&r, 1000, bt_expected_hash(1000, 10));
+    assert_int_equal(r.stats.round_trips, 0);
     assert_int_equal(r.stats.reads, 0);
 
     bt_quit(&rd);

@@ -70,9 +70,13 @@ static void uep_free(rs_ucx_ep_t *uep)
 
 static void ucx_ep_err_cb(void *arg, ucp_ep_h ucp_ep, ucs_status_t status)
 {
-    rs_ucx_ep_t *uep = arg;
     (void)ucp_ep;
     rs_debug("UCX endpoint error: %s", ucs_status_string(status));
+    rs_ucx_ep_mark_failed(arg, status);
+}
+
+void rs_ucx_ep_mark_failed(rs_ucx_ep_t *uep, ucs_status_t status)
+{
     uep->ucp_failed = 1;
     uep->fail_status = status;
     if (uep->ep != NULL && !uep->fail_pending) {

@@ -4,6 +4,7 @@
  */
 #include "transport/ucx/ucx.h"
 
+#include "common/checksum.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 /*
  * UCX keepalive finds peers that died silently (no RST on shared memory).
@@ -74,14 +76,14 @@ static void ucx_enable_shm_error_handling(ucp_config_t *config)
  * dc_*)? Without one, UCX emulates one-sided ops to memory it cannot map.
  * UCX 1.13 has no query for this; its resource list is printed only.
  */
-static int ucx_has_rdma_transport(ucp_context_h context)
+static int ucx_has_rdma_transport(rs_ucx_ctx_t *uc)
 {
     char *text = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&text, &size);
     if (f == NULL)
         return 0;
-    ucp_context_print_info(context, f);
+    ucp_context_print_info(uc->context, f);
     fclose(f);
     int native = 0;
     char *save = NULL; /* strtok_r: contexts may be created on several threads at once */
@@ -93,6 +95,26 @@ static int ucx_has_rdma_transport(ucp_context_h context)
     }
     free(text);
     return native;
+}
+
+/*
+ * This kernel and pid namespace (cross-memory attach works within them):
+ * the boot id and the namespace's inode, mixed. 0 when unknown (then no
+ * key matches ours).
+ */
+static uint64_t ucx_host_key(void)
+{
+    char boot[64] = {0};
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(boot, 1, sizeof(boot) - 1, f);
+    fclose(f);
+    struct stat st;
+    if (n == 0 || stat("/proc/self/ns/pid", &st) != 0)
+        return 0;
+    uint64_t key = rs_checksum64_seeded(boot, n, (uint64_t)st.st_ino);
+    return key != 0 ? key : 1;
 }
 
 static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
@@ -127,7 +149,10 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
     }
     uc->req_size = attr.request_size;
     /* Only the automatic RMA choice needs to know (RSHUFFLE_UCX_RMA unset or auto). */
-    uc->native_remote = uc->force_am == 0 && ucx_has_rdma_transport(uc->context);
+    uc->native_remote = uc->force_am == 0 && ucx_has_rdma_transport(uc);
+    /* UCX_TLS without shared memory (tcp,self: a test meaning TCP) keeps data off attach too. */
+    if (ucx_tls_enables("posix") || ucx_tls_enables("sysv") || ucx_tls_enables("cma"))
+        uc->host_key = ucx_host_key();
     return RS_OK;
 }
 
@@ -197,6 +222,8 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
                    : strcasecmp(rma, "am") == 0  ? 1
                    : strcasecmp(rma, "ucx") == 0 ? -1
                                                  : 0;
+    const char *mem = getenv("RSHUFFLE_UCX_MEM");
+    uc->mem_shared = mem != NULL && strcasecmp(mem, "shared") == 0;
     const char *mode = getenv("RSHUFFLE_UCX_NOTIFY");
     uc->notify_flush = mode != NULL && strcasecmp(mode, "flush") == 0;
 

@@ -1,11 +1,19 @@
 /*
- * UCX backend: memory. rs_mem_alloc lets UCX allocate (UCP_MEM_MAP_ALLOCATE)
- * so shared-memory transports can map the region into peers and put/get are
- * plain copies, and makes it resident at once (prefault); rs_mem_reg maps
- * the caller's memory.
+ * UCX backend: memory. rs_mem_alloc maps private memory of our own, makes
+ * it resident (prefault) and registers it: same-host peers reach it by
+ * cross-memory attach (attach.c: one kernel copy, nothing mapped in the
+ * peer), remote ones by RDMA or our messages. RSHUFFLE_UCX_MEM=shared lets
+ * UCX allocate a shared segment instead (UCP_MEM_MAP_ALLOCATE), which
+ * same-host peers map: a put is then a plain memcpy, but every peer pays a
+ * page fault per page at its first touch (docs/transport.md has the
+ * measurements). rs_mem_reg registers the caller's memory.
+ *
+ * Remote-key blobs carry the owner's host key (kernel and pid namespace)
+ * and pid before UCX's packed key: an unpacker on the same host attaches.
  */
 #include "transport/ucx/ucx.h"
 
+#include "common/byteorder.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -17,12 +25,14 @@
 
 /*
  * Makes freshly allocated memory resident, as ibv_reg_mr does by pinning:
- * otherwise the first touch of every page (~4-15 us each here, a shared
- * segment's page is allocated and cleared in the fault) lands on the data
- * path, inside a peer's put. MADV_POPULATE_WRITE (Linux 5.14) faults the
- * range in one call; older kernels: one write per page. RS_ERR_NOMEM when
- * the memory cannot be backed (e.g. /dev/shm full): better now than SIGBUS
- * in a put later.
+ * otherwise the first touch of every page (~5-10 us each on our virtual
+ * machines) lands on the data path, inside a put or a read.
+ * MADV_POPULATE_WRITE (Linux 5.14) backs the range in one call (RS_ERR_NOMEM
+ * when it cannot be backed, e.g. /dev/shm full: better now than SIGBUS in a
+ * put later); then one write per page, because on a hypervisor with shadow
+ * page tables the populated pages still cost a fault each at first touch
+ * (measured: the first pass of 256 KiB copies over populated memory ran at
+ * 0.8 GB/s, later passes at 20 GB/s).
  */
 static rs_status_t prefault(void *addr, size_t len)
 {
@@ -33,9 +43,7 @@ static rs_status_t prefault(void *addr, size_t len)
     first = (start + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
 #ifdef MADV_POPULATE_WRITE
     uintptr_t base = start & ~((uintptr_t)page - 1);
-    if (madvise((void *)base, end - base, MADV_POPULATE_WRITE) == 0)
-        return RS_OK;
-    if (errno != EINVAL) {
+    if (madvise((void *)base, end - base, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
         rs_error("cannot make %zu bytes of registered memory resident: %s", len, strerror(errno));
         return RS_ERR_NOMEM;
     }
@@ -49,6 +57,26 @@ static rs_status_t prefault(void *addr, size_t len)
     return RS_OK;
 }
 
+#define HOST_KEY_LEN 12 /* host key (8 bytes) and pid (4), little-endian */
+
+/* rs_mem_alloc's memory, unless UCX allocates (RSHUFFLE_UCX_MEM=shared): resident on success. */
+static rs_status_t own_mapping(rs_ucx_mr_t *umr, size_t len)
+{
+    void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (addr == MAP_FAILED) {
+        rs_error("cannot map %zu bytes for a region: %s", len, strerror(errno));
+        return RS_ERR_NOMEM;
+    }
+    rs_status_t s = prefault(addr, len);
+    if (s != RS_OK) {
+        munmap(addr, len);
+        return s;
+    }
+    umr->owned = addr;
+    umr->owned_len = len;
+    return RS_OK;
+}
+
 rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
@@ -56,6 +84,15 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
     if (umr == NULL) {
         rs_error("out of memory allocating a region");
         return RS_ERR_NOMEM;
+    }
+    int ucx_allocates = addr == NULL && uc->mem_shared;
+    if (addr == NULL && !ucx_allocates) {
+        rs_status_t st = own_mapping(umr, len);
+        if (st != RS_OK) {
+            free(umr);
+            return st;
+        }
+        addr = umr->owned;
     }
     unsigned prot = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE;
     if (access & RS_MEM_REMOTE_READ)
@@ -67,14 +104,13 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
                       UCP_MEM_MAP_PARAM_FIELD_FLAGS | UCP_MEM_MAP_PARAM_FIELD_PROT,
         .address = addr,
         .length = len,
-        .flags = addr == NULL ? UCP_MEM_MAP_ALLOCATE : 0,
+        .flags = ucx_allocates ? UCP_MEM_MAP_ALLOCATE : 0,
         .prot = prot,
     };
     ucs_status_t s = ucp_mem_map(uc->context, &p, &umr->memh);
     if (s != UCS_OK) {
         rs_error("ucp_mem_map of %zu bytes failed: %s", len, ucs_status_string(s));
-        free(umr);
-        return s == UCS_ERR_NO_MEMORY ? RS_ERR_NOMEM : RS_ERR_TRANSPORT;
+        goto err_free;
     }
     ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
     s = ucp_mem_query(umr->memh, &attr);
@@ -82,7 +118,7 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
         rs_error("ucp_mem_query failed: %s", ucs_status_string(s));
         goto err_unmap;
     }
-    if (addr == NULL && prefault(attr.address, len) != RS_OK) {
+    if (ucx_allocates && prefault(attr.address, len) != RS_OK) {
         s = UCS_ERR_NO_MEMORY;
         goto err_unmap;
     }
@@ -92,14 +128,17 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
         rs_error("ucp_rkey_pack failed: %s", ucs_status_string(s));
         goto err_unmap;
     }
-    umr->rkey_buf = malloc(umr->rkey_len);
+    umr->rkey_buf = malloc(HOST_KEY_LEN + umr->rkey_len);
     if (umr->rkey_buf == NULL) {
         ucp_rkey_buffer_release(buf);
         rs_error("out of memory keeping a packed key");
         s = UCS_ERR_NO_MEMORY;
         goto err_unmap;
     }
-    memcpy(umr->rkey_buf, buf, umr->rkey_len);
+    rs_put_le64(umr->rkey_buf, uc->host_key);
+    rs_put_le32((uint8_t *)umr->rkey_buf + 8, (uint32_t)getpid());
+    memcpy((uint8_t *)umr->rkey_buf + HOST_KEY_LEN, buf, umr->rkey_len);
+    umr->rkey_len += HOST_KEY_LEN;
     ucp_rkey_buffer_release(buf);
     mr->addr = attr.address;
     mr->be = umr;
@@ -111,6 +150,9 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
 
 err_unmap:
     ucp_mem_unmap(uc->context, umr->memh);
+err_free:
+    if (umr->owned != NULL)
+        munmap(umr->owned, umr->owned_len);
     free(umr);
     return s == UCS_ERR_NO_MEMORY ? RS_ERR_NOMEM : RS_ERR_TRANSPORT;
 }
@@ -120,6 +162,8 @@ void rs_ucx_mem_dereg(rs_mr_t *mr)
     rs_ucx_mr_t *umr = mr->be;
     rs_list_del(&umr->link);
     ucp_mem_unmap(rs_ucx_ctx(mr->ctx)->context, umr->memh);
+    if (umr->owned != NULL)
+        munmap(umr->owned, umr->owned_len);
     free(umr->rkey_buf);
     free(umr);
     mr->be = NULL;
@@ -141,15 +185,18 @@ rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, si
 {
     rs_ucx_ep_t *uep = ep->be;
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ep->ctx);
-    (void)len;
     if (uep == NULL || uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
+    if (len <= HOST_KEY_LEN)
+        return RS_ERR_BAD_RKEY;
+    uint64_t host_key = rs_get_le64(buf);
+    pid_t pid = (pid_t)rs_get_le32((const uint8_t *)buf + 8);
     rs_ucx_rkey_t *k = malloc(sizeof(*k));
     if (k == NULL) {
         rs_error("out of memory unpacking a remote key");
         return RS_ERR_NOMEM;
     }
-    ucs_status_t s = ucp_ep_rkey_unpack(uep->uep, buf, &k->rk);
+    ucs_status_t s = ucp_ep_rkey_unpack(uep->uep, (const uint8_t *)buf + HOST_KEY_LEN, &k->rk);
     if (s != UCS_OK) {
         rs_error("ucp_ep_rkey_unpack failed: %s", ucs_status_string(s));
         free(k);
@@ -158,11 +205,16 @@ rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, si
     /*
      * Mapped (shared memory) or reachable by an RDMA transport: UCX does
      * the ops natively. Otherwise UCX would emulate them, and its emulation
-     * can abort a target (ucx_amrma.c): we carry them ourselves.
+     * can abort a target (ucx_amrma.c): we carry them ourselves, put and
+     * get by cross-memory attach when the region's owner runs on this
+     * kernel and in our pid namespace.
      */
     void *ptr;
     int mapped = ucp_rkey_ptr(k->rk, rkey->base, &ptr) == UCS_OK;
     k->am = uc->force_am > 0 || (uc->force_am == 0 && !mapped && !uc->native_remote);
+    k->attach_pid = 0;
+    if (uc->force_am == 0 && !mapped && uc->host_key != 0 && host_key == uc->host_key && pid > 0)
+        k->attach_pid = pid;
     rkey->be = k;
     return RS_OK;
 }

@@ -104,14 +104,33 @@ static void flush_then_notify_cb(void *request, ucs_status_t status, void *user_
     rs_ucx_op_part_done(op, status);
 }
 
+/* Sets up op as a notified put whose parts are counted; the caller's part is held. */
+static void notify_begin(rs_ucx_ep_t *uep, rs_op_t *op, uint32_t imm)
+{
+    rs_ucx_hdr_t hdr = {
+        .dst_id = uep->peer_id, .src_id = uep->id, .arg = imm, .kind = RS_UCX_NOTIFY};
+    memcpy(&op->be[0], &hdr, sizeof(hdr));
+    op_parts_set(op, 1); /* held by the caller until every part is posted */
+    op->be[3] = (void *)(intptr_t)UCS_OK;
+}
+
+void rs_ucx_notify_alone(rs_ucx_ep_t *uep, rs_op_t *op, uint32_t imm)
+{
+    notify_begin(uep, op, imm);
+    rs_ucx_send_notify(op);
+    rs_ucx_op_part_done(op, UCS_OK);
+}
+
 rs_status_t rs_ucx_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs_mr_t *mr,
                        rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm)
 {
     rs_ucx_ep_t *uep = ep->be;
-    const rs_ucx_rkey_t *k = rkey->be;
+    rs_ucx_rkey_t *k = rkey->be;
     (void)mr; /* no UCP_OP_ATTR_FIELD_MEMH: see the file comment */
     if (uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
+    if (k->attach_pid != 0)
+        return rs_ucx_attach_put(uep, op, k, src, len, raddr, notify, imm);
     if (k->am)
         return rs_ucx_amrma_put(uep, op, src, len, raddr, notify, imm);
 
@@ -122,11 +141,7 @@ rs_status_t rs_ucx_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs
     }
 
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ep->ctx);
-    rs_ucx_hdr_t hdr = {
-        .dst_id = uep->peer_id, .src_id = uep->id, .arg = imm, .kind = RS_UCX_NOTIFY};
-    memcpy(&op->be[0], &hdr, sizeof(hdr));
-    op_parts_set(op, 1); /* held by this call until every part is posted */
-    op->be[3] = (void *)(intptr_t)UCS_OK;
+    notify_begin(uep, op, imm);
 
     ucp_request_param_t p = op_param(op, part_done_cb);
     rs_status_t st =
@@ -157,10 +172,12 @@ rs_status_t rs_ucx_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t 
                        rs_rkey_t *rkey, uint64_t raddr)
 {
     rs_ucx_ep_t *uep = ep->be;
-    const rs_ucx_rkey_t *k = rkey->be;
+    rs_ucx_rkey_t *k = rkey->be;
     (void)mr;
     if (uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
+    if (k->attach_pid != 0)
+        return rs_ucx_attach_get(uep, op, k, dst, len, raddr);
     if (k->am)
         return rs_ucx_amrma_get(uep, op, dst, len, raddr);
     ucp_request_param_t p = op_param(op, rs_ucx_op_done_cb);

@@ -26,6 +26,7 @@
 #define RS_TRANSPORT_UCX_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include <ucp/api/ucp.h>
 
 #include "transport/backend.h"
@@ -136,6 +137,8 @@ typedef struct rs_ucx_ctx {
     rs_list_t amo_reqs; /* free request buffers for fetch-add (see rma.c) */
 
     int native_remote; /* the context has an RDMA transport (native remote RMA) */
+    int mem_shared;    /* RSHUFFLE_UCX_MEM=shared: UCX allocates segments same-host peers map */
+    uint64_t host_key; /* this kernel and pid namespace (rkey blobs carry it) */
     int force_am;      /* RSHUFFLE_UCX_RMA=am|ucx|auto: 1 am, -1 ucx, 0 auto */
     rs_list_t regions; /* rs_ucx_mr_t: what emulated one-sided ops may touch */
     rs_ucx_pending_t **pend;
@@ -148,14 +151,17 @@ typedef struct rs_ucx_mr {
     uint64_t base, len;
     unsigned access;
     ucp_mem_h memh;
-    void *rkey_buf;
+    void *rkey_buf; /* host key (8 bytes, LE), then UCX's packed key */
     size_t rkey_len;
+    void *owned; /* our own mapping behind the region (munmap at dereg), or NULL */
+    size_t owned_len;
 } rs_ucx_mr_t;
 
 /* An unpacked remote key. */
 typedef struct rs_ucx_rkey {
     ucp_rkey_h rk;
-    int am; /* one-sided ops go as our own AMs (amrma.c) */
+    int am;           /* one-sided ops go as our own AMs (amrma.c) */
+    pid_t attach_pid; /* put and get by cross-memory attach into this process (attach.c), or 0 */
 } rs_ucx_rkey_t;
 
 static inline rs_ucx_ctx_t *rs_ucx_ctx(const rs_ctx_t *ctx)
@@ -247,6 +253,7 @@ void rs_ucx_mem_dereg(rs_mr_t *mr);
 rs_status_t rs_ucx_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
 rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
 void rs_ucx_rkey_release(rs_rkey_t *rkey);
+void rs_ucx_rkey_prepare(rs_rkey_t *rkey, uint64_t raddr, uint64_t len);
 
 /* amrma.c */
 rs_status_t rs_ucx_amrma_put(rs_ucx_ep_t *uep, rs_op_t *op, const void *src, size_t len,
@@ -273,5 +280,15 @@ void rs_ucx_amo_reqs_free(rs_ucx_ctx_t *uc);
 void rs_ucx_send_notify(rs_op_t *op);
 /* One part of a multi-request op finished (put + notify). */
 void rs_ucx_op_part_done(rs_op_t *op, ucs_status_t status);
+/* The peer is dead (status says how): reported as such from the next progress call. */
+void rs_ucx_ep_mark_failed(rs_ucx_ep_t *uep, ucs_status_t status);
+/* A notified put whose data is already in place: posts the notification alone. */
+void rs_ucx_notify_alone(rs_ucx_ep_t *uep, rs_op_t *op, uint32_t imm);
+
+/* attach.c: put and get by cross-memory attach (k->attach_pid != 0); rs_ucx_put's contract. */
+rs_status_t rs_ucx_attach_put(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, const void *src,
+                              size_t len, uint64_t raddr, int notify, uint32_t imm);
+rs_status_t rs_ucx_attach_get(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, void *dst,
+                              size_t len, uint64_t raddr);
 
 #endif

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness_priv.h"
 #include "perf/perf_util.h"
 
 #define H_MAX_CHILDREN 16
@@ -25,7 +26,8 @@
 static h_child_t *h_children[H_MAX_CHILDREN];
 static rs_ctx_t *h_contexts[H_MAX_CTX];
 static atomic_uint h_doubles;
-static const char *h_role_name = "test";
+static const h_role_t *h_roles;
+const char *h_role_name = "test";
 
 /* ------------------------------------------------------------ environment */
 
@@ -103,7 +105,7 @@ typedef struct h_frame {
     uint32_t len;
 } h_frame_t;
 
-static bool h_write_all(int fd, const void *data, size_t len)
+bool h_write_all(int fd, const void *data, size_t len)
 {
     return perf_write_all(fd, data, len) == 0;
 }
@@ -121,13 +123,27 @@ bool h_send(h_chan_t *ch, uint32_t tag, const void *data, size_t len)
     return h_write_all(ch->wr, &f, sizeof(f)) && (len == 0 || h_write_all(ch->wr, data, len));
 }
 
-ssize_t h_recv_any(h_chan_t *ch, uint32_t *tag_p, void *buf, size_t cap, int timeout_ms)
+ssize_t h_recv_frame(h_chan_t *ch, uint32_t *tag_p, void *buf, size_t cap, int timeout_ms,
+                     bool quiet)
 {
     uint64_t deadline = h_now_ms() + (uint64_t)timeout_ms;
     h_frame_t f;
     if (!h_read_all(ch->rd, &f, sizeof(f), deadline)) {
-        fprintf(stderr, "[%s] channel: no message within %d ms (or peer gone)\n", h_role_name,
-                timeout_ms);
+        if (!quiet)
+            fprintf(stderr, "[%s] channel: no message within %d ms (or peer gone)\n", h_role_name,
+                    timeout_ms);
+        return -1;
+    }
+    if (ch->remote && f.tag == H_EXIT && f.len == sizeof(int32_t)) {
+        /* The role server's word that the child on the other host is gone. */
+        int32_t code = -1;
+        if (!h_read_all(ch->rd, &code, sizeof(code), deadline + 10000))
+            code = -1;
+        ch->exited = true;
+        ch->exit_code = code;
+        if (!quiet)
+            fprintf(stderr, "[%s] channel: the child on the other host exited with %d\n",
+                    h_role_name, (int)code);
         return -1;
     }
     if (f.len > cap) {
@@ -141,6 +157,11 @@ ssize_t h_recv_any(h_chan_t *ch, uint32_t *tag_p, void *buf, size_t cap, int tim
     }
     *tag_p = f.tag;
     return (ssize_t)f.len;
+}
+
+ssize_t h_recv_any(h_chan_t *ch, uint32_t *tag_p, void *buf, size_t cap, int timeout_ms)
+{
+    return h_recv_frame(ch, tag_p, buf, cap, timeout_ms, false);
 }
 
 ssize_t h_recv(h_chan_t *ch, uint32_t tag, void *buf, size_t cap, int timeout_ms)
@@ -164,7 +185,7 @@ bool h_readable(h_chan_t *ch, int timeout_ms)
 
 /* ------------------------------------------------------------- processes */
 
-static void h_track(h_child_t *c)
+void h_track(h_child_t *c)
 {
     for (int i = 0; i < H_MAX_CHILDREN; i++) {
         if (h_children[i] == NULL) {
@@ -182,12 +203,38 @@ static void h_untrack(h_child_t *c)
             h_children[i] = NULL;
 }
 
+static bool h_role_serves(const char *role)
+{
+    if (strcmp(role, "unused_port") == 0)
+        return true;
+    for (const h_role_t *r = h_roles; r != NULL && r->name != NULL; r++)
+        if (strcmp(r->name, role) == 0)
+            return r->serves;
+    return false;
+}
+
 void h_spawn(h_child_t *c, const char *role, ...)
 {
-    static char store[24][128];
-    char *argv[24];
-    int argc = 0;
+    const char *args[H_MAX_ARGS + 1];
+    int n = 0;
     va_list ap;
+    args[n++] = role;
+    va_start(ap, role);
+    for (const char *a; (a = va_arg(ap, const char *)) != NULL && n < H_MAX_ARGS; n++)
+        args[n] = a;
+    va_end(ap);
+    args[n] = NULL;
+    if (h_remote() != NULL && h_role_serves(role))
+        h_spawn_remote(c, args);
+    else
+        h_spawn_local(c, args);
+}
+
+void h_spawn_local(h_child_t *c, const char *const *args)
+{
+    static char store[H_MAX_ARGS + 3][128];
+    char *argv[H_MAX_ARGS + 3];
+    int argc = 0;
 
     /* Copies, so the child gets writable strings without casting const away. */
     snprintf(store[argc], sizeof(store[0]), "/proc/self/exe");
@@ -196,16 +243,12 @@ void h_spawn(h_child_t *c, const char *role, ...)
     snprintf(store[argc], sizeof(store[0]), "--role");
     argv[argc] = store[argc];
     argc++;
-    snprintf(store[argc], sizeof(store[0]), "%s", role);
-    argv[argc] = store[argc];
-    argc++;
-    va_start(ap, role);
-    for (const char *a; (a = va_arg(ap, const char *)) != NULL && argc < 23; argc++) {
-        snprintf(store[argc], sizeof(store[0]), "%s", a);
+    for (int i = 0; args[i] != NULL && i < H_MAX_ARGS; i++, argc++) {
+        snprintf(store[argc], sizeof(store[0]), "%s", args[i]);
         argv[argc] = store[argc];
     }
-    va_end(ap);
     argv[argc] = NULL;
+    const char *role = args[0];
 
     int down[2], up[2];
     H_CHECK(pipe2(down, O_CLOEXEC) == 0 && pipe2(up, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
@@ -235,7 +278,7 @@ void h_spawn(h_child_t *c, const char *role, ...)
     h_track(c);
 }
 
-static void h_child_release(h_child_t *c)
+void h_child_release(h_child_t *c)
 {
     h_untrack(c);
     if (c->ch.rd >= 0)
@@ -246,7 +289,7 @@ static void h_child_release(h_child_t *c)
     c->pid = 0;
 }
 
-static int h_decode(int wstatus)
+int h_decode(int wstatus)
 {
     if (WIFEXITED(wstatus))
         return WEXITSTATUS(wstatus);
@@ -257,6 +300,8 @@ static int h_decode(int wstatus)
 
 int h_child_wait(h_child_t *c, int timeout_ms)
 {
+    if (c->ch.remote)
+        return h_remote_wait(c, timeout_ms);
     uint64_t deadline = h_now_ms() + (uint64_t)timeout_ms;
     int wstatus = 0;
     for (;;) {
@@ -281,6 +326,10 @@ int h_child_wait(h_child_t *c, int timeout_ms)
 
 void h_child_kill(h_child_t *c)
 {
+    if (c->ch.remote) {
+        h_remote_kill(c);
+        return;
+    }
     if (c->pid > 0) {
         kill(c->pid, SIGKILL);
         waitpid(c->pid, NULL, 0);
@@ -294,15 +343,37 @@ int h_child_stop(h_child_t *c, int timeout_ms)
     return h_child_wait(c, timeout_ms);
 }
 
+void h_child_signal(h_child_t *c, int sig)
+{
+    if (c->ch.remote) {
+        int32_t s = sig;
+        H_CHECK(h_send(&c->ch, H_SIGN, &s, sizeof(s)), "the role server went away");
+    } else if (c->pid > 0) {
+        kill(c->pid, sig);
+    }
+}
+
 static void h_on_alarm(int sig)
 {
     static const char msg[] = "[test] the test ran out of time (alarm): failed\n";
     (void)sig;
     ssize_t n = write(2, msg, sizeof(msg) - 1);
     (void)n;
-    for (int i = 0; i < H_MAX_CHILDREN; i++)
-        if (h_children[i] != NULL && h_children[i]->pid > 0)
-            kill(h_children[i]->pid, SIGKILL);
+    for (int i = 0; i < H_MAX_CHILDREN; i++) {
+        h_child_t *c = h_children[i];
+        if (c == NULL || c->pid <= 0)
+            continue;
+        if (c->ch.remote) {
+            /* One write (async-signal-safe); the role server also kills it when we are gone. */
+            struct {
+                uint32_t tag, len;
+                int32_t sig;
+            } f = {H_SIGN, sizeof(int32_t), SIGKILL};
+            n = write(c->ch.wr, &f, sizeof(f));
+        } else {
+            kill(c->pid, SIGKILL);
+        }
+    }
     _exit(124);
 }
 
@@ -332,10 +403,31 @@ int h_teardown(void **state)
     return 0;
 }
 
-int h_role_main(const h_role_t *roles, int argc, char **argv)
+void h_set_roles(const h_role_t *roles)
 {
-    for (const h_role_t *r = roles; r->name != NULL; r++) {
-        if (strcmp(r->name, argv[2]) != 0)
+    h_roles = roles;
+}
+
+/* Built in: binds a port on this host's RSHUFFLE_TEST_HOST, releases it, sends it. */
+static int h_role_unused_port(h_chan_t *ch, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    uint16_t port = h_unused_port();
+    H_CHECK(h_send(ch, H_PORT, &port, sizeof(port)), "channel closed");
+    return 0;
+}
+
+int h_role_main(int argc, char **argv)
+{
+    static const h_role_t builtin[] = {{"unused_port", h_role_unused_port, true}, {NULL, NULL, 0}};
+    for (int table = 0; table < 2; table++) {
+        const h_role_t *r = table == 0 ? builtin : h_roles;
+        for (; r != NULL && r->name != NULL; r++) {
+            if (strcmp(r->name, argv[2]) == 0)
+                break;
+        }
+        if (r == NULL || r->name == NULL)
             continue;
         h_role_name = r->name;
         signal(SIGPIPE, SIG_IGN);
@@ -641,6 +733,16 @@ void h_serve(rs_ctx_t *ctx, h_chan_t *ch, h_serve_mode_t mode, h_cmd_fn_t cmd, h
 
 uint16_t h_unused_port(void)
 {
+    if (h_remote() != NULL && strcmp(h_role_name, "unused_port") != 0) {
+        /* A port nobody listens on at the other host, where the tests connect. */
+        h_child_t c;
+        uint16_t port = 0;
+        h_spawn(&c, "unused_port", NULL);
+        H_CHECK(h_recv(&c.ch, H_PORT, &port, sizeof(port), 30000) == sizeof(port),
+                "no port from the other host");
+        H_CHECK(h_child_wait(&c, 20000) == 0, "unused_port failed on the other host");
+        return port;
+    }
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *ai = NULL;
     H_CHECK(getaddrinfo(h_host(), "0", &hints, &ai) == 0, "bad RSHUFFLE_TEST_HOST %s", h_host());
     int fd = socket(ai->ai_family, SOCK_STREAM, 0);

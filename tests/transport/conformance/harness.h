@@ -7,6 +7,12 @@
  * Nothing here knows a backend: the backend comes from RSHUFFLE_TRANSPORT
  * (and UCX_TLS for UCX) in the environment, the address to bind and connect
  * to from RSHUFFLE_TEST_HOST (default 127.0.0.1).
+ *
+ * Two hosts: with RSHUFFLE_TEST_REMOTE=HOST:PORT the serving roles (targets,
+ * servers) run on another host, where `test_transport_conformance
+ * --serve-roles HOST:PORT` spawns them; their channel is a TCP connection
+ * (see remote.c). RSHUFFLE_TEST_HOST then names that host's address on both
+ * sides: the roles there listen on it, the tests here connect to it.
  */
 #ifndef RS_TEST_CONFORMANCE_HARNESS_H
 #define RS_TEST_CONFORMANCE_HARNESS_H
@@ -45,10 +51,17 @@ enum {
     H_RSLT = H_TAG('R', 'S', 'L', 'T'), /* a command's result */
     H_DONE = H_TAG('D', 'O', 'N', 'E'), /* a child finished its part */
     H_GO = H_TAG('G', 'O', '!', '!'),   /* start together */
+    /* Between a test and the role server (remote.c), never seen by a role. */
+    H_SPWN = H_TAG('S', 'P', 'W', 'N'), /* spawn: role and args / its pid */
+    H_SIGN = H_TAG('S', 'I', 'G', 'N'), /* int32 signal for the child */
+    H_EXIT = H_TAG('E', 'X', 'I', 'T'), /* int32 exit code, as h_child_wait's */
 };
 
 typedef struct h_chan {
     int rd, wr;
+    /* A child on the other host: its exit arrives as H_EXIT (then EOF). */
+    bool remote, exited;
+    int exit_code;
 } h_chan_t;
 
 /* Sends one framed message (tag, length, bytes); false if the peer is gone. */
@@ -85,6 +98,8 @@ int h_child_wait(h_child_t *c, int timeout_ms);
 void h_child_kill(h_child_t *c);
 /* Sends H_STOP and waits for the exit code (see h_child_wait). */
 int h_child_stop(h_child_t *c, int timeout_ms);
+/* Sends sig to the child (SIGSTOP, SIGCONT, SIGKILL), here or on the other host. */
+void h_child_signal(h_child_t *c, int sig);
 
 /* Per-test setup/teardown: an alarm for the whole test, leftovers cleaned. */
 int h_setup(void **state);
@@ -95,8 +110,22 @@ typedef int (*h_role_fn_t)(h_chan_t *ch, int argc, char **argv);
 typedef struct h_role {
     const char *name;
     h_role_fn_t fn;
+    bool serves; /* a target or server: on the other host with RSHUFFLE_TEST_REMOTE */
 } h_role_t;
-int h_role_main(const h_role_t *roles, int argc, char **argv);
+/* The roles of this binary (NULL-terminated); main() sets them first. */
+void h_set_roles(const h_role_t *roles);
+int h_role_main(int argc, char **argv);
+
+/* ------------------------------------------------------------ two hosts */
+
+/* RSHUFFLE_TEST_REMOTE (HOST:PORT of the role server), or NULL. */
+const char *h_remote(void);
+/*
+ * `--serve-roles HOST:PORT`: accepts a connection per child a test on
+ * another host spawns, runs the role here and relays its channel; never
+ * returns unless it cannot listen (1).
+ */
+int h_role_server(const char *hostport);
 
 /* In a role: report a broken expectation and exit with status 3. */
 #define H_CHECK(cond, ...)                                 \

@@ -153,15 +153,14 @@ void test_peer_killed_during_puts(void **state)
      * Stop the target for a moment so operations that need it pile up, then
      * SIGKILL it and make sure it is gone before the clock starts.
      */
-    pid_t pid = target.pid;
-    kill(pid, SIGSTOP);
+    h_child_signal(&target, SIGSTOP);
     deadline = h_now_ms() + 100;
     while (h_now_ms() < deadline) {
         assert_int_equal(kill_post(&k, mr, rkey), RS_OK);
         h_pump(ctx);
     }
     size_t outstanding_at_kill = rs_ep_outstanding(k.ep);
-    kill(pid, SIGKILL);
+    h_child_signal(&target, SIGKILL);
     assert_int_equal(h_child_wait(&target, 10000), 128 + SIGKILL);
     uint64_t t_kill = h_now_ms();
 
@@ -264,7 +263,7 @@ static void stopped_peer(bool resume)
     assert_true(k.ok >= 300);
     assert_int_equal(k.errors, 0);
 
-    kill(target.pid, SIGSTOP);
+    h_child_signal(&target, SIGSTOP);
     uint64_t t_stop = h_now_ms();
     k.with_msgs = 2;
     rs_status_t post_err = RS_OK;
@@ -308,7 +307,7 @@ static void stopped_peer(bool resume)
         return;
     }
     /* The peer wakes up to a closed endpoint and a backlog: it must carry on. */
-    kill(target.pid, SIGCONT);
+    h_child_signal(&target, SIGCONT);
     int code = h_child_stop(&target, 20000);
     if (code != 0)
         print_error("the peer crashed after it resumed (exit %d, stderr above)\n", code);

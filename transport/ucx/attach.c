@@ -1,0 +1,100 @@
+/*
+ * UCX backend: one-sided ops on a same-host peer's memory by cross-memory
+ * attach (process_vm_writev/readv: one kernel copy through the peer's page
+ * tables; nothing is mapped or faulted in this process), and on our own
+ * process's memory by memcpy. UCX 1.13 does not do this for registered
+ * user memory: with cma enabled it still emulated puts through its
+ * shared-memory FIFO in 8 KiB fragments (ucp_put_handler in a profile).
+ *
+ * Both complete before returning, so a notified put needs no fence: the
+ * data is in place before the notification is even posted.
+ */
+#include "transport/ucx/ucx.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Moves len bytes between local and the peer's raddr; RS_OK or why not (errno-based). */
+static rs_status_t attach_copy(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, void *local, size_t len,
+                               uint64_t raddr, int write)
+{
+    if (k->attach_pid == getpid()) { /* our own region: no syscall at all */
+        void *remote = (void *)(uintptr_t)raddr;
+        memcpy(write ? remote : local, write ? local : remote, len);
+        return RS_OK;
+    }
+    size_t done = 0;
+    while (done < len) {
+        struct iovec l = {.iov_base = (uint8_t *)local + done, .iov_len = len - done};
+        struct iovec r = {.iov_base = (void *)(uintptr_t)(raddr + done), .iov_len = len - done};
+        ssize_t n = write ? process_vm_writev(k->attach_pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(k->attach_pid, &l, 1, &r, 1, 0);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == ESRCH) { /* the peer process is gone: so is the endpoint */
+            rs_ucx_ep_mark_failed(uep, UCS_ERR_UNREACHABLE);
+            return RS_ERR_UNREACHABLE;
+        }
+        if (n < 0 && (errno == EPERM || errno == ENOSYS) && done == 0)
+            return RS_ERR_UNSUPPORTED;
+        rs_error("cross-memory %s of %zu bytes at 0x%llx failed: %s", write ? "write" : "read", len,
+                 (unsigned long long)raddr, n < 0 ? strerror(errno) : "no progress");
+        return RS_ERR_TRANSPORT;
+    }
+    return RS_OK;
+}
+
+/* Not permitted here (ptrace rules, seccomp): this key goes by messages from now on. */
+static void attach_refused(rs_ucx_rkey_t *k)
+{
+    rs_warn("cross-memory attach to process %d refused: one-sided ops go as messages",
+            (int)k->attach_pid);
+    k->attach_pid = 0;
+    k->am = 1;
+}
+
+rs_status_t rs_ucx_attach_put(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, const void *src,
+                              size_t len, uint64_t raddr, int notify, uint32_t imm)
+{
+    /* process_vm_writev takes a non-const iovec; it only reads the local side */
+    rs_status_t st = attach_copy(uep, k, (void *)(uintptr_t)src, len, raddr, 1);
+    if (st == RS_ERR_UNSUPPORTED) {
+        attach_refused(k);
+        return rs_ucx_amrma_put(uep, op, src, len, raddr, notify, imm);
+    }
+    if (st == RS_ERR_UNREACHABLE) { /* posted and failed, as a put to a dead UCX peer */
+        rs_tp_op_complete(op, st);
+        return RS_OK;
+    }
+    if (st != RS_OK)
+        return st;
+    if (!notify) {
+        rs_tp_op_complete(op, RS_OK);
+        return RS_OK;
+    }
+    rs_ucx_notify_alone(uep, op, imm);
+    return RS_OK;
+}
+
+rs_status_t rs_ucx_attach_get(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, void *dst,
+                              size_t len, uint64_t raddr)
+{
+    rs_status_t st = attach_copy(uep, k, dst, len, raddr, 0);
+    if (st == RS_ERR_UNSUPPORTED) {
+        attach_refused(k);
+        return rs_ucx_amrma_get(uep, op, dst, len, raddr);
+    }
+    if (st == RS_OK || st == RS_ERR_UNREACHABLE) {
+        rs_tp_op_complete(op, st);
+        return RS_OK;
+    }
+    return st;
+}
