@@ -62,7 +62,10 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Over TCP a dead worker's arena cannot be read any more (over shared memory it still can). */
+/*
+ * Over TCP a dead worker's arena cannot be read any more; over shared memory
+ * it still can with RSHUFFLE_UCX_MEM=shared (UCX's mapped segments).
+ */
 static int tcp_only(void)
 {
     const char *tls = getenv("UCX_TLS");
