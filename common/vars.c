@@ -31,6 +31,9 @@ static const rs_config_var_t vars[] = {
     {"RSHUFFLE_VERBS_INLINE", "128", "verbs: largest inline send, bytes"},
     {"RSHUFFLE_VERBS_SIGNAL_EVERY", "16", "verbs: signal one send in N"},
     {"RSHUFFLE_VERBS_MAX_RD_ATOM", "0", "verbs: reads in flight per QP (0: the device's maximum)"},
+    /* shuffle */
+    {"RSHUFFLE_REPLICAS", "1",
+     "workers holding each batch (1..3), for descriptors that leave replicas 0"},
     /* pusher */
     {"RSHUFFLE_CODEC", "none", "shuffle codec: none|lz4|snappy"},
     {"RSHUFFLE_PUSH_BUF", "256K", "a full push buffer, bytes"},

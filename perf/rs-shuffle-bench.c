@@ -12,6 +12,7 @@
  *                    [--buf BYTES] [--worker-mem BYTES] [--speculative]
  *                    [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...
  *                    [--launcher local|mpi] [--json [FILE]] [--csv FILE] [--progress]
+ *                    [--replicas R] [--kill-worker push|read@FRACTION]
  *
  * The transport defaults to RSHUFFLE_TRANSPORT (else ucx), the host to
  * RSHUFFLE_TEST_HOST (else 127.0.0.1); --tls picks UCX_TLS unless it is set.
@@ -31,6 +32,10 @@
  * --launcher mpi (run under mpirun or srun): every MPI rank is a worker, a
  * mapper and the reducer of its worker's partitions (the colocated layout
  * across ranks and hosts); run_launched. Output: perf/perf_json.h.
+ * --replicas R (1..3, <= workers) writes every batch to R workers;
+ * --kill-worker PHASE@F (split layout, forked workers) SIGKILLs worker 0 once
+ * the fraction F of the bytes has been pushed (push) or read (read); every
+ * record must still be read exactly once ("killed" in the results).
  */
 #include "launch.h"
 #include "perf_json.h"
@@ -62,6 +67,9 @@ typedef struct opts {
     uint32_t n_ext; /* --worker-addr given: external workers in addrs[] */
     int colocated;  /* --layout colocated: o.mappers = o.workers = o.reducers = --procs */
     int mpi;        /* --launcher mpi: one colocated process per MPI rank */
+    uint32_t replicas, killed;
+    int kill_phase; /* --kill-worker: 0 none, 1 push, 2 read; at kill_frac of the bytes */
+    double kill_frac, kill_s;
 } opts_t;
 
 /* Shared with the children (MAP_SHARED before fork): progress counters. */
@@ -96,7 +104,8 @@ static rs_shuffle_desc_t desc(void)
     rs_shuffle_desc_t d = {.shuffle_id = 7,
                            .n_partitions = o.partitions,
                            .n_workers = o.workers,
-                           .workers = addr_ptrs};
+                           .workers = addr_ptrs,
+                           .replicas = o.replicas};
     return d;
 }
 
@@ -387,6 +396,48 @@ static void progress(const char *what, volatile uint64_t *v, uint32_t n, uint64_
     }
 }
 
+/* --kill-worker PHASE@FRACTION: 0, or -1 when malformed. */
+static int parse_kill(const char *v)
+{
+    char *end;
+    const char *at = strchr(v, '@');
+    if (at == NULL)
+        return -1;
+    if ((size_t)(at - v) == 4 && strncmp(v, "push", 4) == 0)
+        o.kill_phase = 1;
+    else if ((size_t)(at - v) == 4 && strncmp(v, "read", 4) == 0)
+        o.kill_phase = 2;
+    else
+        return -1;
+    o.kill_frac = strtod(at + 1, &end);
+    return *end == '\0' && o.kill_frac > 0 && o.kill_frac < 1 ? 0 : -1;
+}
+
+/*
+ * --kill-worker: SIGKILLs worker 0 (pid victim) once the children's counters
+ * v[0..n) reach the fraction of total, or all of pids[0..npids) ended.
+ */
+static void kill_hook(volatile uint64_t *v, uint32_t n, uint64_t total, pid_t *pids, uint32_t npids,
+                      pid_t victim)
+{
+    uint64_t at = (uint64_t)(o.kill_frac * (double)total);
+    double t0 = perf_now_s();
+    for (int running = 1; running;) {
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < n; i++)
+            sum += v[i];
+        if (sum >= at)
+            break;
+        running = 0;
+        for (uint32_t i = 0; i < npids; i++)
+            running |= kill(pids[i], 0) == 0 && waitpid(pids[i], NULL, WNOHANG) == 0;
+        usleep(500);
+    }
+    kill(victim, SIGKILL);
+    o.killed = 1;
+    o.kill_s = perf_now_s() - t0;
+}
+
 static int parse_args(int argc, char **argv)
 {
     int roles = 0; /* --mappers, --workers or --reducers given */
@@ -403,7 +454,8 @@ static int parse_args(int argc, char **argv)
                  .tls = "shm",
                  .host = getenv("RSHUFFLE_TEST_HOST") ? getenv("RSHUFFLE_TEST_HOST") : "127.0.0.1",
                  .buf = 256 << 10,
-                 .sink_bufs = 8};
+                 .sink_bufs = 8,
+                 .replicas = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         int val = 1;
@@ -444,6 +496,10 @@ static int parse_args(int argc, char **argv)
             o.tls = v;
         else if (strcmp(a, "--host") == 0)
             o.host = v, host_given = 1;
+        else if (strcmp(a, "--replicas") == 0)
+            o.replicas = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, 3);
+        else if (strcmp(a, "--kill-worker") == 0)
+            val = parse_kill(v) == 0 ? 1 : -1;
         else if (strcmp(a, "--worker-addr") == 0) {
             if (o.n_ext >= MAX_PROCS || strlen(v) >= sizeof(addrs[0]) || strchr(v, ':') == NULL)
                 val = -1;
@@ -502,10 +558,17 @@ static int parse_args(int argc, char **argv)
         fprintf(stderr, "rs-shuffle-bench: invalid sizes or counts\n");
         return -1;
     }
-    if (o.worker_mem == 0) { /* room for the data with no spill, unless asked */
-        o.worker_mem = o.sink ? 64ull << 20 : (o.size / o.workers) * 3 / 2 + (64ull << 20);
+    if (o.replicas > o.workers ||
+        (o.kill_phase && (o.colocated || o.mpi || o.sink || o.n_ext > 0 || o.workers < 2))) {
+        fprintf(stderr, "rs-shuffle-bench: --replicas is at most --workers; --kill-worker needs "
+                        "the split layout with 2 or more forked workers, and no --sink\n");
+        return -1;
+    }
+    if (o.worker_mem == 0) { /* room for the data (each batch on R workers) with no spill */
+        o.worker_mem =
+            o.sink ? 64ull << 20 : (o.size * o.replicas / o.workers) * 3 / 2 + (64ull << 20);
         if (o.speculative)
-            o.worker_mem += (o.size / o.workers) * 3 / 2;
+            o.worker_mem += (o.size * o.replicas / o.workers) * 3 / 2;
     }
     if (strcmp(o.transport, "ucx") != 0 && strcmp(o.transport, "verbs") != 0 &&
         strcmp(o.transport, "auto") != 0) {
@@ -640,6 +703,8 @@ static int run_split(totals_t *t)
     t->start_s = t->t0 - tw;
     for (uint32_t i = 0; i < n_maps_run; i++)
         mpid[i] = spawn(&mfd[i], mapper_fn, i % o.mappers, i / o.mappers);
+    if (o.kill_phase == 1)
+        kill_hook(sh->pushed, o.mappers, o.size, mpid, n_maps_run, wpid[0]);
     progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mfd,
              n_maps_run);
     for (uint32_t i = 0; i < n_maps_run; i++) {
@@ -652,6 +717,8 @@ static int run_split(totals_t *t)
     if (!t->failed && !o.sink) {
         for (uint32_t r = 0; r < o.reducers; r++)
             rpid[r] = spawn(&rfd[r], reducer_fn, r, 0);
+        if (o.kill_phase == 2)
+            kill_hook(sh->read, o.reducers, t->total * REC_LEN, rpid, o.reducers, wpid[0]);
         progress("read", sh->read, o.reducers, t->total * REC_LEN, rfd, o.reducers);
         for (uint32_t r = 0; r < o.reducers; r++) {
             take_reduce(t, rfd[r]);
@@ -663,7 +730,8 @@ static int run_split(totals_t *t)
 
     for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++) {
         kill(wpid[i], SIGTERM);
-        take_worker(t, wfd[i]);
+        if (i > 0 || !o.killed) /* a killed worker has no counters to give */
+            take_worker(t, wfd[i]);
         close(wfd[i]);
         waitpid(wpid[i], NULL, 0);
     }
@@ -901,6 +969,8 @@ static void put_results(const totals_t *t, uint64_t bytes, uint64_t lost, uint64
     perf_u64(&pout, "lost", lost);
     perf_u64(&pout, "duplicates", dups);
     perf_u64(&pout, "bad", bad);
+    perf_u64(&pout, "replicas", o.replicas);
+    perf_u64(&pout, "killed", o.killed);
     perf_u64(&pout, "spilled_bytes", t->wst.spilled_bytes);
     perf_num(&pout, "start_s", t->start_s, 4);
     perf_bool(&pout, "ok", !failed);
@@ -919,6 +989,7 @@ int main(int argc, char **argv)
         "                        [--buf BYTES] [--worker-mem BYTES] [--speculative]\n"
         "                        [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...\n"
         "                        [--launcher local|mpi] [--json [FILE]] [--csv FILE] [--progress]\n"
+        "                        [--replicas R] [--kill-worker push|read@FRACTION]\n"
         "A whole shuffle on local processes (or one per MPI rank: mpirun -np N ... --launcher\n"
         "mpi); every record is verified.\n");
     perf_out_init(&pout, "rs-shuffle-bench", &argc, argv);
@@ -992,6 +1063,9 @@ int main(int argc, char **argv)
            t.map_s, map_gbps, (unsigned long long)t.map_batches,
            (unsigned long long)t.grant_requests, (double)wst_sum.arena_peak / (1 << 20), t.start_s,
            (double)o.worker_mem / (1 << 20));
+    if (o.killed)
+        printf("replicas %u: worker 0 SIGKILLed %.3f s into the %s\n", o.replicas, o.kill_s,
+               o.kill_phase == 1 ? "push" : "read");
     double times[3] = {push_s, read_s, secs}, rates[4] = {push_gbps, read_gbps, gbps, map_gbps};
     put_results(&t, bytes, lost, dups, bad, times, rates, procs, failed);
     if (perf_out_emit(&pout) != 0)

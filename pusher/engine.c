@@ -1,9 +1,12 @@
 /*
  * The push engine: runs on the push queue's thread. Frames each full buffer
  * (codec none: sealed in place; lz4/snappy: compressed into a sized
- * registered buffer), asks the buffer's worker for space in bulk, writes the
- * frame with a notified put into the granted range, keeps at most
+ * registered buffer), asks each of the partition's replicas' workers for
+ * space in bulk, writes the frame to each with a notified put into the
+ * granted range (one buffer, R puts: the transport copies), keeps at most
  * max_inflight bytes in flight per worker, and finally sends the map commit.
+ * With R >= 2 a worker that dies is dropped and the others go on
+ * (docs/shuffle.md, "Replication and failover").
  */
 #include "pusher/internal.h"
 
@@ -31,6 +34,14 @@ static rs_status_t perr(rs_pusher_t *p)
 static void batch_release(rs_pusher_t *p, rs_pbuf_int_t *b)
 {
     rs_pushq_release(p->q, &b->pub);
+}
+
+/* A send left its list or its put completed: the buffer goes back after the last one. */
+static void batch_unref(rs_pusher_t *p, rs_pbuf_int_t *b)
+{
+    RS_ASSERT(b->refs > 0);
+    if (--b->refs == 0)
+        batch_release(p, b);
 }
 
 /* ----------------------------------------------------------------- grants */
@@ -117,7 +128,7 @@ static void request_grants(pworker_t *w)
         pp->needy = 0;
         if (pp->in_req || rs_list_empty(&pp->blocked))
             continue; /* asked for already, or unblocked meanwhile */
-        rs_pbuf_int_t *b = rs_list_first(&pp->blocked, rs_pbuf_int_t, link);
+        rs_pbuf_int_t *b = rs_list_first(&pp->blocked, rs_psend_t, link)->b;
         uint64_t need = rs_sproto_round(b->frame_len);
         rs_grant_want_t wt = {.partition = part,
                               .flags = b->full ? RS_GRANT_BULK : 0,
@@ -188,11 +199,10 @@ static void drop_list(pworker_t *w, rs_list_t *list)
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, list)
     {
-        rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
-        rs_list_del(&b->link);
-        w->parts[b->partition].n_pending--;
-        if (b->refs == 0)
-            batch_release(w->p, b);
+        rs_psend_t *sd = RS_CONTAINER_OF(pos, rs_psend_t, link);
+        rs_list_del(&sd->link);
+        w->parts[sd->b->partition].n_pending--;
+        batch_unref(w->p, sd->b);
     }
 }
 
@@ -220,27 +230,71 @@ static void needs_grant(pworker_t *w, uint32_t part, ppart_t *pp)
 static void unblock(pworker_t *w, ppart_t *pp)
 {
     while (!rs_list_empty(&pp->blocked)) {
-        rs_pbuf_int_t *b = rs_list_first(&pp->blocked, rs_pbuf_int_t, link);
-        rs_list_del(&b->link);
-        rs_list_add_tail(&w->pending, &b->link);
+        rs_psend_t *sd = rs_list_first(&pp->blocked, rs_psend_t, link);
+        rs_list_del(&sd->link);
+        rs_list_add_tail(&w->pending, &sd->link);
     }
     w->n_blocked -= pp->n_blocked;
     pp->n_blocked = 0;
 }
 
+/*
+ * With R >= 2: w is gone (dead, or silent past the peer timeout). Its queued
+ * sends are dropped (the other replicas have theirs), its puts in flight
+ * complete with errors, and nothing more is sent to it; its commit is not
+ * waited for. The pusher fails only when a partition has no replica left.
+ */
+static void worker_lost(pworker_t *w, rs_status_t status, const char *why)
+{
+    rs_pusher_t *p = w->p;
+    if (w->dead)
+        return;
+    w->dead = 1;
+    w->req_out = 0;
+    p->stats.workers_lost++;
+    rs_warn("pusher (shuffle %u map %u attempt %u): worker %s lost (%s: %s): its partitions go on "
+            "with their other replicas",
+            p->desc.shuffle_id, p->map_id, p->attempt, p->desc.workers[w->index], why,
+            rs_strerror(status));
+    drop_pending(w);
+    if (!w->commit_done) {
+        w->commit_done = 1;
+        w->commit_status = status;
+    }
+    if (!rs_push_replicas_live(p))
+        rs_push_fail(p, status, "every replica of a partition lost");
+}
+
+int rs_push_replicas_live(const rs_pusher_t *p)
+{
+    for (uint32_t part = 0; part < p->desc.n_partitions; part++) {
+        int live = 0;
+        for (uint32_t k = 0; k < p->replicas && !live; k++)
+            live = !p->workers[(p->place[part] + k) % p->desc.n_workers].dead;
+        if (!live) {
+            rs_error("pusher (shuffle %u map %u): partition %u has no live replica left",
+                     p->desc.shuffle_id, p->map_id, part);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void on_put_done(void *arg, rs_status_t status)
 {
-    rs_pbuf_int_t *b = arg;
-    pworker_t *w = b->user;
+    rs_psend_t *sd = arg;
+    rs_pbuf_int_t *b = sd->b;
+    pworker_t *w = sd->w;
     rs_pusher_t *p = w->p;
     RS_ASSERT(w->inflight >= b->frame_len && b->refs > 0); /* completes a put that was posted */
     w->inflight -= b->frame_len;
     w->heard_at = rs_now_coarse_ns();
-    if (status != RS_OK)
+    if (status != RS_OK && p->replicas == 1)
         rs_push_fail(p, status, "write to a worker");
-    if (--b->refs == 0 && rs_list_empty(&b->link))
-        batch_release(p, b);
-    if (perr(p) != RS_OK)
+    else if (status != RS_OK && perr(p) == RS_OK) /* else: canceled by a failure or destroy */
+        worker_lost(w, status, "a write failed");
+    batch_unref(p, b);
+    if (perr(p) != RS_OK || w->dead)
         drop_pending(w);
     else if (w->inflight_full || w->n_retires > w->ret_head || w->reclaim)
         try_post(w); /* else nothing waits for this room: no scan per completion */
@@ -265,7 +319,7 @@ static void maybe_ahead(pworker_t *w, uint32_t part, ppart_t *pp, uint64_t need)
 static void try_post(pworker_t *w)
 {
     rs_pusher_t *p = w->p;
-    if (perr(p) != RS_OK) {
+    if (perr(p) != RS_OK || w->dead) {
         drop_pending(w);
         return;
     }
@@ -276,7 +330,8 @@ static void try_post(pworker_t *w)
         rs_list_t *pos, *tmp;
         rs_list_for_each_safe(pos, tmp, &w->pending)
         {
-            rs_pbuf_int_t *b = RS_CONTAINER_OF(pos, rs_pbuf_int_t, link);
+            rs_psend_t *sd = RS_CONTAINER_OF(pos, rs_psend_t, link);
+            rs_pbuf_int_t *b = sd->b;
             ppart_t *pp = &w->parts[b->partition];
             uint64_t need = rs_sproto_round(b->frame_len);
             if (pp->n_blocked == 0 && room(&pp->cur) < need && room(&pp->next) >= need) {
@@ -286,8 +341,8 @@ static void try_post(pworker_t *w)
             }
             if (pp->n_blocked > 0 || room(&pp->cur) < need) {
                 /* Waits for a grant, behind the partition's earlier batches: not scanned again. */
-                rs_list_del(&b->link);
-                rs_list_add_tail(&pp->blocked, &b->link);
+                rs_list_del(&sd->link);
+                rs_list_add_tail(&pp->blocked, &sd->link);
                 pp->n_blocked++;
                 w->n_blocked++;
                 needs_grant(w, b->partition, pp);
@@ -301,33 +356,30 @@ static void try_post(pworker_t *w)
             uint64_t roff = g->off + g->used;
             uint32_t imm = rs_imm_make(g->slot, g->used);
             g->used += need;
-            rs_list_del(&b->link);
+            /* The send's queue reference becomes its put's. */
+            rs_list_del(&sd->link);
             pp->n_pending--;
-            if (b->dup > 0) { /* fault injection: the same batch again, to the next range */
-                b->dup--;
-                rs_list_add_head(&w->pending, &b->link);
+            if (sd->dup > 0) { /* fault injection: the same batch again, to the next range */
+                sd->dup--;
+                rs_list_add_head(&w->pending, &sd->link);
                 pp->n_pending++;
+                b->refs++;
                 again = 1;
             }
-            b->user = w;
-            b->refs++;
             w->inflight += b->frame_len;
             w->batches++;
             rs_status_t s = rs_put_notify(w->ep, b->frame, b->frame_len, rs_push_q_mr(p->q),
-                                          w->rkey, roff, imm, on_put_done, b);
+                                          w->rkey, roff, imm, on_put_done, sd);
             if (s != RS_OK) {
                 w->inflight -= b->frame_len;
                 w->batches--;
-                b->refs--;
-                rs_push_fail(p, s, "posting a write");
-                if (b->refs == 0) {
-                    if (!rs_list_empty(&b->link)) {
-                        rs_list_del(&b->link);
-                        pp->n_pending--;
-                    }
-                    batch_release(p, b);
+                batch_unref(p, b); /* a queued copy (dup) still holds it: dropped below */
+                if (p->replicas > 1) {
+                    worker_lost(w, s, "posting a write");
+                } else {
+                    rs_push_fail(p, s, "posting a write");
+                    drop_pending(w);
                 }
-                drop_pending(w);
                 return;
             }
             if (b->full) {
@@ -429,31 +481,54 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
     /* A streaming partition: it fills buffers of the largest size it gets. */
     out->full = b->used + RS_RECORD_HDR > b->pub.len / 2 && b->pub.len >= p->part_cap / 2;
     out->refs = 0;
-    out->dup = 0;
-    rs_list_init(&out->link);
-
-    pworker_t *w = &p->workers[p->place[b->partition]];
-    rs_commit_entry_t *c = &w->counts[b->partition];
-    c->batches++;
-    c->bytes += flen;
-    c->checksum += f.checksum;
+    uint32_t part = b->partition;
+    /* One send per live replica; each worker's commit counts what it should hold. */
+    for (uint32_t k = 0; k < p->replicas; k++) {
+        pworker_t *w = &p->workers[(p->place[part] + k) % p->desc.n_workers];
+        rs_psend_t *sd = &out->sends[k];
+        *sd = (rs_psend_t){.b = out, .w = w};
+        rs_list_init(&sd->link);
+        if (w->dead)
+            continue;
+        rs_commit_entry_t *c = &w->counts[part];
+        c->batches++;
+        c->bytes += flen;
+        c->checksum += f.checksum;
+        out->refs++;
+    }
     p->stats.batches++;
     p->stats.raw_bytes += b->used;
     p->stats.bytes += flen;
     if (out != b) /* compressed: the raw buffer is free for the writer again */
         rs_pushq_release(q, &b->pub);
 
+    if (out->refs == 0) { /* no live replica: the pusher failed already (worker_lost) */
+        batch_release(p, out);
+        return RS_OK;
+    }
+    uint32_t dup = 0, n_post = 0;
+    pworker_t *post[RS_SHUFFLE_REPLICAS_MAX];
 #ifdef RS_FAULT_INJECTION
     if (p->fault != RS_FAULT_NONE && ++p->fault_count % (uint64_t)p->fault_every == 0) {
         if (p->fault == RS_FAULT_CORRUPT) /* after the checksum: as if damaged on the way */
             out->pub.data[(out->frame + flen - 1) - out->pub.data] ^= 0x5a;
         else if (p->fault == RS_FAULT_DUPLICATE)
-            out->dup = 1;
+            dup = 1;
     }
 #endif
-    rs_list_add_tail(&w->pending, &out->link);
-    w->parts[b->partition].n_pending++;
-    try_post(w);
+    for (uint32_t k = 0; k < p->replicas; k++) {
+        rs_psend_t *sd = &out->sends[k];
+        pworker_t *w = sd->w;
+        if (w->dead)
+            continue;
+        sd->dup = dup;
+        rs_list_add_tail(&w->pending, &sd->link);
+        w->parts[part].n_pending++;
+        post[n_post++] = w;
+    }
+    /* Queued everywhere first: a write failing at one replica drops only its own send. */
+    for (uint32_t i = 0; i < n_post; i++)
+        try_post(post[i]);
     return RS_OK;
 }
 
@@ -535,7 +610,7 @@ static void check_alive(pworker_t *w, uint64_t now)
 {
     rs_pusher_t *p = w->p;
     int owed = w->req_out || w->inflight > 0 || (w->commit_sent && !w->commit_done);
-    if (!owed || perr(p) != RS_OK) {
+    if (!owed || perr(p) != RS_OK || w->dead) {
         w->wait_since = 0;
         return;
     }
@@ -544,6 +619,10 @@ static void check_alive(pworker_t *w, uint64_t now)
     uint64_t since = w->heard_at > w->wait_since ? w->heard_at : w->wait_since;
     if (now - since <= RS_MS_TO_NS(rs_ctx_config(p->ctx)->peer_timeout_ms))
         return;
+    if (p->replicas > 1) { /* counts as dead, exactly like a killed one */
+        worker_lost(w, RS_ERR_TIMEOUT, "answered nothing for the peer timeout");
+        return;
+    }
     rs_error("pusher: worker %s answered nothing for %u ms (peer timeout)",
              p->desc.workers[w->index], rs_ctx_config(p->ctx)->peer_timeout_ms);
     rs_push_fail(p, RS_ERR_TIMEOUT, "worker not answering");
@@ -563,7 +642,7 @@ static unsigned engine_poll(void *arg)
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];
         check_alive(w, now);
-        if (!w->req_out && w->retry_at != 0 && now >= w->retry_at) {
+        if (!w->dead && !w->req_out && w->retry_at != 0 && now >= w->retry_at) {
             w->retry_at = 0;
             try_post(w);
         }
@@ -588,10 +667,11 @@ const rs_pushq_hooks_t rs_push_hooks_template = {
 
 /* -------------------------------------------------------------- messages */
 
+/* The live worker of ep (NULL: not ours, or lost: its late messages are ignored). */
 static pworker_t *worker_of(rs_pusher_t *p, rs_ep_t *ep)
 {
     pworker_t *w = rs_ep_user(ep);
-    return (w != NULL && w->p == p) ? w : NULL;
+    return (w != NULL && w->p == p && !w->dead) ? w : NULL;
 }
 
 static void on_attach_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -745,6 +825,11 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
     pworker_t *w = worker_of(p, ep);
     if (w == NULL || status == RS_OK)
         return;
+    if (p->replicas > 1) {
+        if (perr(p) == RS_OK) /* else: failed already, or closed by rs_pusher_destroy */
+            worker_lost(w, status, "connection lost");
+        return;
+    }
     rs_error("pusher: worker %s is gone: %s", p->desc.workers[w->index], rs_strerror(status));
     rs_push_fail(p, status, "worker connection lost");
     w->req_out = 0;

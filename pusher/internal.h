@@ -59,6 +59,7 @@ typedef struct pworker {
     uint64_t bp_since, retry_at;
     int commit_sent, commit_done;
     rs_status_t commit_status;
+    int dead;            /* R >= 2: lost (dead or silent); nothing more goes to it */
     uint64_t heard_at;   /* last message or write completion from the worker */
     uint64_t wait_since; /* since when an answer is owed (0: none) */
 } pworker_t;
@@ -73,7 +74,8 @@ struct rs_pusher {
     rs_ctx_t *ctx;
     rs_pushq_t *q;
     pworker_t *workers;
-    uint32_t *place; /* partition -> worker index */
+    uint32_t *place;   /* partition -> worker index (replica 0; replica k is the k-th next) */
+    uint32_t replicas; /* R: workers each batch is written to */
 
     /* writer side */
     rs_pbuf_t **cur; /* per partition, append mode */
@@ -101,6 +103,8 @@ struct rs_pusher {
 /* engine.c */
 extern const rs_pushq_hooks_t rs_push_hooks_template;
 void rs_push_fail(struct rs_pusher *p, rs_status_t status, const char *why);
+/* Does every partition keep a replica on a worker not lost? (logs the first that does not) */
+int rs_push_replicas_live(const struct rs_pusher *p);
 rs_status_t rs_push_install_handlers(struct rs_pusher *p);
 
 /* Test-only: every every-th batch is corrupted after sealing or sent twice. */

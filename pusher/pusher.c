@@ -69,7 +69,8 @@ static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
                           .shuffle_id = p->desc.shuffle_id,
                           .n_partitions = p->desc.n_partitions,
                           .map_id = p->map_id,
-                          .attempt = p->attempt};
+                          .attempt = p->attempt,
+                          .replicas = p->replicas};
     uint8_t buf[RS_SPROTO_ATTACH_LEN];
     size_t len;
     s = rs_sproto_attach_encode(&m, buf, sizeof(buf), &len);
@@ -179,6 +180,8 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
     if (p->place == NULL || p->cur == NULL || p->fill == NULL || p->next_len == NULL ||
         p->workers == NULL)
         goto err_free;
+    if ((s = rs_shuffle_replicas(desc, &p->replicas)) != RS_OK)
+        goto err_free;
     for (uint32_t i = 0; i < np; i++) {
         if ((s = rs_shuffle_place(desc, i, &p->place[i])) != RS_OK)
             goto err_free;
@@ -208,9 +211,19 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
     }
     if ((s = rs_push_install_handlers(p)) != RS_OK)
         goto err_free;
-    for (uint32_t i = 0; i < nw; i++)
-        if ((s = connect_worker(p, &p->workers[i])) != RS_OK)
+    for (uint32_t i = 0; i < nw; i++) {
+        if ((s = connect_worker(p, &p->workers[i])) == RS_OK)
+            continue;
+        /* A worker that answers and refuses (another R, another partition count) is an error. */
+        if (p->replicas == 1 || p->workers[i].attached)
             goto err_free;
+        /* Replicated: the partitions go on with their other replicas, if each keeps one. */
+        rs_warn("pusher: going on without worker %s (%u replicas)", desc->workers[i], p->replicas);
+        p->workers[i].dead = 1;
+        p->stats.workers_lost++;
+        if (!rs_push_replicas_live(p))
+            goto err_free;
+    }
 
     rs_pushq_config_t qc = {.buf_len = p->cfg.buf_len,
                             .slab_bytes = p->cfg.pool_bytes,
@@ -419,9 +432,10 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
     int finished = p->commit_finished;
     pthread_mutex_unlock(&p->lock);
     s = werr(p);
-    if (s == RS_OK && finished) {
+    if (s == RS_OK && finished) { /* lost workers (R >= 2) are not waited for */
         for (uint32_t i = 0; i < p->desc.n_workers && s == RS_OK; i++)
-            s = p->workers[i].commit_status;
+            if (!p->workers[i].dead)
+                s = p->workers[i].commit_status;
     }
     /* A failed attempt is over: stop the engine, so its counts can be read (and stay put). */
     if (!finished || s != RS_OK)

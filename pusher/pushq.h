@@ -9,6 +9,20 @@
 
 #include "common/list.h"
 
+struct rs_pbuf_int;
+
+/*
+ * One copy of a batch on its way to one of its partition's replicas
+ * (engine): queued in that worker's pending list or its partition's blocked
+ * list, then written by a put whose completion names it.
+ */
+typedef struct rs_psend {
+    rs_list_t link;
+    struct rs_pbuf_int *b;
+    void *w;      /* the engine's worker */
+    uint32_t dup; /* fault injection: sends left beyond the first */
+} rs_psend_t;
+
 /* A buffer's private side; pub comes first so rs_pbuf_t * converts back. */
 typedef struct rs_pbuf_int {
     rs_pbuf_t pub;
@@ -16,13 +30,11 @@ typedef struct rs_pbuf_int {
     uint64_t block; /* block length: RS_PBUF_HEAD_ROOM + len, rounded */
     uint32_t partition;
     size_t used;
-    struct rs_pbuf_int *next; /* idle list */
-    void *user;               /* engine scratch while it owns the buffer */
-    rs_list_t link;           /* engine: waiting for space */
-    const uint8_t *frame;     /* engine: the sealed frame to write */
+    struct rs_pbuf_int *next;                  /* idle list */
+    rs_psend_t sends[RS_SHUFFLE_REPLICAS_MAX]; /* engine: one per replica */
+    const uint8_t *frame;                      /* engine: the sealed frame to write */
     uint32_t frame_len;
-    uint32_t refs;           /* engine: puts in flight from this buffer */
-    uint32_t dup;            /* fault injection: sends left beyond the first */
+    uint32_t refs;           /* engine: sends queued plus puts in flight; released at 0 */
     uint32_t full;           /* the writer filled it to its length (a streaming partition) */
     uint64_t seq;            /* batch number, given by the writer at hand-off */
     int sealed;              /* the writer sealed the frame already (swap, codec none) */

@@ -120,8 +120,8 @@ void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
         if (a == NULL)
             return;
         uint32_t w;
-        if (rs_shuffle_place(&s->desc, q, &w) != RS_OK)
-            return;
+        if (rs_rd_sess_replica(s, q, &w) != RS_OK)
+            continue; /* every replica lost: the open says so */
         rconn_t *c = &s->conns[w];
         if (c->rkey == NULL || rs_ep_status(c->ep) != RS_OK)
             continue; /* never connects for a guess: the open does */

@@ -21,6 +21,7 @@ typedef struct rconn {
     rs_rkey_t *rkey;
     const char *addr;
     uint32_t gen; /* counts (re)connections: a reader's snapshot lives on one of them */
+    int lost;     /* R >= 2: the worker died or went silent; the session does not try it again */
     /* A worker of this process: its arena, read in place (NULL: remote, read by rs_get). */
     const uint8_t *local;
     uint64_t local_len;
@@ -40,6 +41,7 @@ struct rs_reader_session {
     rs_reader_config_t cfg;
     rs_config_t tcfg; /* a copy: cfg.transport points here when given */
     rs_shuffle_desc_t desc;
+    uint32_t replicas; /* R: workers holding each partition (rs_shuffle_replicas) */
     uint32_t n_maps;
     uint32_t *attempts;
     rs_ctx_t *ctx;
@@ -101,6 +103,16 @@ rs_status_t rs_rd_sess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t 
                                    int *claimed_p);
 void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened);
 void rs_rd_sess_ahead_drop(rs_reader_session_t *s);
+
+/*
+ * R >= 2: after st from worker c, is the worker lost? Yes when its
+ * connection is dead or st says it cannot be reached or answered nothing
+ * (c is then never tried again in this session; logged once).
+ */
+void rs_rd_sess_lost(rs_reader_session_t *s, rconn_t *c, rs_status_t st);
+
+/* The first replica of partition that is not lost (R = 1: its placement). */
+rs_status_t rs_rd_sess_replica(rs_reader_session_t *s, uint32_t partition, uint32_t *worker_p);
 
 /* Sleeps about ms while keeping the session's context progressing. */
 void rs_rd_sess_pause(rs_reader_session_t *s, uint32_t ms);

@@ -1,4 +1,9 @@
-/* One partition read back (include/rshuffle/reader.h, docs/shuffle.md "Read path"). */
+/*
+ * One partition read back (include/rshuffle/reader.h, docs/shuffle.md "Read
+ * path"), from the first of its replicas that answers; with R >= 2 a replica
+ * lost mid-read is replaced by the next one, whose batches already delivered
+ * are skipped by identity (docs/shuffle.md, "Replication and failover").
+ */
 #include "reader/internal.h"
 
 #include <rshuffle/codec.h>
@@ -49,7 +54,29 @@ struct rs_reader {
     rs_status_t error;
     int done;
     rs_reader_stats_t stats;
+    uint32_t tried;      /* bit k: replica k was tried for this partition */
+    uint64_t *delivered; /* R >= 2: batches handed out, (map << 32) | seq */
+    size_t n_delivered, cap_delivered;
 };
+
+static uint64_t batch_key(uint32_t map_id, uint64_t seq)
+{
+    return ((uint64_t)map_id << 32) | (seq & 0xffffffffu); /* seq < 2^32 (the snapshot decoder) */
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Was this batch handed out already, from a replica read before? (delivered is sorted) */
+static int was_delivered(const rs_reader_t *r, const rs_snap_entry_t *e)
+{
+    uint64_t k = batch_key(e->map_id, e->seq);
+    return r->n_delivered > 0 &&
+           bsearch(&k, r->delivered, r->n_delivered, sizeof(k), cmp_u64) != NULL;
+}
 
 static int cmp_loc(const void *a, const void *b)
 {
@@ -85,12 +112,21 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
         }
     }
     for (uint32_t m = 0; m < s->n_maps; m++) {
+        if (!r->maps[m].committed && s->replicas > 1) {
+            /* A pusher that lost this worker committed elsewhere: the next replica is tried. */
+            rs_warn("reader: map %u attempt %u has not committed shuffle %u at worker %s", m,
+                    s->attempts[m], s->desc.shuffle_id, r->conn->addr);
+            return RS_ERR_STATE;
+        }
         if (!r->maps[m].committed) {
             rs_error("reader: map %u attempt %u has not committed shuffle %u at worker %s", m,
                      s->attempts[m], s->desc.shuffle_id, r->conn->addr);
             return RS_ERR_STATE;
         }
     }
+    free(r->mem); /* planned again after a failover */
+    free(r->spill);
+    r->n_mem = r->n_spill = r->next_mem = r->next_spill = 0;
     rent_t *all = calloc(h.n_entries ? h.n_entries : 1, sizeof(*all));
     r->mem = calloc(h.n_entries ? h.n_entries : 1, sizeof(*r->mem));
     r->spill = calloc(h.n_entries ? h.n_entries : 1, sizeof(*r->spill));
@@ -117,6 +153,8 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
             r->stats.duplicates++;
             continue;
         }
+        if (was_delivered(r, &all[i].e))
+            continue; /* read from a replica lost since */
         if (all[i].e.flags & RS_SNAP_SPILLED)
             r->spill[r->n_spill++] = all[i];
         else
@@ -244,8 +282,61 @@ static rs_status_t open_snapshot(rs_reader_t *r)
     rs_status_t st = open_snapshot_once(r, 1, &claimed);
     if (st == RS_ERR_STATE && claimed) {
         snapshot_close(r);
-        memset(r->maps, 0, (r->sess->n_maps ? r->sess->n_maps : 1) * sizeof(*r->maps));
+        for (uint32_t m = 0; m < r->sess->n_maps; m++)
+            r->maps[m].committed = 0; /* what was read so far still counts */
         st = open_snapshot_once(r, 0, &claimed);
+    }
+    return st;
+}
+
+/* Opens the partition on worker w: connection, read buffer (remote), snapshot and plan. */
+static rs_status_t open_on(rs_reader_t *r, uint32_t w)
+{
+    rs_reader_session_t *s = r->sess;
+    rs_status_t st = rs_rd_sess_conn(s, w, &r->conn);
+    if (st != RS_OK)
+        return st;
+    r->conn_gen = r->conn->gen;
+    if (r->conn->local == NULL && r->buf_mr == NULL) {
+        if ((st = rs_rd_sess_buf_get(s, &r->buf_mr)) != RS_OK)
+            return st;
+        r->buf = rs_mr_addr(r->buf_mr);
+    }
+    return open_snapshot(r);
+}
+
+/*
+ * Opens the partition on the first replica not tried yet and not lost (R =
+ * 1: its one worker). A replica that fails is left for the next one (its
+ * worker marked lost when it is dead or silent); the last failure is
+ * returned when none is left.
+ */
+static rs_status_t open_replica(rs_reader_t *r, rs_status_t st)
+{
+    rs_reader_session_t *s = r->sess;
+    for (uint32_t k = 0; k < s->replicas; k++) {
+        uint32_t w;
+        if (r->tried & (1u << k))
+            continue;
+        r->tried |= 1u << k;
+        rs_status_t ws = rs_shuffle_replica(&s->desc, r->partition, k, &w);
+        if (ws != RS_OK)
+            return ws;
+        if (s->conns[w].lost) {
+            st = RS_ERR_UNREACHABLE;
+            continue;
+        }
+        st = open_on(r, w);
+        if (st == RS_OK || st == RS_ERR_NOMEM)
+            return st;
+        if (s->replicas > 1) {
+            rs_warn("reader: partition %u of shuffle %u at worker %s (replica %u of %u): %s",
+                    r->partition, s->desc.shuffle_id, s->conns[w].addr, k + 1, s->replicas,
+                    rs_strerror(st));
+            rs_rd_sess_lost(s, &s->conns[w], st);
+        }
+        snapshot_close(r);
+        r->conn = NULL;
     }
     return st;
 }
@@ -265,21 +356,55 @@ rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_rea
     s->open_readers++;
     st = r->maps != NULL ? RS_OK : RS_ERR_NOMEM;
     if (st == RS_OK)
-        st = rs_rd_sess_conn(s, w, &r->conn);
-    if (st == RS_OK)
-        r->conn_gen = r->conn->gen;
-    if (st == RS_OK && r->conn->local == NULL) {
-        st = rs_rd_sess_buf_get(s, &r->buf_mr);
-        if (st == RS_OK)
-            r->buf = rs_mr_addr(r->buf_mr);
-    }
-    if (st == RS_OK)
-        st = open_snapshot(r);
+        st = open_replica(r, RS_ERR_UNREACHABLE);
     if (st != RS_OK) {
         rs_reader_close(r);
         return st;
     }
     *reader_p = r;
+    return RS_OK;
+}
+
+/*
+ * R >= 2: the replica being read failed with st: go on from the next one,
+ * skipping every batch already handed out (same map and seq: the same
+ * bytes, as every replica got the same frames). RS_OK when one took over.
+ */
+static rs_status_t failover(rs_reader_t *r, rs_status_t st)
+{
+    rs_reader_session_t *s = r->sess;
+    if (s->replicas < 2 || st == RS_ERR_NOMEM)
+        return st;
+    rs_warn("reader: partition %u of shuffle %u: worker %s failed mid-read (%s), %zu batches in: "
+            "going on from another replica",
+            r->partition, s->desc.shuffle_id, r->conn->addr, rs_strerror(st), r->n_delivered);
+    rs_rd_sess_lost(s, r->conn, st);
+    snapshot_close(r);
+    r->conn = NULL;
+    r->span = NULL;
+    r->span_n = r->span_i = 0;
+    r->rec = r->rec_end = NULL;
+    qsort(r->delivered, r->n_delivered, sizeof(*r->delivered), cmp_u64);
+    for (uint32_t m = 0; m < s->n_maps; m++)
+        r->maps[m].committed = 0;
+    rs_status_t ns = open_replica(r, st);
+    if (ns == RS_OK)
+        r->stats.failovers++;
+    return ns;
+}
+
+/* Remembers a batch handed out (R >= 2), so a replica taking over skips it. */
+static rs_status_t delivered_add(rs_reader_t *r, const rs_snap_entry_t *e)
+{
+    if (r->n_delivered == r->cap_delivered) {
+        size_t cap = r->cap_delivered ? 2 * r->cap_delivered : 64;
+        uint64_t *n = realloc(r->delivered, cap * sizeof(*n));
+        if (n == NULL)
+            return RS_ERR_NOMEM;
+        r->delivered = n;
+        r->cap_delivered = cap;
+    }
+    r->delivered[r->n_delivered++] = batch_key(e->map_id, e->seq);
     return RS_OK;
 }
 
@@ -421,6 +546,22 @@ static rs_status_t next_batch(rs_reader_t *r)
                  rs_strerror(st));
         return st;
     }
+    const uint8_t *rec = f.payload;
+    if (f.codec != RS_CODEC_NONE) {
+        if (f.raw_len > r->raw_cap) {
+            uint8_t *n = realloc(r->raw, f.raw_len);
+            if (n == NULL)
+                return RS_ERR_NOMEM;
+            r->raw = n;
+            r->raw_cap = f.raw_len;
+        }
+        if ((st = rs_frame_decode(&f, r->raw, r->raw_cap)) != RS_OK)
+            return st;
+        rec = r->raw;
+    }
+    /* Counted only once its records are about to be handed out (a replica may take over). */
+    if (s->replicas > 1 && (st = delivered_add(r, &e->e)) != RS_OK)
+        return st;
     rmap_t *m = &r->maps[e->e.map_id];
     m->batches++;
     m->bytes += f.frame_len;
@@ -431,20 +572,7 @@ static rs_status_t next_batch(rs_reader_t *r)
         r->stats.local_batches++;
         r->stats.zero_copy_bytes += f.frame_len;
     }
-    if (f.codec == RS_CODEC_NONE) {
-        r->rec = f.payload;
-    } else {
-        if (f.raw_len > r->raw_cap) {
-            uint8_t *n = realloc(r->raw, f.raw_len);
-            if (n == NULL)
-                return RS_ERR_NOMEM;
-            r->raw = n;
-            r->raw_cap = f.raw_len;
-        }
-        if ((st = rs_frame_decode(&f, r->raw, r->raw_cap)) != RS_OK)
-            return st;
-        r->rec = r->raw;
-    }
+    r->rec = rec;
     r->rec_end = r->rec + f.raw_len;
     return RS_OK;
 }
@@ -477,6 +605,8 @@ rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
     }
     while (r->rec == NULL || r->rec >= r->rec_end) {
         rs_status_t st = next_batch(r);
+        if (st != RS_OK && st != RS_ERR_NOT_FOUND && failover(r, st) == RS_OK)
+            continue; /* R >= 2: another replica took over */
         if (st == RS_ERR_NOT_FOUND) {
             st = check_commits(r);
             if (st != RS_OK)
@@ -522,6 +652,7 @@ void rs_reader_close(rs_reader_t *r)
     free(r->spill);
     free(r->span_off);
     free(r->raw);
+    free(r->delivered);
     if (r->own_session)
         rs_reader_session_close(s);
     free(r);

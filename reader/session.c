@@ -107,6 +107,10 @@ rs_status_t rs_rd_sess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *fl
                             const char *what)
 {
     uint64_t deadline = 0, spin_end = rs_now_ns() + RSESS_SPIN_NS;
+    /* Replicated: a worker silent for the peer timeout counts as dead, as for the pusher. */
+    uint32_t wait_ms = s->cfg.wait_ms, peer_ms = rs_ctx_config(s->ctx)->peer_timeout_ms;
+    if (s->replicas > 1 && peer_ms < wait_ms)
+        wait_ms = peer_ms;
     while (!*flag) {
         rs_status_t es = rs_ep_status(c->ep);
         if (es != RS_OK) {
@@ -115,10 +119,9 @@ rs_status_t rs_rd_sess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *fl
         }
         uint64_t now = rs_now_coarse_ns();
         if (deadline == 0)
-            deadline = now + RS_MS_TO_NS(s->cfg.wait_ms);
+            deadline = now + RS_MS_TO_NS(wait_ms);
         if (now >= deadline) {
-            rs_error("reader: no answer from worker %s to %s within %u ms", c->addr, what,
-                     s->cfg.wait_ms);
+            rs_error("reader: no answer from worker %s to %s within %u ms", c->addr, what, wait_ms);
             return RS_ERR_TIMEOUT;
         }
         if (rs_progress(s->ctx) > 0 || *flag)
@@ -188,8 +191,10 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
         rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
         return st;
     }
-    rs_smsg_attach_t a = {
-        .status = RS_OK, .role = RS_ROLE_READER, .shuffle_id = s->desc.shuffle_id};
+    rs_smsg_attach_t a = {.status = RS_OK,
+                          .role = RS_ROLE_READER,
+                          .shuffle_id = s->desc.shuffle_id,
+                          .replicas = s->replicas};
     uint8_t buf[RS_SPROTO_ATTACH_LEN];
     size_t len;
     st = rs_sproto_attach_encode(&a, buf, sizeof(buf), &len);
@@ -200,6 +205,16 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
         return st;
     }
     const rs_smsg_attach_reply_t *ar = &s->rep.u.attach_reply;
+    if (ar->replicas != 0 && ar->replicas != s->replicas) {
+        /*
+         * A reader with more replicas than the pushers would take a worker that is no
+         * replica (its commits list the partition with 0 batches) for an empty one.
+         */
+        rs_error("reader: shuffle %u was pushed with %u replicas but is read with %u (the "
+                 "descriptor's replicas or RSHUFFLE_REPLICAS must agree)",
+                 s->desc.shuffle_id, ar->replicas, s->replicas);
+        return RS_ERR_INVALID;
+    }
     st = rs_rkey_unpack(c->ep, ar->rkey, ar->rkey_len, &c->rkey);
     if (st != RS_OK)
         return st;
@@ -222,9 +237,40 @@ static void conn_close(rconn_t *c)
     c->local_len = 0;
 }
 
+void rs_rd_sess_lost(rs_reader_session_t *s, rconn_t *c, rs_status_t st)
+{
+    if (s->replicas < 2 || c->lost)
+        return;
+    int dead = st == RS_ERR_UNREACHABLE || st == RS_ERR_TIMEOUT || st == RS_ERR_REFUSED ||
+               st == RS_ERR_CANCELED || st == RS_ERR_TRANSPORT ||
+               (c->ep != NULL && rs_ep_status(c->ep) != RS_OK);
+    if (!dead)
+        return;
+    c->lost = 1;
+    rs_warn("reader: worker %s lost (%s): its partitions are read from their other replicas",
+            c->addr, rs_strerror(st));
+}
+
+rs_status_t rs_rd_sess_replica(rs_reader_session_t *s, uint32_t partition, uint32_t *worker_p)
+{
+    for (uint32_t k = 0; k < s->replicas; k++) {
+        uint32_t w;
+        rs_status_t st = rs_shuffle_replica(&s->desc, partition, k, &w);
+        if (st != RS_OK)
+            return st;
+        if (!s->conns[w].lost) {
+            *worker_p = w;
+            return RS_OK;
+        }
+    }
+    return RS_ERR_UNREACHABLE;
+}
+
 rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p)
 {
     rconn_t *c = &s->conns[w];
+    if (c->lost)
+        return RS_ERR_UNREACHABLE; /* R >= 2: not tried again (rs_rd_sess_lost) */
     if (c->rkey != NULL && rs_ep_status(c->ep) == RS_OK) {
         *conn_p = c;
         return RS_OK;
@@ -234,6 +280,7 @@ rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p
     rs_status_t st = conn_open(s, c);
     if (st != RS_OK) {
         conn_close(c);
+        rs_rd_sess_lost(s, c, st);
         return st;
     }
     *conn_p = c;
@@ -293,6 +340,10 @@ rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_t n_map
     if (s->cfg.wait_ms == 0)
         s->cfg.wait_ms = 30000;
     s->desc = *desc;
+    if ((st = rs_shuffle_replicas(desc, &s->replicas)) != RS_OK) {
+        free(s);
+        return st;
+    }
     s->n_maps = n_maps;
     s->attempts = malloc((n_maps ? n_maps : 1) * sizeof(*s->attempts));
     s->conns = calloc(desc->n_workers, sizeof(*s->conns));

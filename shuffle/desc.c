@@ -1,6 +1,7 @@
 /* Placement of partitions on workers (include/rshuffle/shuffle.h). */
 #include <rshuffle/shuffle.h>
 
+#include "common/env.h"
 #include "common/log.h"
 
 uint32_t rs_placement_default(void *arg, uint32_t shuffle_id, uint32_t partition,
@@ -25,5 +26,38 @@ rs_status_t rs_shuffle_place(const rs_shuffle_desc_t *desc, uint32_t partition, 
         return RS_ERR_INVALID;
     }
     *worker_p = w;
+    return RS_OK;
+}
+
+rs_status_t rs_shuffle_replicas(const rs_shuffle_desc_t *desc, uint32_t *replicas_p)
+{
+    if (desc == NULL || desc->n_workers == 0)
+        return RS_ERR_INVALID;
+    uint32_t r = desc->replicas;
+    if (r == 0) {
+        r = 1;
+        rs_status_t s = rs_env_u32("RSHUFFLE_REPLICAS", 1, RS_SHUFFLE_REPLICAS_MAX, &r);
+        if (s != RS_OK)
+            return s;
+    }
+    if (r > RS_SHUFFLE_REPLICAS_MAX || r > desc->n_workers) {
+        rs_error("shuffle %u: %u replicas asked for, but at most %u (and %u workers)",
+                 desc->shuffle_id, r, RS_SHUFFLE_REPLICAS_MAX, desc->n_workers);
+        return RS_ERR_INVALID;
+    }
+    *replicas_p = r;
+    return RS_OK;
+}
+
+rs_status_t rs_shuffle_replica(const rs_shuffle_desc_t *desc, uint32_t partition, uint32_t k,
+                               uint32_t *worker_p)
+{
+    uint32_t w;
+    if (desc == NULL || k >= RS_SHUFFLE_REPLICAS_MAX || k >= desc->n_workers)
+        return RS_ERR_INVALID;
+    rs_status_t s = rs_shuffle_place(desc, partition, &w);
+    if (s != RS_OK)
+        return s;
+    *worker_p = (uint32_t)(((uint64_t)w + k) % desc->n_workers);
     return RS_OK;
 }

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <rshuffle/shuffle.h>
 #include <rshuffle/transport.h>
 
 #include "common/cursor.h"
@@ -73,7 +74,7 @@ rs_status_t rs_sproto_attach_encode(const rs_smsg_attach_t *m, void *buf, size_t
     rs_w_u32(&w, m->n_partitions);
     rs_w_u32(&w, m->map_id);
     rs_w_u32(&w, m->attempt);
-    rs_w_u32(&w, 0);
+    rs_w_u32(&w, m->replicas);
     return w_end(&w, len_p);
 }
 
@@ -89,10 +90,10 @@ rs_status_t rs_sproto_attach_decode(const void *buf, size_t len, rs_smsg_attach_
     m.n_partitions = rs_r_u32(&r);
     m.map_id = rs_r_u32(&r);
     m.attempt = rs_r_u32(&r);
-    uint32_t reserved = rs_r_u32(&r);
+    m.replicas = rs_r_u32(&r);
     if (rs_r_left(&r) != 0)
         return RS_ERR_BAD_LENGTH;
-    if (reserved != 0)
+    if (m.replicas > RS_SHUFFLE_REPLICAS_MAX)
         return RS_ERR_PROTOCOL;
     if (m.role == RS_ROLE_PUSHER
             ? m.n_partitions == 0
@@ -111,7 +112,7 @@ rs_status_t rs_sproto_attach_reply_encode(const rs_smsg_attach_reply_t *m, void 
     if (m->status == RS_OK) {
         rs_w_u64(&w, m->arena_len);
         rs_w_u32(&w, m->rkey_len);
-        rs_w_u32(&w, 0);
+        rs_w_u32(&w, m->replicas);
         rs_w_bytes(&w, m->rkey, m->rkey_len);
     }
     return w_end(&w, len_p);
@@ -134,11 +135,11 @@ rs_status_t rs_sproto_attach_reply_decode(const void *buf, size_t len, rs_smsg_a
         return RS_ERR_TRUNCATED;
     m.arena_len = rs_r_u64(&r);
     m.rkey_len = rs_r_u32(&r);
-    uint32_t reserved = rs_r_u32(&r);
+    m.replicas = rs_r_u32(&r);
     if (m.rkey_len != rs_r_left(&r) || m.rkey_len == 0 || m.rkey_len > RS_RKEY_BLOB_MAX)
         return RS_ERR_BAD_LENGTH;
     m.rkey = rs_r_take(&r, m.rkey_len);
-    if (reserved != 0 || m.arena_len == 0)
+    if (m.replicas > RS_SHUFFLE_REPLICAS_MAX || m.arena_len == 0)
         return RS_ERR_PROTOCOL;
     *out = m;
     return RS_OK;

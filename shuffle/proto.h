@@ -118,6 +118,7 @@ typedef struct rs_smsg_attach {
     uint32_t n_partitions; /* pusher: creates the shuffle or must match it (>= 1); reader: 0 */
     uint32_t map_id;       /* pusher; reader: 0 */
     uint32_t attempt;      /* pusher; reader: 0 */
+    uint32_t replicas;     /* the sender's replication factor, 0..3 (0: not said, taken as 1) */
 } rs_smsg_attach_t;
 
 /* A refusal is the header alone (arena_len and rkey empty). */
@@ -126,6 +127,7 @@ typedef struct rs_smsg_attach_reply {
     uint64_t arena_len;
     const uint8_t *rkey; /* the arena's packed rkey, 1..RS_RKEY_BLOB_MAX bytes */
     uint32_t rkey_len;
+    uint32_t replicas; /* the shuffle's R as its pushers said, 0..3 (0: no pusher attached yet) */
 } rs_smsg_attach_reply_t;
 
 /*

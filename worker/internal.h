@@ -71,6 +71,7 @@ struct wshuffle {
     rs_list_t commits;
     uint32_t open_snaps; /* a dropped shuffle is freed once no snapshot */
     uint32_t pushers;    /* ... and no attached pusher connection uses it */
+    uint32_t replicas;   /* R, as its first pusher said (0: none attached yet); others must agree */
     int dropped;
     int spill_fd; /* -1 until the first spill; one file per shuffle, unlinked at once */
     uint64_t spill_len;

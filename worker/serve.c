@@ -43,8 +43,16 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_PROTOCOL);
         return;
     }
+    wshuffle_t *sh = rs_wk_store_find(&w->st, m.shuffle_id);
+    uint32_t replicas = m.replicas ? m.replicas : 1;
+    if (m.role == RS_ROLE_PUSHER && sh != NULL && sh->replicas != 0 && sh->replicas != replicas) {
+        /* Readers trust only the replicas the pushers wrote to: all must agree on R. */
+        rs_warn("worker: shuffle %u is pushed with %u replicas, refused a pusher with %u",
+                m.shuffle_id, sh->replicas, replicas);
+        reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_INVALID);
+        return;
+    }
     if (m.role == RS_ROLE_PUSHER) {
-        wshuffle_t *sh;
         s = rs_wk_store_attach(&w->st, m.shuffle_id, m.n_partitions, &sh);
         if (s != RS_OK) {
             reply_status(ep, RS_SMSG_ATTACH_REPLY, s);
@@ -57,6 +65,7 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         }
         c->sh = sh;
         sh->pushers++;
+        sh->replicas = replicas;
         c->map_id = m.map_id;
         c->attempt = m.attempt;
     }
@@ -65,7 +74,8 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_smsg_attach_reply_t r = {.status = RS_OK,
                                 .arena_len = w->st.arena_len,
                                 .rkey = w->rkey,
-                                .rkey_len = (uint32_t)w->rkey_len};
+                                .rkey_len = (uint32_t)w->rkey_len,
+                                .replicas = sh != NULL ? sh->replicas : 0};
     size_t rlen;
     if (rs_sproto_attach_reply_encode(&r, buf, sizeof(buf), &rlen) == RS_OK)
         rs_msg_send(ep, RS_SMSG_ATTACH_REPLY, buf, rlen, NULL, NULL);

@@ -190,10 +190,16 @@ RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
  * Waits: connect and attach, worker after worker, each bounded by the
  * transport's connect_timeout_ms.
  *
+ * Replication (desc->replicas, rs_shuffle_replicas): each batch is written
+ * to its partition's R replicas. With R >= 2 a worker that cannot be
+ * reached here is left out (a warning) as long as every partition keeps
+ * a replica; one lost later (dead, or silent for peer_timeout_ms) likewise.
+ *
  * Errors: RS_ERR_INVALID: NULL desc or workers, n_partitions or n_workers
- * 0, a placement out of range, a worker string that is not "host:port", or
+ * 0, a replication factor above 3 or above n_workers, a placement out of
+ * range, a worker string that is not "host:port", or
  * a worker that refused the attach (it holds the shuffle with another
- * n_partitions); RS_ERR_CONFIG: a bad variable (cfg NULL), buf_len, min_buf
+ * n_partitions); RS_ERR_CONFIG: a bad variable (cfg NULL, or RSHUFFLE_REPLICAS), buf_len, min_buf
  * or max_inflight 0, buf_len + RS_FRAME_HEADER_SIZE over 16 MiB, or
  * pool_bytes < 4 * (buf_len + RS_PBUF_HEAD_ROOM); rs_ctx_create's errors;
  * rs_connect's (RS_ERR_REFUSED, RS_ERR_AUTH, RS_ERR_TIMEOUT,
@@ -270,6 +276,7 @@ typedef struct rs_pusher_stats {
     uint64_t grant_requests;
     uint64_t backpressure; /* grant answers that said "full" */
     uint64_t reclaimed;    /* unused grants given back because a worker was short */
+    uint64_t workers_lost; /* R >= 2: workers that died or went silent, carried on without */
 } rs_pusher_stats_t;
 
 /*
@@ -287,6 +294,13 @@ typedef struct rs_pusher_stats {
  * (may be NULL) is filled in either case with what was done: records
  * appended, batches framed and handed to the writes, grant requests sent.
  * Whatever it returns, only rs_pusher_destroy may follow.
+ *
+ * With R >= 2 replicas a worker lost on the way (dead, or silent for
+ * peer_timeout_ms) is not an error while every partition keeps a live
+ * replica: RS_OK then means every batch was written to, and its commit
+ * accepted by, every replica of its partition that was not lost, and each
+ * partition has at least one (stats->workers_lost counts the others). A
+ * partition whose replicas are all lost fails with the last loss's status.
  */
 RS_API rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats);
 

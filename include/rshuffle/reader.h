@@ -140,6 +140,7 @@ typedef struct rs_reader_stats {
     uint64_t spill_loads;     /* staging requests for spilled batches */
     uint64_t local_batches;   /* delivered in place from a worker of this process (no copy) */
     uint64_t zero_copy_bytes; /* their frame bytes */
+    uint64_t failovers;       /* R >= 2: replicas that took over after one failed mid-read */
 } rs_reader_stats_t;
 
 /* The reader's counters so far. Cannot fail. */

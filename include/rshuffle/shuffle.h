@@ -15,7 +15,8 @@
 extern "C" {
 #endif
 
-#define RS_SHUFFLE_ADDR_MAX 128 /* "host:port" of a worker, with its NUL */
+#define RS_SHUFFLE_ADDR_MAX     128 /* "host:port" of a worker, with its NUL */
+#define RS_SHUFFLE_REPLICAS_MAX 3   /* largest replication factor (rs_shuffle_desc_t.replicas) */
 
 /*
  * Placement: the worker (index into the workers array) that stores a
@@ -33,6 +34,17 @@ typedef struct rs_shuffle_desc {
     const char *const *workers;  /* n_workers "host:port" strings */
     rs_placement_fn_t placement; /* NULL: rs_placement_default */
     void *placement_arg;
+    /*
+     * Replication factor R, 1 .. RS_SHUFFLE_REPLICAS_MAX and at most
+     * n_workers; 0: RSHUFFLE_REPLICAS from the environment, else 1. Every
+     * batch of partition p is written to the R workers rs_shuffle_replica
+     * names (p's placement first, then the next ones, wrapping), and a
+     * reader takes p from the first of them that answers. Mappers and
+     * readers of a shuffle must use the same R (docs/shuffle.md,
+     * "Replication and failover"). Added last, so descriptors built with
+     * designated initializers keep R = 1.
+     */
+    uint32_t replicas;
 } rs_shuffle_desc_t;
 
 /* The default placement: (partition + shuffle_id) % n_workers (n_workers must be > 0). */
@@ -46,6 +58,24 @@ RS_API uint32_t rs_placement_default(void *arg, uint32_t shuffle_id, uint32_t pa
  */
 RS_API rs_status_t rs_shuffle_place(const rs_shuffle_desc_t *desc, uint32_t partition,
                                     uint32_t *worker_p);
+
+/*
+ * The replication factor of desc: desc->replicas, or with 0 RSHUFFLE_REPLICAS
+ * (1 .. 3) when set, else 1. RS_ERR_CONFIG: a bad RSHUFFLE_REPLICAS (logged);
+ * RS_ERR_INVALID: NULL desc, n_workers 0, a factor above
+ * RS_SHUFFLE_REPLICAS_MAX or above n_workers (logged). *replicas_p is set
+ * only on RS_OK.
+ */
+RS_API rs_status_t rs_shuffle_replicas(const rs_shuffle_desc_t *desc, uint32_t *replicas_p);
+
+/*
+ * Replica k (0 .. R-1) of a partition: (rs_shuffle_place + k) % n_workers,
+ * so a partition's R replicas are R distinct workers and replica 0 is its
+ * placement. Errors as rs_shuffle_place, and RS_ERR_INVALID for k >=
+ * RS_SHUFFLE_REPLICAS_MAX or k >= n_workers. *worker_p is set only on RS_OK.
+ */
+RS_API rs_status_t rs_shuffle_replica(const rs_shuffle_desc_t *desc, uint32_t partition, uint32_t k,
+                                      uint32_t *worker_p);
 
 /*
  * Records inside a batch: a 4-byte little-endian length, then the bytes.

@@ -134,21 +134,24 @@ static int make_samples(sample_t **out)
                            .shuffle_id = 5,
                            .n_partitions = 16,
                            .map_id = 3,
-                           .attempt = 1};
+                           .attempt = 1,
+                           .replicas = 2};
     assert_int_equal(rs_sproto_attach_encode(&at, s->bytes, MSG_MAX, &s->len), RS_OK);
-    strict(s, 4, 12); /* status (request), role */
-    strict(s, 28, 32);
+    strict(s, 4, 12);  /* status (request), role */
+    strict(s, 29, 32); /* replicas' high bytes (at most 3) */
     ADD(RS_SMSG_ATTACH);
     rs_smsg_attach_t ar = {.status = RS_OK, .role = RS_ROLE_READER, .shuffle_id = 5};
     assert_int_equal(rs_sproto_attach_encode(&ar, s->bytes, MSG_MAX, &s->len), RS_OK);
     strict(s, 4, 12);
-    strict(s, 16, 32); /* a reader's counts and reserved */
+    strict(s, 16, 28); /* a reader's counts */
+    strict(s, 29, 32);
 
     ADD(RS_SMSG_ATTACH_REPLY);
     rs_smsg_attach_reply_t arr = {
         .status = RS_OK, .arena_len = 1 << 24, .rkey = rkey_bytes, .rkey_len = sizeof(rkey_bytes)};
     assert_int_equal(rs_sproto_attach_reply_encode(&arr, s->bytes, MSG_MAX, &s->len), RS_OK);
-    strict(s, 16, 24); /* key length, reserved */
+    strict(s, 16, 20); /* key length */
+    strict(s, 21, 24); /* replicas' high bytes */
     ADD(RS_SMSG_ATTACH_REPLY);
     arr.status = RS_ERR_NOT_FOUND;
     assert_int_equal(rs_sproto_attach_reply_encode(&arr, s->bytes, MSG_MAX, &s->len), RS_OK);
@@ -518,10 +521,18 @@ static void test_ranges(void **state)
     assert_int_equal(rs_sproto_attach_encode(&at, b, sizeof(b), &len), RS_OK);
     assert_int_equal(patched(RS_SMSG_ATTACH, b, len, 8, 3), RS_ERR_PROTOCOL);
     assert_int_equal(patched(RS_SMSG_ATTACH, b, len, 16, 0), RS_ERR_PROTOCOL);
+    /* ... and a replication factor above 3, in ATTACH and in ATTACH_REPLY */
+    assert_int_equal(patched(RS_SMSG_ATTACH, b, len, 28, 3), RS_OK);
+    assert_int_equal(patched(RS_SMSG_ATTACH, b, len, 28, 4), RS_ERR_PROTOCOL);
     /* ATTACH_REPLY: a key of 0 or too many bytes. */
     rs_smsg_attach_reply_t ar = {.arena_len = 1, .rkey = rkey_bytes, .rkey_len = 0};
     assert_int_equal(rs_sproto_attach_reply_encode(&ar, b, sizeof(b), &len), RS_OK);
     assert_int_equal(rs_sproto_attach_reply_decode(b, len, &ar), RS_ERR_BAD_LENGTH);
+    ar = (rs_smsg_attach_reply_t){.arena_len = 1, .rkey = rkey_bytes, .rkey_len = 4, .replicas = 3};
+    assert_int_equal(rs_sproto_attach_reply_encode(&ar, b, sizeof(b), &len), RS_OK);
+    assert_int_equal(rs_sproto_attach_reply_decode(b, len, &ar), RS_OK);
+    assert_int_equal(ar.replicas, 3);
+    assert_int_equal(patched(RS_SMSG_ATTACH_REPLY, b, len, 20, 4), RS_ERR_PROTOCOL);
 
     /* GRANT_REQ entries: flags, a slot past the table, retire_used without a slot, a no-op, odd
      * want. */

@@ -1,0 +1,514 @@
+/*
+ * Replicated shuffles with real processes (docs/shuffle.md, "Replication and
+ * failover"): workers are rshuffled children; pushers and readers run here.
+ * A worker SIGKILLed during a push, between commit and read, or in the
+ * middle of a partition's read, and one SIGSTOPped during a push, cost a
+ * bounded delay and no record with R = 2: every record is read exactly once
+ * (de-duplication by batch identity keeps the counts exact). R = 1 keeps its
+ * clear, bounded error, and R above the worker count is refused. The
+ * transport comes from the environment (ctest runs it over shared memory and
+ * over TCP).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <rshuffle/pusher.h>
+#include <rshuffle/reader.h>
+
+#include "pusher/internal.h"
+#include "rshuffled_child.h"
+
+#define NW    3
+#define PARTS 4
+
+static pid_t pids[NW];
+static char addr_buf[NW][160];
+static const char *addrs[NW];
+static rs_config_t tcfg; /* short peer and connect timeouts: failover in about a second */
+
+static void start_workers(uint32_t n, const char *mem)
+{
+    const char *const args[] = {"--mem", mem, NULL};
+    for (uint32_t i = 0; i < n; i++) {
+        pids[i] = rsd_start(args, NULL, addr_buf[i], sizeof(addr_buf[i]));
+        addrs[i] = addr_buf[i];
+    }
+}
+
+static void kill_all(void)
+{
+    for (uint32_t i = 0; i < NW; i++) {
+        if (pids[i] > 0)
+            kill(pids[i], SIGCONT); /* a stopped one dies too */
+        rsd_kill(&pids[i]);
+    }
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kill_all();
+    unsetenv("RSHUFFLE_REPLICAS");
+    return 0;
+}
+
+/*
+ * Over TCP a dead worker's arena cannot be read any more; over shared memory
+ * it still can with RSHUFFLE_UCX_MEM=shared (UCX's mapped segments).
+ */
+static int tcp_only(void)
+{
+    const char *tls = getenv("UCX_TLS");
+    return tls != NULL && strstr(tls, "posix") == NULL && strstr(tls, "sysv") == NULL;
+}
+
+static void kill_worker(uint32_t i)
+{
+    kill(pids[i], SIGKILL);
+    waitpid(pids[i], NULL, 0);
+    pids[i] = 0;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static rs_shuffle_desc_t desc(uint32_t id, uint32_t n_workers, uint32_t replicas)
+{
+    /* shuffle id 0..: partition p's replica 0 is worker p % n_workers when id % n == 0 */
+    return (rs_shuffle_desc_t){.shuffle_id = id,
+                               .n_partitions = PARTS,
+                               .n_workers = n_workers,
+                               .workers = addrs,
+                               .replicas = replicas};
+}
+
+static rs_pusher_config_t push_cfg(void)
+{
+    rs_pusher_config_t c;
+    rs_pusher_config_defaults(&c);
+    c.buf_len = 64 << 10;
+    c.pool_bytes = 4 << 20;
+    c.wait_ms = 20000;
+    c.transport = &tcfg;
+    return c;
+}
+
+static uint64_t read_dups; /* repeated batches the readers dropped (read_all adds) */
+
+/* Record i of map m: 256 bytes, (m, i) first, then bytes derived from both. */
+#define REC 256
+static void make_rec(uint32_t m, uint32_t i, uint8_t *rec)
+{
+    uint32_t x = m * 2654435761u ^ i;
+    for (size_t k = 8; k < REC; k++) {
+        x = x * 1103515245u + 12345u;
+        rec[k] = (uint8_t)(x >> 16);
+    }
+    memcpy(rec, &m, 4);
+    memcpy(rec + 4, &i, 4);
+}
+
+/*
+ * Map m appends n records, record i to partition i % PARTS; after `at`
+ * records, hook(arg) runs (a worker is killed or stopped). Returns close's
+ * status; *lost_p: the workers the pusher went on without.
+ */
+static rs_status_t push(const rs_shuffle_desc_t *d, uint32_t m, uint32_t n, uint32_t at,
+                        void (*hook)(uint32_t), uint32_t arg, uint64_t *lost_p)
+{
+    rs_pusher_config_t c = push_cfg();
+    rs_pusher_t *p;
+    rs_status_t s = rs_pusher_open(d, m, 0, &c, &p);
+    if (s != RS_OK)
+        return s;
+    uint8_t rec[REC];
+    for (uint32_t i = 0; i < n && s == RS_OK; i++) {
+        if (i == at && hook != NULL)
+            hook(arg);
+        make_rec(m, i, rec);
+        s = rs_pusher_append(p, i % PARTS, rec, REC);
+    }
+    rs_pusher_stats_t st = {0};
+    if (s == RS_OK)
+        s = rs_pusher_close(p, &st);
+    rs_pusher_destroy(p);
+    if (lost_p != NULL)
+        *lost_p = st.workers_lost;
+    return s;
+}
+
+static rs_reader_config_t read_cfg(void)
+{
+    rs_reader_config_t c;
+    rs_reader_config_defaults(&c);
+    c.wait_ms = 20000;
+    c.transport = &tcfg;
+    return c;
+}
+
+/*
+ * Reads every partition of d (maps 0..n_maps-1, n records each): every
+ * record checked, each seen exactly once. After `at` records of partition 0,
+ * hook(arg) runs. Returns the status; *failovers_p sums the readers'.
+ */
+static rs_status_t read_all(const rs_shuffle_desc_t *d, uint32_t n_maps, uint32_t n, uint64_t at,
+                            void (*hook)(uint32_t), uint32_t arg, uint64_t *failovers_p)
+{
+    uint32_t attempts[2] = {0, 0};
+    rs_reader_config_t c = read_cfg();
+    rs_reader_session_t *sess;
+    rs_status_t s = rs_reader_session_open(d, n_maps, attempts, &c, &sess);
+    if (s != RS_OK)
+        return s;
+    uint8_t *seen = calloc((size_t)n_maps * n, 1);
+    assert_non_null(seen);
+    uint64_t records = 0, failovers = 0;
+    uint8_t want[REC];
+    for (uint32_t part = 0; part < PARTS && s == RS_OK; part++) {
+        rs_reader_t *r;
+        if ((s = rs_reader_open_in(sess, part, &r)) != RS_OK)
+            break;
+        const void *rec;
+        uint32_t len;
+        uint64_t got = 0;
+        while ((s = rs_reader_next(r, &rec, &len)) == RS_OK && rec != NULL) {
+            uint32_t m, i;
+            assert_int_equal(len, REC);
+            memcpy(&m, rec, 4);
+            memcpy(&i, (const uint8_t *)rec + 4, 4);
+            assert_true(m < n_maps && i < n && i % PARTS == part);
+            make_rec(m, i, want);
+            assert_memory_equal(rec, want, REC);
+            assert_int_equal(seen[(size_t)m * n + i], 0); /* never twice */
+            seen[(size_t)m * n + i] = 1;
+            records++;
+            if (part == 0 && ++got == at && hook != NULL)
+                hook(arg);
+        }
+        rs_reader_stats_t st;
+        rs_reader_stats(r, &st);
+        failovers += st.failovers;
+        read_dups += st.duplicates;
+        rs_reader_close(r);
+    }
+    rs_reader_session_close(sess);
+    free(seen);
+    if (s == RS_OK)
+        assert_int_equal(records, (uint64_t)n_maps * n); /* and none lost */
+    if (failovers_p != NULL)
+        *failovers_p = failovers;
+    return s;
+}
+
+/* R above the workers or above 3 is refused, by the descriptor or RSHUFFLE_REPLICAS. */
+static void test_replicas_refused(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(2, "16M");
+    rs_pusher_config_t c = push_cfg();
+    rs_reader_config_t rc = read_cfg();
+    rs_pusher_t *p = NULL;
+    rs_reader_session_t *sess = NULL;
+    uint32_t attempt = 0, r = 0;
+    rs_shuffle_desc_t d = desc(1, 2, 3);
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &c, &p), RS_ERR_INVALID);
+    assert_int_equal(rs_reader_session_open(&d, 1, &attempt, &rc, &sess), RS_ERR_INVALID);
+    d.replicas = 4;
+    assert_int_equal(rs_shuffle_replicas(&d, &r), RS_ERR_INVALID);
+    assert_null(p);
+    assert_null(sess);
+    /* 0: the environment, else 1 */
+    d.replicas = 0;
+    assert_int_equal(rs_shuffle_replicas(&d, &r), RS_OK);
+    assert_int_equal(r, 1);
+    setenv("RSHUFFLE_REPLICAS", "2", 1);
+    assert_int_equal(rs_shuffle_replicas(&d, &r), RS_OK);
+    assert_int_equal(r, 2);
+    setenv("RSHUFFLE_REPLICAS", "3", 1); /* more than the 2 workers */
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &c, &p), RS_ERR_INVALID);
+    setenv("RSHUFFLE_REPLICAS", "9", 1);
+    assert_int_equal(rs_shuffle_replicas(&d, &r), RS_ERR_CONFIG);
+    unsetenv("RSHUFFLE_REPLICAS");
+    /* Replica k: placement + k, wrapping. */
+    d = desc(1, 2, 2);
+    uint32_t w0, w1;
+    assert_int_equal(rs_shuffle_replica(&d, 0, 0, &w0), RS_OK);
+    assert_int_equal(rs_shuffle_replica(&d, 0, 1, &w1), RS_OK);
+    assert_int_equal(w1, (w0 + 1) % 2);
+    assert_int_equal(rs_shuffle_replica(&d, 0, 2, &w1), RS_ERR_INVALID);
+    /* R = 2 without failures: every record once (each batch is on both workers). */
+    uint64_t lost = 0, failovers = 0;
+    assert_int_equal(push(&d, 0, 4000, 0, NULL, 0, &lost), RS_OK);
+    assert_int_equal(push(&d, 1, 4000, 0, NULL, 0, NULL), RS_OK);
+    assert_int_equal(lost, 0);
+    assert_int_equal(read_all(&d, 2, 4000, 0, NULL, 0, &failovers), RS_OK);
+    assert_int_equal(failovers, 0);
+    /*
+     * Pushers and readers must agree on R: a reader with another R (which
+     * could take a worker that is no replica for an empty one) and a pusher
+     * with another R are refused.
+     */
+    rs_shuffle_desc_t d1 = desc(1, 2, 1);
+    rs_reader_t *rd = NULL;
+    assert_int_equal(rs_reader_session_open(&d1, 1, &attempt, &rc, &sess), RS_OK);
+    assert_int_equal(rs_reader_open_in(sess, 0, &rd), RS_ERR_INVALID);
+    assert_null(rd);
+    rs_reader_session_close(sess);
+    assert_int_equal(rs_pusher_open(&d1, 2, 0, &c, &p), RS_ERR_INVALID);
+    assert_null(p);
+}
+
+static void kill_hook(uint32_t i)
+{
+    kill_worker(i);
+}
+
+static void stop_hook(uint32_t i)
+{
+    kill(pids[i], SIGSTOP);
+}
+
+/* R = 1: a worker killed under a pusher and under a reader is a clear error, within bounds. */
+static void test_r1_kill_is_an_error(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(2, "32M");
+    rs_shuffle_desc_t d = desc(2, 2, 1);
+    assert_int_equal(push(&d, 0, 8000, 0, NULL, 0, NULL), RS_OK);
+    double t0 = now_s();
+    rs_status_t s = read_all(&d, 1, 8000, 500, kill_hook, 0, NULL);
+    assert_true(s == RS_ERR_UNREACHABLE || s == RS_ERR_TIMEOUT || s == RS_ERR_REFUSED);
+    assert_true(now_s() - t0 < 15.0);
+    kill_all();
+    start_workers(2, "32M");
+    d = desc(3, 2, 1);
+    t0 = now_s();
+    s = push(&d, 0, 60000, 2000, kill_hook, 1, NULL);
+    assert_true(s == RS_ERR_UNREACHABLE || s == RS_ERR_TIMEOUT);
+    assert_true(now_s() - t0 < 15.0);
+}
+
+/* R = 2: a worker killed in the middle of both maps' pushes; the commit and every record survive.
+ */
+static void test_r2_kill_during_push(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(2, "64M");
+    rs_shuffle_desc_t d = desc(4, 2, 2), d0 = desc(9, 2, 2);
+    uint64_t lost = 0, failovers = 0;
+    double t0 = now_s();
+    assert_int_equal(push(&d0, 0, 20000, 0, NULL, 0, &lost), RS_OK); /* the same, no kill */
+    double t1 = now_s();
+    assert_int_equal(push(&d, 0, 20000, 10000, kill_hook, 0, &lost), RS_OK);
+    printf("push of 5 MiB, R = 2: %.3f s; with a worker killed halfway: %.3f s\n", t1 - t0,
+           now_s() - t1);
+    assert_int_equal(lost, 1);
+    /* A map that starts with the worker already dead goes on without it too. */
+    assert_int_equal(push(&d, 1, 20000, 0, NULL, 0, &lost), RS_OK);
+    assert_int_equal(lost, 1);
+    assert_int_equal(read_all(&d, 2, 20000, 0, NULL, 0, &failovers), RS_OK);
+    /* Both of its replicas gone: a clear error, not a partial commit. */
+    rs_shuffle_desc_t d2 = desc(5, 2, 2);
+    rs_status_t s = push(&d2, 0, 20000, 1000, kill_hook, 1, NULL);
+    assert_true(s == RS_ERR_UNREACHABLE || s == RS_ERR_TIMEOUT || s == RS_ERR_REFUSED);
+}
+
+/* R = 2 over 3 workers: one killed between commit and read; the readers use the others. */
+static void test_r2_kill_before_read(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(3, "64M");
+    rs_shuffle_desc_t d = desc(6, 3, 2);
+    assert_int_equal(push(&d, 0, 20000, 0, NULL, 0, NULL), RS_OK);
+    assert_int_equal(push(&d, 1, 20000, 0, NULL, 0, NULL), RS_OK);
+    kill_worker(0);
+    uint64_t failovers = 0;
+    double t0 = now_s();
+    assert_int_equal(read_all(&d, 2, 20000, 0, NULL, 0, &failovers), RS_OK);
+    printf("read of 10 MiB with a worker dead since the commit: %.3f s\n", now_s() - t0);
+    assert_true(now_s() - t0 < 15.0);
+}
+
+/*
+ * R = 2: the worker a partition is being read from is killed after a few
+ * records of its first span (partition 0: about 24 MiB, more than one
+ * 16 MiB read): the reader goes on from the other replica, skipping the
+ * batches it delivered, and no record is lost or repeated.
+ */
+static void test_r2_kill_during_read(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(2, "256M");
+    rs_shuffle_desc_t d = desc(8, 2, 2); /* partition 0's replica 0 is worker 0 */
+    uint32_t w0;
+    assert_int_equal(rs_shuffle_replica(&d, 0, 0, &w0), RS_OK);
+    assert_int_equal(w0, 0);
+    const uint32_t n = 4 * 100000; /* 100,000 records of 256 bytes per partition and map */
+    assert_int_equal(push(&d, 0, n, 0, NULL, 0, NULL), RS_OK);
+    uint64_t failovers = 0;
+    double t = now_s();
+    assert_int_equal(read_all(&d, 1, n, 0, NULL, 0, &failovers), RS_OK); /* no kill */
+    assert_int_equal(failovers, 0);
+    double t0 = now_s();
+    assert_int_equal(read_all(&d, 1, n, 1000, kill_hook, 0, &failovers), RS_OK);
+    printf("read of 100 MiB, R = 2: %.3f s; with its worker killed 1,000 records in: %.3f s, "
+           "%llu failovers\n",
+           t0 - t, now_s() - t0, (unsigned long long)failovers);
+    assert_true(now_s() - t0 < 30.0);
+    if (tcp_only())
+        assert_int_equal(failovers, 1);
+}
+
+#ifdef RS_FAULT_INJECTION
+/*
+ * R = 2 with every third batch sent twice to each replica (a retry) and the
+ * worker being read killed mid-read: repeats are dropped at both replicas,
+ * and the batches delivered before the kill are not delivered again.
+ */
+static void test_r2_duplicates_and_failover(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(2, "256M");
+    rs_shuffle_desc_t d = desc(14, 2, 2);
+    rs_pusher_config_t c = push_cfg();
+    rs_pusher_t *p;
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &c, &p), RS_OK);
+    rs_push_fault(p, RS_FAULT_DUPLICATE, 3);
+    uint8_t rec[REC];
+    const uint32_t n = 4 * 80000; /* about 21 MiB per partition: two reads */
+    for (uint32_t i = 0; i < n; i++) {
+        make_rec(0, i, rec);
+        assert_int_equal(rs_pusher_append(p, i % PARTS, rec, REC), RS_OK);
+    }
+    assert_int_equal(rs_pusher_close(p, NULL), RS_OK);
+    rs_pusher_destroy(p);
+    uint64_t failovers = 0;
+    read_dups = 0;
+    assert_int_equal(read_all(&d, 1, n, 1000, kill_hook, 0, &failovers), RS_OK);
+    assert_true(read_dups > 0);
+    if (tcp_only())
+        assert_int_equal(failovers, 1);
+}
+#endif
+
+/*
+ * R = 2: the worker a partition is being read from stops answering
+ * (SIGSTOP) a few records in: after the peer timeout the reader goes on
+ * from the other replica (over shared memory the stopped worker's arena may
+ * still serve the reads), every record once.
+ */
+static void test_r2_stopped_during_read(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(2, "256M");
+    rs_shuffle_desc_t d = desc(16, 2, 2); /* partition 0's replica 0 is worker 0 */
+    const uint32_t n = 4 * 80000;
+    assert_int_equal(push(&d, 0, n, 0, NULL, 0, NULL), RS_OK);
+    uint64_t failovers = 0;
+    double t0 = now_s();
+    assert_int_equal(read_all(&d, 1, n, 1000, stop_hook, 0, &failovers), RS_OK);
+    printf("read of 80 MiB with its worker stopped 1,000 records in: %.3f s, %llu failovers\n",
+           now_s() - t0, (unsigned long long)failovers);
+    assert_true(now_s() - t0 < 20.0);
+    if (tcp_only())
+        assert_int_equal(failovers, 1);
+}
+
+static uint32_t kills_left, kill_every, kill_next;
+
+/* Kills worker kill_next, then the next one kill_every records later, kills_left times. */
+static void kill_two_hook(uint32_t i)
+{
+    kill_worker(i);
+    kill_next = i + 1;
+    kills_left--;
+}
+
+/* R = 3 over 3 workers: two of them killed during one push; everything is read from the third. */
+static void test_r3_two_killed(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(3, "64M");
+    rs_shuffle_desc_t d = desc(12, 3, 3);
+    rs_pusher_config_t c = push_cfg();
+    rs_pusher_t *p;
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &c, &p), RS_OK);
+    kills_left = 2;
+    kill_every = 8000;
+    kill_next = 0;
+    uint8_t rec[REC];
+    const uint32_t n = 24000;
+    for (uint32_t i = 0; i < n; i++) {
+        if (kills_left > 0 && i == kill_every * (kill_next + 1))
+            kill_two_hook(kill_next);
+        make_rec(0, i, rec);
+        assert_int_equal(rs_pusher_append(p, i % PARTS, rec, REC), RS_OK);
+    }
+    rs_pusher_stats_t st;
+    assert_int_equal(rs_pusher_close(p, &st), RS_OK);
+    rs_pusher_destroy(p);
+    assert_int_equal(st.workers_lost, 2);
+    assert_int_equal(read_all(&d, 1, n, 0, NULL, 0, NULL), RS_OK);
+}
+
+/* R = 2: a worker that stops answering (SIGSTOP) counts as dead after the peer timeout. */
+static void test_r2_stopped_worker(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(2, "64M");
+    rs_shuffle_desc_t d = desc(10, 2, 2);
+    uint64_t lost = 0;
+    double t0 = now_s();
+    assert_int_equal(push(&d, 0, 20000, 10000, stop_hook, 0, &lost), RS_OK);
+    assert_int_equal(lost, 1);
+    double t1 = now_s();
+    assert_true(t1 - t0 < 15.0);
+    assert_int_equal(read_all(&d, 1, 20000, 0, NULL, 0, NULL), RS_OK);
+    printf("peer timeout 1 s: push with a worker stopped halfway %.3f s, read %.3f s\n", t1 - t0,
+           now_s() - t1);
+    assert_true(now_s() - t0 < 25.0);
+}
+
+int main(void)
+{
+    rs_config_init(&tcfg);
+    tcfg.peer_timeout_ms = 1000;
+    tcfg.connect_timeout_ms = 1000;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_replicas_refused, teardown),
+        cmocka_unit_test_teardown(test_r1_kill_is_an_error, teardown),
+        cmocka_unit_test_teardown(test_r2_kill_during_push, teardown),
+        cmocka_unit_test_teardown(test_r2_kill_before_read, teardown),
+        cmocka_unit_test_teardown(test_r2_kill_during_read, teardown),
+        cmocka_unit_test_teardown(test_r2_stopped_worker, teardown),
+        cmocka_unit_test_teardown(test_r3_two_killed, teardown),
+        cmocka_unit_test_teardown(test_r2_stopped_during_read, teardown),
+#ifdef RS_FAULT_INJECTION
+        cmocka_unit_test_teardown(test_r2_duplicates_and_failover, teardown),
+#endif
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
