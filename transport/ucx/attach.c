@@ -1,8 +1,8 @@
 /*
  * UCX backend: one-sided ops on a same-host peer's memory by cross-memory
  * attach (process_vm_writev/readv: one kernel copy through the peer's page
- * tables; nothing is mapped or faulted in this process), and on our own
- * process's memory by memcpy. UCX 1.13 does not do this for registered
+ * tables; nothing is mapped or faulted in this process), and puts into our
+ * own process's memory by memcpy. UCX 1.13 does not do this for registered
  * user memory: with cma enabled it still emulated puts through its
  * shared-memory FIFO in 8 KiB fragments (ucp_put_handler in a profile).
  *
@@ -22,9 +22,14 @@
 static rs_status_t attach_copy(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, void *local, size_t len,
                                uint64_t raddr, int write)
 {
-    if (k->attach_pid == getpid()) { /* our own region: no syscall at all */
-        void *remote = (void *)(uintptr_t)raddr;
-        memcpy(write ? remote : local, write ? local : remote, len);
+    /*
+     * A put into our own process's region: a memcpy, no system call (a put
+     * targets room its owner granted). A get goes through the kernel even
+     * here: a stale key (a broadcast descriptor kept past its object's
+     * region) then fails with EFAULT instead of faulting this process.
+     */
+    if (write && k->attach_pid == getpid()) {
+        memcpy((void *)(uintptr_t)raddr, local, len);
         return RS_OK;
     }
     size_t done = 0;
