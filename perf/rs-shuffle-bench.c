@@ -81,7 +81,7 @@ typedef struct shared {
 static opts_t o;
 static perf_out_t pout;
 static shared_t *sh;
-static char addrs[MAX_PROCS][RS_SHUFFLE_ADDR_MAX];
+static char addrs[MAX_PROCS][RS_SHUFFLE_NAME_MAX]; /* host:port, or a blob name (MPI) */
 static const char *addr_ptrs[MAX_PROCS];
 
 static uint64_t records_of(uint32_t m)
@@ -849,7 +849,7 @@ out_reap:
 static int run_launched(totals_t *t)
 {
     uint32_t me = (uint32_t)launch_rank(), n = o.workers;
-    char mine[RS_SHUFFLE_ADDR_MAX] = "";
+    static char mine[RS_SHUFFLE_NAME_MAX];
     uint16_t port = 0;
     uint64_t bitmap = t->total / 8 + 1, failed;
     rs_worker_stats_t st;
@@ -857,8 +857,10 @@ static int run_launched(totals_t *t)
     rs_worker_t *w = worker_start(&port);
     FILE *tmp = tmpfile();
     int fd = tmp != NULL ? fileno(tmp) : -1;
-    if (w != NULL && tmp != NULL)
-        snprintf(mine, sizeof(mine), "%s:%u", o.host, port);
+    /* Named by address blob: it reaches the worker from any host, nothing to pick. */
+    mine[0] = '\0';
+    if (w != NULL && tmp != NULL && rs_worker_name(w, mine, sizeof(mine)) != RS_OK)
+        mine[0] = '\0';
     launch_allgather(mine, addrs, sizeof(mine));
     failed = 0;
     for (uint32_t i = 0; i < n; i++) {

@@ -3,6 +3,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "shuffle/name.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,14 +33,8 @@ rs_status_t rs_shuffle_drop(const rs_shuffle_desc_t *desc, const rs_config_t *tc
     drop_state_t d;
     rs_set_msg_handler(ctx, RS_SMSG_DROP_REPLY, on_drop_reply, &d);
     for (uint32_t i = 0; i < desc->n_workers; i++) {
-        char host[RS_SHUFFLE_ADDR_MAX];
-        uint16_t port;
-        if (rs_sproto_addr_split(desc->workers[i], host, sizeof(host), &port) != RS_OK) {
-            first = first ? first : RS_ERR_INVALID;
-            continue;
-        }
         rs_ep_t *ep;
-        s = rs_connect(ctx, host, port, &ep);
+        s = rs_sproto_name_connect(ctx, desc->workers[i], &ep);
         if (s == RS_OK) {
             d.answered = 0;
             d.status = RS_ERR_TIMEOUT;

@@ -4,6 +4,7 @@
 #include "common/clock.h"
 #include "common/env.h"
 #include "common/log.h"
+#include "shuffle/name.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,17 +51,10 @@ rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
 
 static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
 {
-    char host[RS_SHUFFLE_ADDR_MAX];
-    uint16_t port;
     const char *addr = p->desc.workers[w->index];
-    rs_status_t s = rs_sproto_addr_split(addr, host, sizeof(host), &port);
+    rs_status_t s = rs_sproto_name_connect(p->ctx, addr, &w->ep);
     if (s != RS_OK) {
-        rs_error("pusher: bad worker address '%s' (want host:port)", addr);
-        return s;
-    }
-    s = rs_connect(p->ctx, host, port, &w->ep);
-    if (s != RS_OK) {
-        rs_error("pusher: cannot connect to worker %s: %s", addr, rs_strerror(s));
+        rs_error("pusher: cannot connect to worker %u: %s", w->index, rs_strerror(s));
         return s;
     }
     rs_ep_set_user(w->ep, w);

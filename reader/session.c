@@ -10,6 +10,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "shuffle/local.h"
+#include "shuffle/name.h"
 #include "shuffle/proto.h"
 
 #include <sched.h>
@@ -180,15 +181,9 @@ void rs_rd_sess_pause(rs_reader_session_t *s, uint32_t ms)
 
 static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
 {
-    char host[RS_SHUFFLE_ADDR_MAX];
-    uint16_t port;
-    if (rs_sproto_addr_split(c->addr, host, sizeof(host), &port) != RS_OK) {
-        rs_error("reader: bad worker address '%s' (want host:port)", c->addr);
-        return RS_ERR_INVALID;
-    }
-    rs_status_t st = rs_connect(s->ctx, host, port, &c->ep);
+    rs_status_t st = rs_sproto_name_connect(s->ctx, c->addr, &c->ep);
     if (st != RS_OK) {
-        rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
+        rs_error("reader: cannot connect to a worker: %s", rs_strerror(st));
         return st;
     }
     rs_smsg_attach_t a = {.status = RS_OK,

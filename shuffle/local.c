@@ -4,6 +4,7 @@
 #include <rshuffle/shuffle.h>
 
 #include "common/log.h"
+#include "shuffle/name.h"
 #include "shuffle/proto.h"
 
 #include <pthread.h>
@@ -82,16 +83,19 @@ void rs_sproto_local_unregister(rs_local_reg_t *reg)
 rs_status_t rs_sproto_local_lookup(const char *addr, const void *key, size_t key_len,
                                    const uint8_t **base_p, uint64_t *len_p, rs_local_reg_t **reg_p)
 {
-    char host[RS_SHUFFLE_ADDR_MAX];
-    uint16_t port;
+    char host[RS_SHUFFLE_ADDR_MAX] = "";
+    uint16_t port = 0;
+    /* A blob name is this process's context address: the arena's key alone identifies it. */
+    int by_key = rs_sproto_name_is_blob(addr);
     if (addr == NULL || key == NULL ||
-        rs_sproto_addr_split(addr, host, sizeof(host), &port) != RS_OK)
+        (!by_key && rs_sproto_addr_split(addr, host, sizeof(host), &port) != RS_OK))
         return RS_ERR_NOT_FOUND;
     rs_status_t st = RS_ERR_NOT_FOUND;
     pthread_mutex_lock(&reg_lock);
     for (rs_local_reg_t *r = regs; r != NULL; r = r->next) {
-        if (r->port != port || r->key_len != key_len || memcmp(r->key, key, key_len) != 0 ||
-            (r->host[0] != '\0' && strcmp(r->host, host) != 0))
+        if (r->key_len != key_len || memcmp(r->key, key, key_len) != 0)
+            continue;
+        if (!by_key && (r->port != port || (r->host[0] != '\0' && strcmp(r->host, host) != 0)))
             continue;
         r->holds++;
         *base_p = r->base;

@@ -6,6 +6,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "shuffle/local.h"
+#include "shuffle/name.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -200,6 +201,20 @@ rs_status_t rs_worker_listen(rs_worker_t *w, const char *host, uint16_t port)
     if (s != RS_OK)
         rs_warn("worker: local readers will copy (arena not registered: %s)", rs_strerror(s));
     return RS_OK;
+}
+
+rs_status_t rs_worker_name(rs_worker_t *w, char *buf, size_t cap)
+{
+    if (w == NULL || buf == NULL)
+        return RS_ERR_INVALID;
+    if (w->listener == NULL)
+        return RS_ERR_STATE;
+    uint8_t blob[RS_ADDR_BLOB_MAX];
+    size_t len;
+    rs_status_t s = rs_ctx_address(w->ctx, blob, sizeof(blob), &len);
+    if (s != RS_OK)
+        return s;
+    return rs_sproto_name_encode(blob, len, buf, cap);
 }
 
 uint16_t rs_worker_port(const rs_worker_t *w)

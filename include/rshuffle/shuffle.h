@@ -15,8 +15,9 @@
 extern "C" {
 #endif
 
-#define RS_SHUFFLE_ADDR_MAX     128 /* "host:port" of a worker, with its NUL */
-#define RS_SHUFFLE_REPLICAS_MAX 3   /* largest replication factor (rs_shuffle_desc_t.replicas) */
+#define RS_SHUFFLE_ADDR_MAX     128  /* "host:port" of a worker, with its NUL */
+#define RS_SHUFFLE_NAME_MAX     8200 /* any worker name ("blob:" + 2 x RS_ADDR_BLOB_MAX), NUL too */
+#define RS_SHUFFLE_REPLICAS_MAX 3    /* largest replication factor (rs_shuffle_desc_t.replicas) */
 
 /*
  * Placement: the worker (index into the workers array) that stores a
@@ -31,7 +32,7 @@ typedef struct rs_shuffle_desc {
     uint32_t shuffle_id;
     uint32_t n_partitions;
     uint32_t n_workers;
-    const char *const *workers;  /* n_workers "host:port" strings */
+    const char *const *workers;  /* n_workers names: "host:port", or "blob:HEX" (rs_worker_name) */
     rs_placement_fn_t placement; /* NULL: rs_placement_default */
     void *placement_arg;
     /*

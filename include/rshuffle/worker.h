@@ -72,6 +72,22 @@ RS_API rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_con
 RS_API rs_status_t rs_worker_listen(rs_worker_t *worker, const char *host, uint16_t port);
 RS_API uint16_t rs_worker_port(const rs_worker_t *worker);
 
+/*
+ * The worker's name by address blob, for rs_shuffle_desc_t.workers:
+ * "blob:" and its transport context's address in hex (at most
+ * RS_SHUFFLE_NAME_MAX bytes with the NUL). Unlike "host:port" it needs no
+ * host a peer can reach by name and no port to agree on: what the
+ * transport's address holds reaches the worker (every interface UCX found;
+ * the verbs device's address). Pushers, readers and rs_shuffle_drop
+ * connect by it like by host:port; a reader in the worker's own process
+ * still reads its partitions in place. Needs a listening worker (the
+ * job-token handshake and the in-place registry come with it):
+ * RS_ERR_STATE before rs_worker_listen; RS_ERR_NO_SPACE when cap is too
+ * small; RS_ERR_INVALID for NULL arguments; else rs_ctx_address's errors.
+ * buf is written only on RS_OK.
+ */
+RS_API rs_status_t rs_worker_name(rs_worker_t *worker, char *buf, size_t cap);
+
 typedef struct rs_worker_stats {
     uint64_t batches;       /* batches committed (notified, checked) */
     uint64_t bytes;         /* their frame bytes */
