@@ -200,15 +200,16 @@ static void own_update(rs_bc_entry_t *e)
 
 /*
  * Takes e out of the table when nobody references it and it has no reason to
- * stay: failed, destroyed, inline (it serves nothing), its source gone, or
- * fetched in source mode. A fetch nobody waits for any more is abandoned.
+ * stay: failed, destroyed, inline or read directly (it serves nothing: no
+ * reader knows of it, and no destroy notice would reach it), its source
+ * gone, or fetched in source mode. A fetch nobody waits for any more is abandoned.
  */
 static void entry_maybe_retire(rs_bc_entry_t *e)
 {
     rs_bcast_node_t *node = e->node;
     pthread_mutex_lock(&e->lock);
     int keep = e->state == RS_BENT_READY && !e->destroyed && !e->source_gone && !e->is_inline &&
-               node->cfg.mode == RS_BCAST_TORRENT;
+               !e->direct && node->cfg.mode == RS_BCAST_TORRENT;
     pthread_mutex_unlock(&e->lock);
 
     pthread_mutex_lock(&node->lock);

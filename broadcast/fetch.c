@@ -672,6 +672,9 @@ out_region:
         e->rkey_len = rk_len;
         e->data = rs_mr_addr(mr);
         e->state = RS_BENT_READY;
+        e->direct = 1;
+        if (connected)
+            ESTAT(e, connects, 1);
         ESTAT(e, reads, 1);
         ESTAT(e, source_reads, 1);
         ESTAT(e, bytes_read, e->size);

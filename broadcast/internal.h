@@ -337,6 +337,7 @@ struct rs_bc_entry {
     int have_manifest;
     int req_inflight;          /* a request awaits its reply */
     int direct_busy;           /* a getter reads the one block straight from the source (fetch.c) */
+    int direct;                /* ... and so it was fetched: no holder, nothing to keep it for */
     int direct_done;           /* ... its read completed, */
     rs_status_t direct_status; /* ... with this status */
     int announce_due;          /* blocks verified or claimed since the last announcement */
