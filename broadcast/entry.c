@@ -198,6 +198,23 @@ static void own_update(rs_bc_entry_t *e)
 
 /* ------------------------------------------------------------ retiring */
 
+/* Moves e from the table to the retired list (node->lock held): freed once its own ops are done. */
+static void table_retire_locked(rs_bcast_node_t *node, rs_bc_entry_t *e)
+{
+    e->in_table = 0;
+    rs_list_del(&e->link);
+    e->retire_ns = rs_now_ns();
+    rs_list_add_tail(&node->retired, &e->link);
+}
+
+/* A retired entry nobody waits on: late completions change nothing. */
+static void entry_abandon(rs_bc_entry_t *e)
+{
+    pthread_mutex_lock(&e->lock);
+    rs_bc_entry_fail(e, RS_ERR_TIMEOUT);
+    pthread_mutex_unlock(&e->lock);
+}
+
 /*
  * Takes e out of the table when nobody references it and it has no reason to
  * stay: failed, destroyed, inline or read directly (it serves nothing: no
@@ -214,18 +231,11 @@ static void entry_maybe_retire(rs_bc_entry_t *e)
 
     pthread_mutex_lock(&node->lock);
     int retire = e->refs == 0 && e->in_table && !keep;
-    if (retire) {
-        e->in_table = 0;
-        rs_list_del(&e->link);
-        e->retire_ns = rs_now_ns(); /* freed once its own operations are done */
-        rs_list_add_tail(&node->retired, &e->link);
-    }
+    if (retire)
+        table_retire_locked(node, e);
     pthread_mutex_unlock(&node->lock);
-    if (retire) {
-        pthread_mutex_lock(&e->lock);
-        rs_bc_entry_fail(e, RS_ERR_TIMEOUT); /* abandoned: late completions change nothing */
-        pthread_mutex_unlock(&e->lock);
-    }
+    if (retire)
+        entry_abandon(e);
 }
 
 /*
@@ -249,19 +259,12 @@ int rs_bc_entry_evict(rs_bcast_node_t *node, size_t len)
             break;
         }
     }
-    if (victim != NULL) {
-        victim->in_table = 0;
-        rs_list_del(&victim->link);
-        victim->retire_ns = rs_now_ns();
-        rs_list_add_tail(&node->retired, &victim->link);
-    }
+    if (victim != NULL)
+        table_retire_locked(node, victim);
     pthread_mutex_unlock(&node->lock);
     if (victim == NULL)
         return 0;
-    pthread_mutex_lock(&victim->lock);
-    rs_bc_entry_fail(victim,
-                     RS_ERR_TIMEOUT); /* nobody waits on it: late completions change nothing */
-    pthread_mutex_unlock(&victim->lock);
+    entry_abandon(victim);
     return 1;
 }
 

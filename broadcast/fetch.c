@@ -605,6 +605,14 @@ static void direct_wait(rs_bc_entry_t *e, uint64_t deadline)
     }
 }
 
+/* The entry owns mr (and its packed key) from now on: freed with it (e->lock held). */
+static void entry_take_region(rs_bc_entry_t *e, rs_mr_t *mr, const uint8_t *rk, size_t rk_len)
+{
+    e->mr = mr;
+    memcpy(e->rkey, rk, rk_len);
+    e->rkey_len = rk_len;
+}
+
 /*
  * A one-block object whose descriptor carries its region's key and checksum
  * (RS_BDESC_F_DIRECT): read the block straight from the source, no request,
@@ -647,29 +655,18 @@ static int try_direct(rs_bc_entry_t *e, const rs_bc_desc_t *d, uint64_t deadline
     pthread_mutex_lock(&e->lock);
     direct_wait(e, deadline);
     int landed = e->direct_done && e->direct_status == RS_OK;
-    pthread_mutex_unlock(&e->lock);
-    if (!landed) {
-        /* Still in flight at the deadline: the region stays with the entry (freed after its ops).
-         */
-        pthread_mutex_lock(&e->lock);
-        if (!e->direct_done) {
-            e->mr = mr;
-            memcpy(e->rkey, rk, rk_len);
-            e->rkey_len = rk_len;
-            mr = NULL;
-        }
-        pthread_mutex_unlock(&e->lock);
-    } else if (rs_bc_block_sum(rs_mr_addr(mr), e->size, 0) == d->sum) {
-        ok = 1;
+    if (!e->direct_done) { /* in flight at the deadline: the entry keeps the region past its ops */
+        entry_take_region(e, mr, rk, rk_len);
+        mr = NULL;
     }
+    pthread_mutex_unlock(&e->lock);
+    ok = landed && rs_bc_block_sum(rs_mr_addr(mr), e->size, 0) == d->sum;
 out_rkey:
     rs_bc_rcache_put(e->src_peer, rkey);
 out_region:
     pthread_mutex_lock(&e->lock);
     if (ok) {
-        e->mr = mr;
-        memcpy(e->rkey, rk, rk_len);
-        e->rkey_len = rk_len;
+        entry_take_region(e, mr, rk, rk_len);
         e->data = rs_mr_addr(mr);
         e->state = RS_BENT_READY;
         e->direct = 1;

@@ -76,14 +76,14 @@ static void ucx_enable_shm_error_handling(ucp_config_t *config)
  * dc_*)? Without one, UCX emulates one-sided ops to memory it cannot map.
  * UCX 1.13 has no query for this; its resource list is printed only.
  */
-static int ucx_has_rdma_transport(rs_ucx_ctx_t *uc)
+static int ucx_has_rdma_transport(ucp_context_h context)
 {
     char *text = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&text, &size);
     if (f == NULL)
         return 0;
-    ucp_context_print_info(uc->context, f);
+    ucp_context_print_info(context, f);
     fclose(f);
     int native = 0;
     char *save = NULL; /* strtok_r: contexts may be created on several threads at once */
@@ -149,7 +149,7 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
     }
     uc->req_size = attr.request_size;
     /* Only the automatic RMA choice needs to know (RSHUFFLE_UCX_RMA unset or auto). */
-    uc->native_remote = uc->force_am == 0 && ucx_has_rdma_transport(uc);
+    uc->native_remote = uc->force_am == 0 && ucx_has_rdma_transport(uc->context);
     /* UCX_TLS without shared memory (tcp,self: a test meaning TCP) keeps data off attach too. */
     if (ucx_tls_enables("posix") || ucx_tls_enables("sysv") || ucx_tls_enables("cma"))
         uc->host_key = ucx_host_key();

@@ -151,7 +151,7 @@ typedef struct rs_ucx_mr {
     uint64_t base, len;
     unsigned access;
     ucp_mem_h memh;
-    void *rkey_buf; /* host key (8 bytes, LE), then UCX's packed key */
+    void *rkey_buf; /* host key (8 bytes) and pid (4), little-endian, then UCX's packed key */
     size_t rkey_len;
     void *owned; /* our own mapping behind the region (munmap at dereg), or NULL */
     size_t owned_len;
