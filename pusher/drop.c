@@ -54,8 +54,8 @@ rs_status_t rs_shuffle_drop(const rs_shuffle_desc_t *desc, const rs_config_t *tc
             rs_ep_close(ep);
         }
         if (s != RS_OK) {
-            rs_warn("drop of shuffle %u at worker %s: %s", desc->shuffle_id, desc->workers[i],
-                    rs_strerror(s));
+            /* By index: a blob name runs to kilobytes */
+            rs_warn("drop of shuffle %u at worker %u: %s", desc->shuffle_id, i, rs_strerror(s));
             if (first == RS_OK)
                 first = s;
         }
