@@ -240,9 +240,13 @@ static void unblock(pworker_t *w, ppart_t *pp)
 
 /*
  * With R >= 2: w is gone (dead, or silent past the peer timeout). Its queued
- * sends are dropped (the other replicas have theirs), its puts in flight
+ * sends are dropped (the other holders have theirs), its puts in flight
  * complete with errors, and nothing more is sent to it; its commit is not
- * waited for. The pusher fails only when a partition has no replica left.
+ * waited for. Partitions with no batch yet move to the next live workers of
+ * their rings; started ones go on with their other holders (the batches
+ * already written would have to be read back from one of them to copy them
+ * to a new holder: docs/shuffle.md). The pusher fails only when a partition
+ * has no holder left.
  */
 static void worker_lost(pworker_t *w, rs_status_t status, const char *why)
 {
@@ -261,6 +265,7 @@ static void worker_lost(pworker_t *w, rs_status_t status, const char *why)
         w->commit_done = 1;
         w->commit_status = status;
     }
+    rs_push_seat_unstarted(p);
     if (!rs_push_replicas_live(p))
         rs_push_fail(p, status, "every replica of a partition lost");
 }
@@ -268,16 +273,54 @@ static void worker_lost(pworker_t *w, rs_status_t status, const char *why)
 int rs_push_replicas_live(const rs_pusher_t *p)
 {
     for (uint32_t part = 0; part < p->desc.n_partitions; part++) {
+        const uint32_t *h = &p->hold[(size_t)part * p->replicas];
         int live = 0;
         for (uint32_t k = 0; k < p->replicas && !live; k++)
-            live = !p->workers[(p->place[part] + k) % p->desc.n_workers].dead;
+            live = !p->workers[h[k]].dead;
         if (!live) {
-            rs_error("pusher (shuffle %u map %u): partition %u has no live replica left",
+            rs_error("pusher (shuffle %u map %u): partition %u has no live holder left",
                      p->desc.shuffle_id, p->map_id, part);
             return 0;
         }
     }
     return 1;
+}
+
+/*
+ * The first R workers of part's ring that are not lost; with fewer live,
+ * lost ones fill the rest (never sent to). Distinct workers either way.
+ */
+static void seat(rs_pusher_t *p, uint32_t part)
+{
+    uint32_t nw = p->desc.n_workers, n = 0;
+    uint32_t *h = &p->hold[(size_t)part * p->replicas];
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t j = 0; j < nw && n < p->replicas; j++) {
+            uint32_t w = (p->place[part] + j) % nw;
+            if (p->workers[w].dead == pass)
+                h[n++] = w;
+        }
+    }
+    RS_ASSERT(n == p->replicas); /* R <= W: rs_shuffle_replicas */
+}
+
+void rs_push_seat_unstarted(rs_pusher_t *p)
+{
+    for (uint32_t part = 0; part < p->desc.n_partitions; part++) {
+        if (!p->started[part])
+            seat(p, part);
+    }
+}
+
+/* Does worker w hold part? */
+static int holds(const rs_pusher_t *p, uint32_t part, uint32_t w)
+{
+    const uint32_t *h = &p->hold[(size_t)part * p->replicas];
+    for (uint32_t k = 0; k < p->replicas; k++) {
+        if (h[k] == w)
+            return 1;
+    }
+    return 0;
 }
 
 static void on_put_done(void *arg, rs_status_t status)
@@ -482,9 +525,10 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
     out->full = b->used + RS_RECORD_HDR > b->pub.len / 2 && b->pub.len >= p->part_cap / 2;
     out->refs = 0;
     uint32_t part = b->partition;
-    /* One send per live replica; each worker's commit counts what it should hold. */
+    p->started[part] = 1; /* its holders are settled: every batch goes to the same ones */
+    /* One send per live holder; each worker's commit counts what it should hold. */
     for (uint32_t k = 0; k < p->replicas; k++) {
-        pworker_t *w = &p->workers[(p->place[part] + k) % p->desc.n_workers];
+        pworker_t *w = &p->workers[p->hold[(size_t)part * p->replicas + k]];
         rs_psend_t *sd = &out->sends[k];
         *sd = (rs_psend_t){.b = out, .w = w};
         rs_list_init(&sd->link);
@@ -543,7 +587,8 @@ static void send_commit(pworker_t *w)
     for (;;) {
         uint32_t n = 0;
         for (; part < p->desc.n_partitions && n < per; part++) {
-            if (w->counts[part].batches == 0)
+            /* R >= 2: every partition held is listed, so readers can tell a holder of nothing. */
+            if (w->counts[part].batches == 0 && (p->replicas == 1 || !holds(p, part, w->index)))
                 continue;
             rs_commit_entry_t e = w->counts[part];
             e.partition = part;

@@ -76,6 +76,13 @@ struct rs_pusher {
     pworker_t *workers;
     uint32_t *place;   /* partition -> worker index (replica 0; replica k is the k-th next) */
     uint32_t replicas; /* R: workers each batch is written to */
+    /*
+     * Partition p's holders, hold[p * R + k]: the first R workers of its ring
+     * (place, place + 1, ... mod W) not lost when its first batch was framed
+     * (its replicas while every worker lives). Settled from then on.
+     */
+    uint32_t *hold;
+    uint8_t *started; /* per partition: a batch was framed, its holders are settled */
 
     /* writer side */
     rs_pbuf_t **cur; /* per partition, append mode */
@@ -103,8 +110,10 @@ struct rs_pusher {
 /* engine.c */
 extern const rs_pushq_hooks_t rs_push_hooks_template;
 void rs_push_fail(struct rs_pusher *p, rs_status_t status, const char *why);
-/* Does every partition keep a replica on a worker not lost? (logs the first that does not) */
+/* Does every partition keep a holder on a worker not lost? (logs the first that does not) */
 int rs_push_replicas_live(const struct rs_pusher *p);
+/* Seats every partition not started on the first R live workers of its ring. */
+void rs_push_seat_unstarted(struct rs_pusher *p);
 rs_status_t rs_push_install_handlers(struct rs_pusher *p);
 
 /* Test-only: every every-th batch is corrupted after sealing or sent twice. */

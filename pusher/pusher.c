@@ -113,6 +113,8 @@ static void pusher_free(rs_pusher_t *p)
     free(p->workers);
     free(p->msg_buf);
     free(p->place);
+    free(p->hold);
+    free(p->started);
     free(p->cur);
     free(p->fill);
     free(p->next_len);
@@ -176,6 +178,12 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
         goto err_free;
     if ((s = rs_shuffle_replicas(desc, &p->replicas)) != RS_OK)
         goto err_free;
+    p->hold = calloc((size_t)np * p->replicas, sizeof(*p->hold));
+    p->started = calloc(np, sizeof(*p->started));
+    if (p->hold == NULL || p->started == NULL) {
+        s = RS_ERR_NOMEM;
+        goto err_free;
+    }
     for (uint32_t i = 0; i < np; i++) {
         if ((s = rs_shuffle_place(desc, i, &p->place[i])) != RS_OK)
             goto err_free;
@@ -205,18 +213,23 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
     }
     if ((s = rs_push_install_handlers(p)) != RS_OK)
         goto err_free;
+    rs_status_t lost_s = RS_OK;
     for (uint32_t i = 0; i < nw; i++) {
         if ((s = connect_worker(p, &p->workers[i])) == RS_OK)
             continue;
         /* A worker that answers and refuses (another R, another partition count) is an error. */
         if (p->replicas == 1 || p->workers[i].attached)
             goto err_free;
-        /* Replicated: the partitions go on with their other replicas, if each keeps one. */
+        /* Replicated: its partitions go to the next live workers of their rings. */
         rs_warn("pusher: going on without worker %s (%u replicas)", desc->workers[i], p->replicas);
         p->workers[i].dead = 1;
         p->stats.workers_lost++;
-        if (!rs_push_replicas_live(p))
-            goto err_free;
+        lost_s = s;
+    }
+    rs_push_seat_unstarted(p);
+    if (!rs_push_replicas_live(p)) {
+        s = lost_s;
+        goto err_free;
     }
 
     rs_pushq_config_t qc = {.buf_len = p->cfg.buf_len,

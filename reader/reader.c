@@ -1,8 +1,11 @@
 /*
  * One partition read back (include/rshuffle/reader.h, docs/shuffle.md "Read
- * path"), from the first of its replicas that answers; with R >= 2 a replica
- * lost mid-read is replaced by the next one, whose batches already delivered
- * are skipped by identity (docs/shuffle.md, "Replication and failover").
+ * path"), from the first of its replicas that answers. With R >= 2 each
+ * winning map is read from the first worker of the partition's ring that
+ * holds it (its replicas first, then the workers a pusher that lost one
+ * moved the partition to), and a worker lost mid-read is replaced by the
+ * next, whose batches already delivered are skipped by identity
+ * (docs/shuffle.md, "Replication and failover").
  */
 #include "reader/internal.h"
 
@@ -21,9 +24,12 @@ typedef struct rent {
     uint32_t index; /* in the worker's snapshot (for spill loads) */
 } rent_t;
 
+/* A winning map's state in this partition: not found yet, read from the current worker, read. */
+enum { RMAP_OPEN = 0, RMAP_HERE, RMAP_DONE };
+
 typedef struct rmap {
-    int committed;
-    rs_snap_commit_t c; /* what the winning attempt committed here */
+    int state;          /* RMAP_* */
+    rs_snap_commit_t c; /* what the winning attempt committed (HERE, DONE) */
     uint32_t batches;
     uint64_t bytes, checksum; /* what was read */
 } rmap_t;
@@ -54,8 +60,10 @@ struct rs_reader {
     rs_status_t error;
     int done;
     rs_reader_stats_t stats;
-    uint32_t tried;      /* bit k: replica k was tried for this partition */
-    uint64_t *delivered; /* R >= 2: batches handed out, (map << 32) | seq */
+    uint32_t place;          /* the partition's first replica: its ring starts there */
+    uint32_t ring;           /* the next ring position to try (R = 1: only 0) */
+    uint32_t n_here, n_open; /* winning maps read from the current worker, and not found yet */
+    uint64_t *delivered;     /* R >= 2: batches handed out, (map << 32) | seq */
     size_t n_delivered, cap_delivered;
 };
 
@@ -106,19 +114,20 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
     }
     for (uint32_t i = 0; i < h.n_commits; i++) {
         rs_snap_commit_t c = rs_sproto_snap_commit_get(&h, i);
-        if (c.map_id < s->n_maps && c.attempt == s->attempts[c.map_id]) {
-            r->maps[c.map_id].committed = 1;
-            r->maps[c.map_id].c = c;
+        if (c.map_id >= s->n_maps || c.attempt != s->attempts[c.map_id])
+            continue;
+        /* R >= 2: only a commit that lists the partition says the worker holds it. */
+        rmap_t *m = &r->maps[c.map_id];
+        if (m->state == RMAP_OPEN && (s->replicas == 1 || (c.flags & RS_SNAP_C_HOLDER))) {
+            m->state = RMAP_HERE;
+            m->c = c;
         }
     }
+    r->n_here = r->n_open = 0;
     for (uint32_t m = 0; m < s->n_maps; m++) {
-        if (!r->maps[m].committed && s->replicas > 1) {
-            /* A pusher that lost this worker committed elsewhere: the next replica is tried. */
-            rs_warn("reader: map %u attempt %u has not committed shuffle %u at worker %s", m,
-                    s->attempts[m], s->desc.shuffle_id, r->conn->addr);
-            return RS_ERR_STATE;
-        }
-        if (!r->maps[m].committed) {
+        r->n_here += r->maps[m].state == RMAP_HERE;
+        r->n_open += r->maps[m].state == RMAP_OPEN;
+        if (r->maps[m].state == RMAP_OPEN && s->replicas == 1) {
             rs_error("reader: map %u attempt %u has not committed shuffle %u at worker %s", m,
                      s->attempts[m], s->desc.shuffle_id, r->conn->addr);
             return RS_ERR_STATE;
@@ -141,6 +150,8 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
             r->stats.other_attempts++;
             continue;
         }
+        if (r->maps[e.e.map_id].state != RMAP_HERE)
+            continue; /* R >= 2: read from another worker (done, or not found yet) */
         if (e.e.len < RS_FRAME_HEADER_SIZE || e.e.len > s->cfg.read_max) {
             free(all);
             return RS_ERR_BAD_LENGTH;
@@ -272,18 +283,30 @@ static void snapshot_close(rs_reader_t *r)
     r->snap_open = 0;
 }
 
+/* The maps planned on the current worker are to be found again (what was read still counts). */
+static void maps_reopen(rs_reader_t *r)
+{
+    for (uint32_t m = 0; m < r->sess->n_maps; m++) {
+        if (r->maps[m].state == RMAP_HERE) {
+            r->maps[m].state = RMAP_OPEN;
+            r->n_open++;
+        }
+    }
+    r->n_here = 0;
+}
+
 /*
  * A snapshot read ahead was taken before its open: a map that committed in
- * between is missing from it (RS_ERR_STATE), so that one is asked again.
+ * between is missing from it (R = 1: RS_ERR_STATE; R >= 2: a map not found
+ * there), so that one is asked again.
  */
 static rs_status_t open_snapshot(rs_reader_t *r)
 {
     int claimed;
     rs_status_t st = open_snapshot_once(r, 1, &claimed);
-    if (st == RS_ERR_STATE && claimed) {
+    if (claimed && (st == RS_ERR_STATE || (st == RS_OK && r->n_open > 0))) {
         snapshot_close(r);
-        for (uint32_t m = 0; m < r->sess->n_maps; m++)
-            r->maps[m].committed = 0; /* what was read so far still counts */
+        maps_reopen(r);
         st = open_snapshot_once(r, 0, &claimed);
     }
     return st;
@@ -306,37 +329,45 @@ static rs_status_t open_on(rs_reader_t *r, uint32_t w)
 }
 
 /*
- * Opens the partition on the first replica not tried yet and not lost (R =
- * 1: its one worker). A replica that fails is left for the next one (its
- * worker marked lost when it is dead or silent); the last failure is
- * returned when none is left.
+ * Opens the partition on the next worker of its ring that is not lost and
+ * holds a winning map not read yet. R = 1: its one worker. R >= 2: its
+ * replicas, then the workers after them in ring order, where a pusher that
+ * lost a replica before the partition's first batch put it instead. A
+ * worker that fails is left for the next one (marked lost when it is dead
+ * or silent); the last failure is returned when none is left.
  */
-static rs_status_t open_replica(rs_reader_t *r, rs_status_t st)
+static rs_status_t open_next(rs_reader_t *r, rs_status_t st)
 {
     rs_reader_session_t *s = r->sess;
-    for (uint32_t k = 0; k < s->replicas; k++) {
-        uint32_t w;
-        if (r->tried & (1u << k))
-            continue;
-        r->tried |= 1u << k;
-        rs_status_t ws = rs_shuffle_replica(&s->desc, r->partition, k, &w);
-        if (ws != RS_OK)
-            return ws;
+    uint32_t nw = s->desc.n_workers, end = s->replicas == 1 ? 1 : nw;
+    while (r->ring < end) {
+        uint32_t k = r->ring++, w = (r->place + k) % nw;
         if (s->conns[w].lost) {
             st = RS_ERR_UNREACHABLE;
             continue;
         }
         st = open_on(r, w);
-        if (st == RS_OK || st == RS_ERR_NOMEM)
+        if (st == RS_OK && (r->n_here > 0 || r->n_open == 0))
+            return RS_OK;
+        if (st == RS_ERR_NOMEM || st == RS_ERR_INVALID) /* ours, or pushers with another R */
             return st;
-        if (s->replicas > 1) {
-            rs_warn("reader: partition %u of shuffle %u at worker %s (replica %u of %u): %s",
-                    r->partition, s->desc.shuffle_id, s->conns[w].addr, k + 1, s->replicas,
-                    rs_strerror(st));
+        if (st == RS_OK) {
+            st = RS_ERR_STATE; /* holds none of the maps still to read */
+        } else if (s->replicas > 1 && st != RS_ERR_STATE && st != RS_ERR_NOT_FOUND) {
+            rs_warn("reader: partition %u of shuffle %u at worker %s (ring position %u): %s",
+                    r->partition, s->desc.shuffle_id, s->conns[w].addr, k, rs_strerror(st));
             rs_rd_sess_lost(s, &s->conns[w], st);
         }
+        maps_reopen(r);
         snapshot_close(r);
         r->conn = NULL;
+    }
+    for (uint32_t m = 0; m < s->n_maps && s->replicas > 1; m++) {
+        if (r->maps[m].state == RMAP_OPEN) {
+            rs_error("reader: partition %u of shuffle %u: no live worker holds map %u attempt %u",
+                     r->partition, s->desc.shuffle_id, m, s->attempts[m]);
+            break;
+        }
     }
     return st;
 }
@@ -352,11 +383,12 @@ rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_rea
         return RS_ERR_NOMEM;
     r->sess = s;
     r->partition = partition;
+    r->place = w;
     r->maps = calloc(s->n_maps ? s->n_maps : 1, sizeof(*r->maps));
     s->open_readers++;
     st = r->maps != NULL ? RS_OK : RS_ERR_NOMEM;
     if (st == RS_OK)
-        st = open_replica(r, RS_ERR_UNREACHABLE);
+        st = open_next(r, RS_ERR_UNREACHABLE);
     if (st != RS_OK) {
         rs_reader_close(r);
         return st;
@@ -365,10 +397,30 @@ rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_rea
     return RS_OK;
 }
 
+/* Leaves the current worker's snapshot; its maps become `to` (RMAP_OPEN or RMAP_DONE). */
+static void leave_worker(rs_reader_t *r, int to)
+{
+    snapshot_close(r);
+    r->conn = NULL;
+    r->span = NULL;
+    r->span_n = r->span_i = 0;
+    r->rec = r->rec_end = NULL;
+    qsort(r->delivered, r->n_delivered, sizeof(*r->delivered), cmp_u64);
+    if (to == RMAP_OPEN) {
+        maps_reopen(r);
+        return;
+    }
+    for (uint32_t m = 0; m < r->sess->n_maps; m++) {
+        if (r->maps[m].state == RMAP_HERE)
+            r->maps[m].state = RMAP_DONE;
+    }
+    r->n_here = 0;
+}
+
 /*
- * R >= 2: the replica being read failed with st: go on from the next one,
+ * R >= 2: the worker being read failed with st: go on from the next one,
  * skipping every batch already handed out (same map and seq: the same
- * bytes, as every replica got the same frames). RS_OK when one took over.
+ * bytes, as every holder got the same frames). RS_OK when one took over.
  */
 static rs_status_t failover(rs_reader_t *r, rs_status_t st)
 {
@@ -379,15 +431,8 @@ static rs_status_t failover(rs_reader_t *r, rs_status_t st)
             "going on from another replica",
             r->partition, s->desc.shuffle_id, r->conn->addr, rs_strerror(st), r->n_delivered);
     rs_rd_sess_lost(s, r->conn, st);
-    snapshot_close(r);
-    r->conn = NULL;
-    r->span = NULL;
-    r->span_n = r->span_i = 0;
-    r->rec = r->rec_end = NULL;
-    qsort(r->delivered, r->n_delivered, sizeof(*r->delivered), cmp_u64);
-    for (uint32_t m = 0; m < s->n_maps; m++)
-        r->maps[m].committed = 0;
-    rs_status_t ns = open_replica(r, st);
+    leave_worker(r, RMAP_OPEN);
+    rs_status_t ns = open_next(r, st);
     if (ns == RS_OK)
         r->stats.failovers++;
     return ns;
@@ -607,6 +652,13 @@ rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
         rs_status_t st = next_batch(r);
         if (st != RS_OK && st != RS_ERR_NOT_FOUND && failover(r, st) == RS_OK)
             continue; /* R >= 2: another replica took over */
+        if (st == RS_ERR_NOT_FOUND && r->n_open > 0) {
+            /* R >= 2: this worker's maps are read; the others are further along the ring. */
+            leave_worker(r, RMAP_DONE);
+            if ((st = open_next(r, RS_ERR_STATE)) == RS_OK)
+                continue;
+            return r->error = st;
+        }
         if (st == RS_ERR_NOT_FOUND) {
             st = check_commits(r);
             if (st != RS_OK)

@@ -683,7 +683,8 @@ rs_status_t rs_sproto_commit_decode(const void *buf, size_t len, rs_smsg_commit_
         return RS_ERR_PROTOCOL;
     for (uint32_t i = 0; i < m.n; i++) {
         rs_commit_entry_t e = rs_sproto_commit_get(&m, i);
-        if (e.batches == 0 || (i > 0 && e.partition <= rs_sproto_commit_get(&m, i - 1).partition))
+        if ((e.batches == 0 && (e.bytes != 0 || e.checksum != 0)) ||
+            (i > 0 && e.partition <= rs_sproto_commit_get(&m, i - 1).partition))
             return RS_ERR_PROTOCOL;
     }
     *out = m;
@@ -708,7 +709,7 @@ rs_status_t rs_sproto_snap_commit_put(void *buf, size_t cap, uint32_t i, const r
     rs_w_u32(&w, c->map_id);
     rs_w_u32(&w, c->attempt);
     rs_w_u32(&w, c->batches);
-    rs_w_u32(&w, 0);
+    rs_w_u32(&w, c->flags);
     rs_w_u64(&w, c->bytes);
     rs_w_u64(&w, c->checksum);
     return RS_OK;
@@ -747,7 +748,7 @@ rs_status_t rs_sproto_snap_encode(const rs_snap_hdr_t *h, void *buf, size_t cap,
     return RS_OK;
 }
 
-static rs_snap_commit_t snap_commit_read(const uint8_t *p, uint32_t *reserved)
+static rs_snap_commit_t snap_commit_read(const uint8_t *p)
 {
     rs_rbuf_t r;
     rs_snap_commit_t c;
@@ -755,7 +756,7 @@ static rs_snap_commit_t snap_commit_read(const uint8_t *p, uint32_t *reserved)
     c.map_id = rs_r_u32(&r);
     c.attempt = rs_r_u32(&r);
     c.batches = rs_r_u32(&r);
-    *reserved = rs_r_u32(&r);
+    c.flags = rs_r_u32(&r);
     c.bytes = rs_r_u64(&r);
     c.checksum = rs_r_u64(&r);
     return c;
@@ -763,8 +764,7 @@ static rs_snap_commit_t snap_commit_read(const uint8_t *p, uint32_t *reserved)
 
 rs_snap_commit_t rs_sproto_snap_commit_get(const rs_snap_hdr_t *h, uint32_t i)
 {
-    uint32_t reserved;
-    return snap_commit_read(h->commits + (size_t)i * RS_SPROTO_SNAP_COMMIT_LEN, &reserved);
+    return snap_commit_read(h->commits + (size_t)i * RS_SPROTO_SNAP_COMMIT_LEN);
 }
 
 rs_snap_entry_t rs_sproto_snap_entry_get(const rs_snap_hdr_t *h, uint32_t i)
@@ -798,9 +798,9 @@ rs_status_t rs_sproto_snap_decode(const void *buf, size_t len, rs_snap_hdr_t *ou
     h.commits = rs_r_take(&r, (size_t)h.n_commits * RS_SPROTO_SNAP_COMMIT_LEN);
     h.entries = rs_r_take(&r, (size_t)h.n_entries * RS_SPROTO_SNAP_ENTRY_LEN);
     for (uint32_t i = 0; i < h.n_commits; i++) {
-        uint32_t reserved;
-        snap_commit_read(h.commits + (size_t)i * RS_SPROTO_SNAP_COMMIT_LEN, &reserved);
-        if (reserved != 0)
+        rs_snap_commit_t c = snap_commit_read(h.commits + (size_t)i * RS_SPROTO_SNAP_COMMIT_LEN);
+        if ((c.flags & ~(uint32_t)RS_SNAP_C_HOLDER) != 0 ||
+            (c.batches == 0 && (c.bytes != 0 || c.checksum != 0)))
             return RS_ERR_PROTOCOL;
     }
     for (uint32_t i = 0; i < h.n_entries; i++) {

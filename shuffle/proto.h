@@ -41,7 +41,8 @@ enum {
     RS_SMSG_LAST = 30,
 };
 
-#define RS_SPROTO_VERSION 2
+/* 3: with R >= 2 a commit lists every partition the worker holds (RS_SNAP_C_HOLDER). */
+#define RS_SPROTO_VERSION 3
 #define RS_SPROTO_ALIGN   64u                 /* grants, batches and arena offsets are multiples */
 #define RS_STAGE_MAX      ((uint64_t)8 << 20) /* spilled bytes staged per SPILL_LOAD at most */
 /* A map numbers its batches from 0; a worker refuses seq >= this (its seen-bitmap bound). */
@@ -83,6 +84,8 @@ enum {
 #define RS_SLOT_NONE UINT32_MAX
 
 enum { RS_SNAP_SPILLED = 1 };
+/* A snapshot commit's flags: the commit listed this partition (R >= 2: the worker holds it). */
+enum { RS_SNAP_C_HOLDER = 1 };
 #define RS_SNAP_MAGIC 0x50414e53u /* "SNAP" */
 
 /* Wire sizes: the fixed part of each message, and one entry of a list. */
@@ -176,7 +179,7 @@ typedef struct rs_smsg_nack {
 
 typedef struct rs_commit_entry {
     uint32_t partition; /* ascending within a message */
-    uint32_t batches;   /* at least 1 */
+    uint32_t batches;   /* 0 (bytes and checksum 0 too): a holder of the partition sent nothing */
     uint64_t bytes;     /* frame bytes */
     uint64_t checksum;  /* sum of the frames' checksums (order-free) */
 } rs_commit_entry_t;
@@ -247,6 +250,7 @@ typedef struct rs_snap_commit {
     uint32_t map_id;
     uint32_t attempt;
     uint32_t batches; /* 0: the map committed nothing to this partition */
+    uint32_t flags;   /* RS_SNAP_C_* */
     uint64_t bytes;
     uint64_t checksum;
 } rs_snap_commit_t;

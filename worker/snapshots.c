@@ -101,6 +101,7 @@ static rs_status_t snap_build(wshuffle_t *sh, uint32_t p, uint8_t **buf_p, size_
                 hi = mid;
         }
         if (lo < c->n && c->entries[lo].partition == p) {
+            x.flags = RS_SNAP_C_HOLDER; /* listed, 0 batches too: R >= 2 readers need to know */
             x.batches = c->entries[lo].batches;
             x.bytes = c->entries[lo].bytes;
             x.checksum = c->entries[lo].checksum;

@@ -74,7 +74,9 @@ RS_API rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_
 /*
  * Opens one partition in the session. RS_ERR_NOT_FOUND: unknown shuffle or
  * partition at the worker; RS_ERR_STATE: a winning attempt never committed
- * there. Each open reader of a remote partition holds one read buffer
+ * there (R >= 2: no live worker of the partition's ring holds it; that can
+ * also come from rs_reader_next, once the workers holding the other maps
+ * were read). Each open reader of a remote partition holds one read buffer
  * (read_max bytes); a reader of a local partition holds none.
  * It connects to the partition's worker if the session has no live
  * connection there (a dead one is made again: readers still open on the

@@ -40,7 +40,9 @@ typedef struct rs_shuffle_desc {
      * n_workers; 0: RSHUFFLE_REPLICAS from the environment, else 1. Every
      * batch of partition p is written to the R workers rs_shuffle_replica
      * names (p's placement first, then the next ones, wrapping), and a
-     * reader takes p from the first of them that answers. Mappers and
+     * reader takes p from the first of them that answers. A pusher that
+     * lost one of them before p's first batch uses the next live worker of
+     * that ring instead, where readers look for it too. Mappers and
      * readers of a shuffle must use the same R (docs/shuffle.md,
      * "Replication and failover"). Added last, so descriptors built with
      * designated initializers keep R = 1.

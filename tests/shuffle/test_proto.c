@@ -53,7 +53,7 @@ static const rs_commit_entry_t commits[3] = {
 };
 static const rs_snap_commit_t snap_commits[2] = {
     {.map_id = 0, .attempt = 1, .batches = 3, .bytes = 300, .checksum = 9},
-    {.map_id = 4, .attempt = 0, .batches = 0},
+    {.map_id = 4, .attempt = 0, .batches = 0, .flags = RS_SNAP_C_HOLDER},
 };
 static const rs_snap_entry_t snap_entries[3] = {
     {.loc = 4096, .len = 200, .map_id = 0, .attempt = 1, .seq = 0},
@@ -249,8 +249,8 @@ static int make_samples(sample_t **out)
 
     ADD(SNAP_TYPE);
     s->len = build_snap(s->bytes, MSG_MAX, 2, 3);
-    strict(s, 4, 12); /* the counts */
-    strict(s, 16 + 12, 16 + 16);
+    strict(s, 4, 12);            /* the counts */
+    strict(s, 16 + 13, 16 + 16); /* commit 0's flags past RS_SNAP_C_HOLDER (bit 0) */
     ADD(SNAP_TYPE);
     s->len = build_snap(s->bytes, MSG_MAX, 0, 0);
     (void)len;
@@ -510,7 +510,7 @@ static void test_ranges(void **state)
     assert_int_equal(patched(RS_SMSG_DROP_REPLY, b, len, 4, (uint32_t)-15), RS_ERR_PROTOCOL);
     assert_int_equal(patched(RS_SMSG_DROP_REPLY, b, len, 4, 1), RS_ERR_PROTOCOL);
     assert_int_equal(rs_sproto_status_decode(b, len, RS_SMSG_GRANT, &st), RS_ERR_PROTOCOL);
-    assert_int_equal(patched(RS_SMSG_DROP_REPLY, b, len, 0, (RS_SMSG_DROP_REPLY << 16) | 3),
+    assert_int_equal(patched(RS_SMSG_DROP_REPLY, b, len, 0, (RS_SMSG_DROP_REPLY << 16) | 2),
                      RS_ERR_BAD_VERSION);
     assert_int_equal(rs_sproto_decode(b, len, 31, &(rs_smsg_t){0}), RS_ERR_PROTOCOL);
     assert_int_equal(rs_sproto_status_encode(RS_SMSG_RECLAIM, RS_ERR_BUSY, b, 64, &len), RS_OK);
@@ -565,11 +565,24 @@ static void test_ranges(void **state)
     assert_int_equal(patched(RS_SMSG_NACK, b, len, 4, 0), RS_ERR_PROTOCOL);
     assert_int_equal(patched(RS_SMSG_NACK, b, len, 20, 1), RS_ERR_PROTOCOL);
 
-    /* COMMIT: last is 0 or 1; entries ascending and never empty. */
+    /*
+     * COMMIT: last is 0 or 1; entries ascending; an entry of 0 batches (a
+     * holder sent nothing) has 0 bytes and checksum.
+     */
     len = build_commit(b, sizeof(b), 3, 1);
     assert_int_equal(patched(RS_SMSG_COMMIT, b, len, 12, 2), RS_ERR_PROTOCOL);
     assert_int_equal(patched(RS_SMSG_COMMIT, b, len, 24 + 24, 0), RS_ERR_PROTOCOL);
     assert_int_equal(patched(RS_SMSG_COMMIT, b, len, 24 + 4, 0), RS_ERR_PROTOCOL);
+    {
+        rs_commit_entry_t none = {.partition = 2};
+        rs_smsg_commit_t m = {.status = RS_OK, .n = 1, .last = 1, .total_batches = 0}, back;
+        assert_int_equal(rs_sproto_commit_put(b, sizeof(b), 0, &none), RS_OK);
+        assert_int_equal(rs_sproto_commit_encode(&m, b, sizeof(b), &len), RS_OK);
+        assert_int_equal(rs_sproto_commit_decode(b, len, &back), RS_OK);
+        assert_int_equal(rs_sproto_commit_get(&back, 0).batches, 0);
+        assert_int_equal(patched(RS_SMSG_COMMIT, b, len, 24 + 8, 64), RS_ERR_PROTOCOL);
+        assert_int_equal(patched(RS_SMSG_COMMIT, b, len, 24 + 16, 1), RS_ERR_PROTOCOL);
+    }
     len = build_commit(b, sizeof(b), 0, 1);
     assert_int_equal(patched(RS_SMSG_COMMIT, b, len, 12, 0), RS_ERR_PROTOCOL);
 
@@ -589,7 +602,10 @@ static void test_ranges(void **state)
     assert_int_equal(patched(RS_SMSG_READ_REPLY, b, len, 4, (uint32_t)RS_ERR_NOT_FOUND),
                      RS_ERR_PROTOCOL);
 
-    /* Snapshot: magic, entry flags, seq, a zero-length frame. */
+    /* Snapshot: magic, commit and entry flags, seq, a zero-length frame, counts of nothing. */
+    len = build_snap(b, sizeof(b), 2, 1);
+    assert_int_equal(patched(SNAP_TYPE, b, len, 16 + 12, 2), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(SNAP_TYPE, b, len, 16 + 32 + 16, 8), RS_ERR_PROTOCOL);
     len = build_snap(b, sizeof(b), 1, 1);
     assert_int_equal(patched(SNAP_TYPE, b, len, 0, 0x534e4150), RS_ERR_BAD_MAGIC);
     size_t e0 = 16 + 32;
