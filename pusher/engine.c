@@ -304,10 +304,21 @@ static void seat(rs_pusher_t *p, uint32_t part)
     RS_ASSERT(n == p->replicas); /* R <= W: rs_shuffle_replicas */
 }
 
+/* Was a batch of part framed? Then a holder counts it (one was live: else the pusher failed). */
+static int started(const rs_pusher_t *p, uint32_t part)
+{
+    const uint32_t *h = &p->hold[(size_t)part * p->replicas];
+    for (uint32_t k = 0; k < p->replicas; k++) {
+        if (p->workers[h[k]].counts[part].batches > 0)
+            return 1;
+    }
+    return 0;
+}
+
 void rs_push_seat_unstarted(rs_pusher_t *p)
 {
     for (uint32_t part = 0; part < p->desc.n_partitions; part++) {
-        if (!p->started[part])
+        if (!started(p, part))
             seat(p, part);
     }
 }
@@ -525,8 +536,8 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
     out->full = b->used + RS_RECORD_HDR > b->pub.len / 2 && b->pub.len >= p->part_cap / 2;
     out->refs = 0;
     uint32_t part = b->partition;
-    p->started[part] = 1; /* its holders are settled: every batch goes to the same ones */
-    /* One send per live holder; each worker's commit counts what it should hold. */
+    /* One send per live holder; each worker's commit counts what it should hold (and settles
+     * the holders: every later batch goes to the same ones). */
     for (uint32_t k = 0; k < p->replicas; k++) {
         pworker_t *w = &p->workers[p->hold[(size_t)part * p->replicas + k]];
         rs_psend_t *sd = &out->sends[k];

@@ -82,7 +82,6 @@ struct rs_pusher {
      * (its replicas while every worker lives). Settled from then on.
      */
     uint32_t *hold;
-    uint8_t *started; /* per partition: a batch was framed, its holders are settled */
 
     /* writer side */
     rs_pbuf_t **cur; /* per partition, append mode */

@@ -114,7 +114,6 @@ static void pusher_free(rs_pusher_t *p)
     free(p->msg_buf);
     free(p->place);
     free(p->hold);
-    free(p->started);
     free(p->cur);
     free(p->fill);
     free(p->next_len);
@@ -179,8 +178,7 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
     if ((s = rs_shuffle_replicas(desc, &p->replicas)) != RS_OK)
         goto err_free;
     p->hold = calloc((size_t)np * p->replicas, sizeof(*p->hold));
-    p->started = calloc(np, sizeof(*p->started));
-    if (p->hold == NULL || p->started == NULL) {
+    if (p->hold == NULL) {
         s = RS_ERR_NOMEM;
         goto err_free;
     }

@@ -60,12 +60,29 @@ struct rs_reader {
     rs_status_t error;
     int done;
     rs_reader_stats_t stats;
-    uint32_t place;          /* the partition's first replica: its ring starts there */
-    uint32_t ring;           /* the next ring position to try (R = 1: only 0) */
-    uint32_t n_here, n_open; /* winning maps read from the current worker, and not found yet */
-    uint64_t *delivered;     /* R >= 2: batches handed out, (map << 32) | seq */
+    uint32_t place;      /* the partition's first replica: its ring starts there */
+    uint32_t ring;       /* the next ring position to try (R = 1: only 0) */
+    uint64_t *delivered; /* R >= 2: batches handed out, (map << 32) | seq */
     size_t n_delivered, cap_delivered;
 };
+
+/* How many winning maps are in state (RMAP_*). */
+static uint32_t maps_in(const rs_reader_t *r, int state)
+{
+    uint32_t n = 0;
+    for (uint32_t m = 0; m < r->sess->n_maps; m++)
+        n += r->maps[m].state == state;
+    return n;
+}
+
+/* Every winning map in state from goes to state to. */
+static void maps_move(rs_reader_t *r, int from, int to)
+{
+    for (uint32_t m = 0; m < r->sess->n_maps; m++) {
+        if (r->maps[m].state == from)
+            r->maps[m].state = to;
+    }
+}
 
 static uint64_t batch_key(uint32_t map_id, uint64_t seq)
 {
@@ -123,10 +140,7 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
             m->c = c;
         }
     }
-    r->n_here = r->n_open = 0;
     for (uint32_t m = 0; m < s->n_maps; m++) {
-        r->n_here += r->maps[m].state == RMAP_HERE;
-        r->n_open += r->maps[m].state == RMAP_OPEN;
         if (r->maps[m].state == RMAP_OPEN && s->replicas == 1) {
             rs_error("reader: map %u attempt %u has not committed shuffle %u at worker %s", m,
                      s->attempts[m], s->desc.shuffle_id, r->conn->addr);
@@ -283,18 +297,6 @@ static void snapshot_close(rs_reader_t *r)
     r->snap_open = 0;
 }
 
-/* The maps planned on the current worker are to be found again (what was read still counts). */
-static void maps_reopen(rs_reader_t *r)
-{
-    for (uint32_t m = 0; m < r->sess->n_maps; m++) {
-        if (r->maps[m].state == RMAP_HERE) {
-            r->maps[m].state = RMAP_OPEN;
-            r->n_open++;
-        }
-    }
-    r->n_here = 0;
-}
-
 /*
  * A snapshot read ahead was taken before its open: a map that committed in
  * between is missing from it (R = 1: RS_ERR_STATE; R >= 2: a map not found
@@ -304,9 +306,9 @@ static rs_status_t open_snapshot(rs_reader_t *r)
 {
     int claimed;
     rs_status_t st = open_snapshot_once(r, 1, &claimed);
-    if (claimed && (st == RS_ERR_STATE || (st == RS_OK && r->n_open > 0))) {
+    if (claimed && (st == RS_ERR_STATE || (st == RS_OK && maps_in(r, RMAP_OPEN) > 0))) {
         snapshot_close(r);
-        maps_reopen(r);
+        maps_move(r, RMAP_HERE, RMAP_OPEN); /* what was read so far still counts */
         st = open_snapshot_once(r, 0, &claimed);
     }
     return st;
@@ -347,7 +349,7 @@ static rs_status_t open_next(rs_reader_t *r, rs_status_t st)
             continue;
         }
         st = open_on(r, w);
-        if (st == RS_OK && (r->n_here > 0 || r->n_open == 0))
+        if (st == RS_OK && (maps_in(r, RMAP_HERE) > 0 || maps_in(r, RMAP_OPEN) == 0))
             return RS_OK;
         if (st == RS_ERR_NOMEM || st == RS_ERR_INVALID) /* ours, or pushers with another R */
             return st;
@@ -358,7 +360,7 @@ static rs_status_t open_next(rs_reader_t *r, rs_status_t st)
                     r->partition, s->desc.shuffle_id, s->conns[w].addr, k, rs_strerror(st));
             rs_rd_sess_lost(s, &s->conns[w], st);
         }
-        maps_reopen(r);
+        maps_move(r, RMAP_HERE, RMAP_OPEN);
         snapshot_close(r);
         r->conn = NULL;
     }
@@ -406,15 +408,7 @@ static void leave_worker(rs_reader_t *r, int to)
     r->span_n = r->span_i = 0;
     r->rec = r->rec_end = NULL;
     qsort(r->delivered, r->n_delivered, sizeof(*r->delivered), cmp_u64);
-    if (to == RMAP_OPEN) {
-        maps_reopen(r);
-        return;
-    }
-    for (uint32_t m = 0; m < r->sess->n_maps; m++) {
-        if (r->maps[m].state == RMAP_HERE)
-            r->maps[m].state = RMAP_DONE;
-    }
-    r->n_here = 0;
+    maps_move(r, RMAP_HERE, to);
 }
 
 /*
@@ -652,7 +646,7 @@ rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
         rs_status_t st = next_batch(r);
         if (st != RS_OK && st != RS_ERR_NOT_FOUND && failover(r, st) == RS_OK)
             continue; /* R >= 2: another replica took over */
-        if (st == RS_ERR_NOT_FOUND && r->n_open > 0) {
+        if (st == RS_ERR_NOT_FOUND && maps_in(r, RMAP_OPEN) > 0) {
             /* R >= 2: this worker's maps are read; the others are further along the ring. */
             leave_worker(r, RMAP_DONE);
             if ((st = open_next(r, RS_ERR_STATE)) == RS_OK)
