@@ -64,7 +64,11 @@ struct rs_reader_session {
     rahead_t ahead[RS_READ_AHEAD];
 };
 
-/* The connection to worker w, made and attached on first use. */
+/*
+ * The connection to worker w, made and attached on first use. After a worker
+ * of this host exited, every connection is closed and the context's receive
+ * queue renewed first (not while another reader is open).
+ */
 rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p);
 
 /*
@@ -107,9 +111,15 @@ void rs_rd_sess_ahead_drop(rs_reader_session_t *s);
 /*
  * R >= 2: after st from worker c, is the worker lost? Yes when its
  * connection is dead or st says it cannot be reached or answered nothing
- * (c is then never tried again in this session; logged once).
+ * (c is then never tried again in this session; logged once). Returns 1,
+ * c not lost, when c went silent (RS_ERR_TIMEOUT) while a worker of this
+ * host lay dead: that one may have blocked our receive queue mid-send
+ * (rs_ctx_renew), which the next rs_rd_sess_conn renews; c is asked again.
  */
-void rs_rd_sess_lost(rs_reader_session_t *s, rconn_t *c, rs_status_t st);
+int rs_rd_sess_lost(rs_reader_session_t *s, rconn_t *c, rs_status_t st);
+
+/* A worker of this host has exited (its connection is dead): the receive queue needs renewing. */
+int rs_rd_sess_renew_due(rs_reader_session_t *s);
 
 /* The first replica of partition that is not lost (R = 1: its placement). */
 rs_status_t rs_rd_sess_replica(rs_reader_session_t *s, uint32_t partition, uint32_t *worker_p);

@@ -358,7 +358,8 @@ static rs_status_t open_next(rs_reader_t *r, rs_status_t st)
         } else if (s->replicas > 1 && st != RS_ERR_STATE && st != RS_ERR_NOT_FOUND) {
             rs_warn("reader: partition %u of shuffle %u at worker %s (ring position %u): %s",
                     r->partition, s->desc.shuffle_id, s->conns[w].addr, k, rs_strerror(st));
-            rs_rd_sess_lost(s, &s->conns[w], st);
+            if (rs_rd_sess_lost(s, &s->conns[w], st))
+                r->ring = k; /* once: the queue is renewed before w is asked again */
         }
         maps_move(r, RMAP_HERE, RMAP_OPEN);
         snapshot_close(r);
@@ -424,7 +425,8 @@ static rs_status_t failover(rs_reader_t *r, rs_status_t st)
     rs_warn("reader: partition %u of shuffle %u: worker %s failed mid-read (%s), %zu batches in: "
             "going on from another replica",
             r->partition, s->desc.shuffle_id, r->conn->addr, rs_strerror(st), r->n_delivered);
-    rs_rd_sess_lost(s, r->conn, st);
+    if (rs_rd_sess_lost(s, r->conn, st))
+        r->ring--; /* this worker again, on a renewed queue */
     leave_worker(r, RMAP_OPEN);
     rs_status_t ns = open_next(r, st);
     if (ns == RS_OK)

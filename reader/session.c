@@ -232,18 +232,60 @@ static void conn_close(rconn_t *c)
     c->local_len = 0;
 }
 
-void rs_rd_sess_lost(rs_reader_session_t *s, rconn_t *c, rs_status_t st)
+int rs_rd_sess_renew_due(rs_reader_session_t *s)
+{
+    for (uint32_t w = 0; w < s->desc.n_workers; w++) {
+        rs_ep_t *ep = s->conns[w].ep; /* a dead one first: rs_ep_peer_exited costs a poll */
+        if (ep != NULL && rs_ep_status(ep) != RS_OK && rs_ep_peer_exited(ep))
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Closes every connection (lost workers stay lost) and renews the context's
+ * receive queue (rs_ctx_renew): one left blocked by a worker killed
+ * mid-send would never deliver a reply again, from any worker. Not while
+ * another reader is open: its snapshot lives on these connections.
+ */
+static void sess_renew(rs_reader_session_t *s)
+{
+    if (s->open_readers > 1)
+        return;
+    rs_rd_sess_ahead_drop(s);
+    for (uint32_t w = 0; w < s->desc.n_workers; w++) {
+        if (s->conns[w].ep != NULL) {
+            conn_close(&s->conns[w]);
+            s->conns[w].gen++;
+        }
+    }
+    rs_status_t st = rs_ctx_renew(s->ctx);
+    if (st != RS_OK)
+        rs_error("reader: cannot renew the receive queue: %s", rs_strerror(st));
+    else
+        rs_info("reader: a worker of this host exited: receive queue renewed, reconnecting");
+}
+
+int rs_rd_sess_lost(rs_reader_session_t *s, rconn_t *c, rs_status_t st)
 {
     if (s->replicas < 2 || c->lost)
-        return;
+        return 0;
+    if (st == RS_ERR_TIMEOUT && c->ep != NULL && rs_ep_status(c->ep) == RS_OK &&
+        s->open_readers <= 1 && rs_rd_sess_renew_due(s)) {
+        rs_warn("reader: worker %s silent after a worker of this host exited: trying it again "
+                "on a renewed receive queue",
+                c->addr);
+        return 1;
+    }
     int dead = st == RS_ERR_UNREACHABLE || st == RS_ERR_TIMEOUT || st == RS_ERR_REFUSED ||
                st == RS_ERR_CANCELED || st == RS_ERR_TRANSPORT ||
                (c->ep != NULL && rs_ep_status(c->ep) != RS_OK);
     if (!dead)
-        return;
+        return 0;
     c->lost = 1;
     rs_warn("reader: worker %s lost (%s): its partitions are read from their other replicas",
             c->addr, rs_strerror(st));
+    return 0;
 }
 
 rs_status_t rs_rd_sess_replica(rs_reader_session_t *s, uint32_t partition, uint32_t *worker_p)
@@ -266,6 +308,8 @@ rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p
     rconn_t *c = &s->conns[w];
     if (c->lost)
         return RS_ERR_UNREACHABLE; /* R >= 2: not tried again (rs_rd_sess_lost) */
+    if (rs_rd_sess_renew_due(s))
+        sess_renew(s);
     if (c->rkey != NULL && rs_ep_status(c->ep) == RS_OK) {
         *conn_p = c;
         return RS_OK;

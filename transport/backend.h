@@ -112,6 +112,12 @@ typedef struct rs_backend_ops {
     /* A pollable fd and its arm call (RS_OK: armed; RS_ERR_BUSY: progress first). */
     int (*fd)(rs_ctx_t *ctx);
     rs_status_t (*arm)(rs_ctx_t *ctx);
+    /*
+     * Optional (NULL: nothing to renew): replaces the receive queue every
+     * connection shares with a fresh one. Called with no endpoint left;
+     * regions stay registered, listeners keep their ports.
+     */
+    rs_status_t (*renew)(rs_ctx_t *ctx);
 
     /* addr NULL: allocate len bytes. Sets mr->addr and mr->be. */
     rs_status_t (*mem_reg)(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access);

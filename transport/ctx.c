@@ -142,6 +142,25 @@ void rs_ctx_destroy(rs_ctx_t *ctx)
     free(ctx);
 }
 
+rs_status_t rs_ctx_renew(rs_ctx_t *ctx)
+{
+    if (ctx == NULL)
+        return RS_ERR_INVALID;
+    rs_tp_lock(ctx);
+    rs_status_t st = RS_OK;
+    if (ctx->in_cb > 0 || ctx->in_progress > 0 || ctx->destroying) {
+        rs_error("rs_ctx_renew called from a transport callback or during destroy");
+        st = RS_ERR_STATE;
+    } else if (!rs_list_empty(&ctx->eps)) {
+        rs_error("rs_ctx_renew: endpoints are still open");
+        st = RS_ERR_STATE;
+    } else if (ctx->be_ops->renew != NULL) {
+        st = ctx->be_ops->renew(ctx);
+    }
+    rs_tp_unlock(ctx);
+    return st;
+}
+
 const char *rs_ctx_backend(const rs_ctx_t *ctx)
 {
     return ctx->be_ops->name;

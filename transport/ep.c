@@ -413,6 +413,14 @@ rs_status_t rs_ep_status(const rs_ep_t *ep)
     return state == RS_EP_CLOSING ? RS_ERR_CANCELED : RS_ERR_STATE;
 }
 
+int rs_ep_peer_exited(rs_ep_t *ep)
+{
+    rs_tp_lock(ep->ctx);
+    int exited = rs_tp_peer_exited(ep);
+    rs_tp_unlock(ep->ctx);
+    return exited;
+}
+
 size_t rs_ep_outstanding(const rs_ep_t *ep)
 {
     return ep->n_ops;

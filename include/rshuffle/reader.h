@@ -81,7 +81,10 @@ RS_API rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_
  * It connects to the partition's worker if the session has no live
  * connection there (a dead one is made again: readers still open on the
  * old one then fail with RS_ERR_UNREACHABLE), takes a snapshot of the
- * partition at the worker and fetches its index. Also: RS_ERR_INVALID:
+ * partition at the worker and fetches its index. After a worker on this
+ * host exited, and when no other reader of the session is open, it first
+ * closes every connection and renews the session context's receive queue
+ * (rs_ctx_renew: the dead worker may have blocked it mid-send). Also: RS_ERR_INVALID:
  * partition >= n_partitions, a placement out of range, a worker string that
  * is not "host:port"; rs_connect's errors and a refused attach;
  * RS_ERR_BAD_RKEY; rs_mem_alloc's errors for the read buffer;

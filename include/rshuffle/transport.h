@@ -108,6 +108,20 @@ RS_API rs_status_t rs_ctx_create(const rs_config_t *cfg, rs_ctx_t **ctx_p);
  */
 RS_API void rs_ctx_destroy(rs_ctx_t *ctx);
 
+/*
+ * Replaces the receive queue that all of the context's connections share
+ * with a new one. Needed after a peer on this host dies: UCX's
+ * shared-memory queue delivers in order, and a sender killed between
+ * reserving a slot and filling it leaves a slot that never fills, so
+ * nothing after it is delivered again, from any peer. Call it with every
+ * endpoint closed; registered regions, their keys and listeners stay valid,
+ * and new connections go through the new queue. A no-op on verbs (each
+ * queue pair has its own). RS_ERR_INVALID: NULL ctx; RS_ERR_STATE: an
+ * endpoint is still open, or called from a callback; RS_ERR_TRANSPORT: the
+ * backend could not open a new queue (the context is then unusable).
+ */
+RS_API rs_status_t rs_ctx_renew(rs_ctx_t *ctx);
+
 /* The backend's name: "ucx" or "verbs". */
 RS_API const char *rs_ctx_backend(const rs_ctx_t *ctx);
 
@@ -266,6 +280,13 @@ RS_API void rs_ep_close(rs_ep_t *ep);
  * RS_ERR_CANCELED while closing; RS_ERR_STATE before its handshake finished.
  */
 RS_API rs_status_t rs_ep_status(const rs_ep_t *ep);
+
+/*
+ * 1 when the endpoint's peer was a process on this host (same kernel and
+ * pid namespace) and it has exited, alive or dead as the endpoint may be;
+ * else 0 (a peer on another host is never known to have exited).
+ */
+RS_API int rs_ep_peer_exited(rs_ep_t *ep);
 
 /* Number of operations posted on ep and not yet completed. */
 RS_API size_t rs_ep_outstanding(const rs_ep_t *ep);

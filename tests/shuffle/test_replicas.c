@@ -163,11 +163,46 @@ static rs_reader_config_t read_cfg(void)
 }
 
 /*
- * Reads partitions first.. of d (maps 0..n_maps-1, n records each, record i
- * in partition i % PARTS): every record checked, each seen exactly once.
- * After `at` records of partition 0, hook(arg) runs. Returns the status;
- * *failovers_p sums the readers'.
+ * Reads partition part in sess (maps 0..n_maps-1, n records each, record i
+ * in partition i % PARTS): every record checked and marked in seen, never
+ * twice. After `at` records of partition 0, hook(arg) runs. Adds to
+ * *records and *failovers.
  */
+static rs_status_t read_part(rs_reader_session_t *sess, uint32_t part, uint32_t n_maps, uint32_t n,
+                             uint8_t *seen, uint64_t at, void (*hook)(uint32_t), uint32_t arg,
+                             uint64_t *records, uint64_t *failovers)
+{
+    rs_reader_t *r;
+    rs_status_t s = rs_reader_open_in(sess, part, &r);
+    if (s != RS_OK)
+        return s;
+    const void *rec;
+    uint32_t len;
+    uint64_t got = 0;
+    uint8_t want[REC];
+    while ((s = rs_reader_next(r, &rec, &len)) == RS_OK && rec != NULL) {
+        uint32_t m, i;
+        assert_int_equal(len, REC);
+        memcpy(&m, rec, 4);
+        memcpy(&i, (const uint8_t *)rec + 4, 4);
+        assert_true(m < n_maps && i < n && i % PARTS == part);
+        make_rec(m, i, want);
+        assert_memory_equal(rec, want, REC);
+        assert_int_equal(seen[(size_t)m * n + i], 0); /* never twice */
+        seen[(size_t)m * n + i] = 1;
+        (*records)++;
+        if (part == 0 && ++got == at && hook != NULL)
+            hook(arg);
+    }
+    rs_reader_stats_t st;
+    rs_reader_stats(r, &st);
+    *failovers += st.failovers;
+    read_dups += st.duplicates;
+    rs_reader_close(r);
+    return s;
+}
+
+/* read_part for partitions first.. of d in one session; checks that none is lost. */
 static rs_status_t read_from(const rs_shuffle_desc_t *d, uint32_t first, uint32_t n_maps,
                              uint32_t n, uint64_t at, void (*hook)(uint32_t), uint32_t arg,
                              uint64_t *failovers_p)
@@ -181,34 +216,8 @@ static rs_status_t read_from(const rs_shuffle_desc_t *d, uint32_t first, uint32_
     uint8_t *seen = calloc((size_t)n_maps * n, 1);
     assert_non_null(seen);
     uint64_t records = 0, failovers = 0;
-    uint8_t want[REC];
-    for (uint32_t part = first; part < PARTS && s == RS_OK; part++) {
-        rs_reader_t *r;
-        if ((s = rs_reader_open_in(sess, part, &r)) != RS_OK)
-            break;
-        const void *rec;
-        uint32_t len;
-        uint64_t got = 0;
-        while ((s = rs_reader_next(r, &rec, &len)) == RS_OK && rec != NULL) {
-            uint32_t m, i;
-            assert_int_equal(len, REC);
-            memcpy(&m, rec, 4);
-            memcpy(&i, (const uint8_t *)rec + 4, 4);
-            assert_true(m < n_maps && i < n && i % PARTS == part);
-            make_rec(m, i, want);
-            assert_memory_equal(rec, want, REC);
-            assert_int_equal(seen[(size_t)m * n + i], 0); /* never twice */
-            seen[(size_t)m * n + i] = 1;
-            records++;
-            if (part == 0 && ++got == at && hook != NULL)
-                hook(arg);
-        }
-        rs_reader_stats_t st;
-        rs_reader_stats(r, &st);
-        failovers += st.failovers;
-        read_dups += st.duplicates;
-        rs_reader_close(r);
-    }
+    for (uint32_t part = first; part < PARTS && s == RS_OK; part++)
+        s = read_part(sess, part, n_maps, n, seen, at, hook, arg, &records, &failovers);
     rs_reader_session_close(sess);
     free(seen);
     if (s == RS_OK) /* and none lost */
@@ -585,6 +594,45 @@ static void test_r2_moved_mid_push(void **state)
     assert_true(lost_or_refused(read_all(&d, 1, n, 0, NULL, 0, NULL))); /* partition 0 first */
 }
 
+/*
+ * R = 2 over 3 workers: a worker of this host is killed while the reader
+ * waits on another one, which has stopped answering (SIGSTOP). That
+ * silence could be our receive queue, blocked by the killed one mid-send
+ * (rs_ctx_renew): the reader renews the queue and asks the silent worker
+ * once more, then counts it lost and reads the partition from its other
+ * replica. Every record once, within a few timeouts.
+ */
+static void test_r2_silent_after_local_death(void **state)
+{
+    (void)state;
+    alarm(60);
+    start_workers(3, "64M");
+    rs_shuffle_desc_t d = desc(30, 3, 2); /* partition p's ring: p % 3, then the next ones */
+    const uint32_t n = 4 * 4000;
+    assert_int_equal(push(&d, 0, n, 0, NULL, 0, NULL), RS_OK);
+    uint32_t attempts[1] = {0};
+    rs_reader_config_t c = read_cfg();
+    rs_reader_session_t *sess;
+    assert_int_equal(rs_reader_session_open(&d, 1, attempts, &c, &sess), RS_OK);
+    uint8_t *seen = calloc(n, 1);
+    assert_non_null(seen);
+    uint64_t records = 0, failovers = 0;
+    /* Connected to workers 2 and 0 (partitions 2 and 3), nothing asked ahead. */
+    assert_int_equal(read_part(sess, 2, 1, n, seen, 0, NULL, 0, &records, &failovers), RS_OK);
+    assert_int_equal(read_part(sess, 3, 1, n, seen, 0, NULL, 0, &records, &failovers), RS_OK);
+    kill(pids[0], SIGSTOP);
+    kill_worker(2);
+    double t0 = now_s();
+    assert_int_equal(read_part(sess, 0, 1, n, seen, 0, NULL, 0, &records, &failovers), RS_OK);
+    double dt = now_s() - t0;
+    assert_int_equal(read_part(sess, 1, 1, n, seen, 0, NULL, 0, &records, &failovers), RS_OK);
+    rs_reader_session_close(sess);
+    free(seen);
+    assert_int_equal(records, n);
+    printf("partition read past a silent worker after a local one died: %.3f s\n", dt);
+    assert_true(dt < 10.0); /* about a peer timeout and a connect timeout */
+}
+
 int main(void)
 {
     rs_config_init(&tcfg);
@@ -601,6 +649,7 @@ int main(void)
         cmocka_unit_test_teardown(test_r2_stopped_during_read, teardown),
         cmocka_unit_test_teardown(test_r2_moved_at_open, teardown),
         cmocka_unit_test_teardown(test_r2_moved_mid_push, teardown),
+        cmocka_unit_test_teardown(test_r2_silent_after_local_death, teardown),
 #ifdef RS_FAULT_INJECTION
         cmocka_unit_test_teardown(test_r2_duplicates_and_failover, teardown),
 #endif

@@ -1,6 +1,6 @@
 /*
  * UCX backend: UCP context and worker (explicit progress, wakeup fd), the
- * worker address, and the ops table.
+ * worker address, the worker's renewal (rs_ctx_renew), and the ops table.
  */
 #include "transport/ucx/ucx.h"
 
@@ -8,10 +8,12 @@
 #include "common/clock.h"
 #include "common/log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 
 /*
@@ -156,30 +158,42 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
     return RS_OK;
 }
 
-static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
+/* A UCX worker with what the context keeps of it. */
+typedef struct {
+    ucp_worker_h worker;
+    ucp_address_t *addr;
+    size_t addr_len;
+    int efd;
+} ucx_worker_t;
+
+static void ucx_worker_close(const ucx_worker_t *w)
+{
+    ucp_worker_release_address(w->worker, w->addr);
+    ucp_worker_destroy(w->worker);
+}
+
+static rs_status_t ucx_worker_open(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, ucx_worker_t *w)
 {
     /* The generic layer's lock serialises every call into the worker. */
     ucp_worker_params_t wp = {
         .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
         .thread_mode = UCS_THREAD_MODE_SERIALIZED,
     };
-    ucs_status_t s = ucp_worker_create(uc->context, &wp, &uc->worker);
+    ucs_status_t s = ucp_worker_create(uc->context, &wp, &w->worker);
     if (s != UCS_OK) {
         rs_error("ucp_worker_create failed: %s", ucs_status_string(s));
         return RS_ERR_TRANSPORT;
     }
-    s = ucp_worker_get_efd(uc->worker, &uc->efd);
+    s = ucp_worker_get_efd(w->worker, &w->efd);
     if (s != UCS_OK) {
         rs_error("ucp_worker_get_efd failed: %s", ucs_status_string(s));
         goto err_destroy_worker;
     }
-    s = ucp_worker_get_address(uc->worker, &uc->addr, &uc->addr_len);
+    s = ucp_worker_get_address(w->worker, &w->addr, &w->addr_len);
     if (s != UCS_OK) {
         rs_error("ucp_worker_get_address failed: %s", ucs_status_string(s));
         goto err_destroy_worker;
     }
-    if (rs_ucx_front_open(uc) != RS_OK)
-        goto err_release_address;
     ucp_am_handler_param_t ap = {
         .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
@@ -188,20 +202,66 @@ static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
         .cb = rs_ucx_am_recv,
         .arg = ctx,
     };
-    s = ucp_worker_set_am_recv_handler(uc->worker, &ap);
+    s = ucp_worker_set_am_recv_handler(w->worker, &ap);
     if (s != UCS_OK) {
         rs_error("ucp_worker_set_am_recv_handler failed: %s", ucs_status_string(s));
-        goto err_close_front;
+        goto err_release_address;
     }
     return RS_OK;
 
-err_close_front:
-    rs_ucx_front_close_all(uc);
 err_release_address:
-    ucp_worker_release_address(uc->worker, uc->addr);
+    ucp_worker_release_address(w->worker, w->addr);
 err_destroy_worker:
-    ucp_worker_destroy(uc->worker);
+    ucp_worker_destroy(w->worker);
     return RS_ERR_TRANSPORT;
+}
+
+static void ucx_worker_use(rs_ucx_ctx_t *uc, const ucx_worker_t *w)
+{
+    uc->worker = w->worker;
+    uc->addr = w->addr;
+    uc->addr_len = w->addr_len;
+    uc->efd = w->efd;
+}
+
+static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
+{
+    ucx_worker_t w;
+    rs_status_t st = ucx_worker_open(ctx, uc, &w);
+    if (st != RS_OK)
+        return st;
+    ucx_worker_use(uc, &w);
+    st = rs_ucx_front_open(uc); /* waits on the worker's efd too */
+    if (st != RS_OK)
+        ucx_worker_close(&w);
+    return st;
+}
+
+/*
+ * A new worker takes over before the old one goes, so a failure leaves the
+ * old one in place. The old one's closing endpoints are cut (no endpoint is
+ * open: rs_ctx_renew checks).
+ */
+static rs_status_t ucx_renew(rs_ctx_t *ctx)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    ucx_worker_t old = {uc->worker, uc->addr, uc->addr_len, uc->efd}, w;
+    rs_status_t st = ucx_worker_open(ctx, uc, &w);
+    if (st != RS_OK)
+        return st;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = w.efd};
+    if (epoll_ctl(uc->wait_fd, EPOLL_CTL_ADD, w.efd, &ev) != 0) {
+        rs_error("cannot wait on the new UCX worker: errno %d", errno);
+        ucx_worker_close(&w);
+        return RS_ERR_IO;
+    }
+    (void)epoll_ctl(uc->wait_fd, EPOLL_CTL_DEL, old.efd, NULL);
+    rs_ucx_conn_cleanup(ctx, 0);
+    ucx_worker_close(&old);
+    rs_ucx_conn_cleanup(ctx, 1);
+    ucx_worker_use(uc, &w);
+    rs_debug("UCX worker renewed");
+    return RS_OK;
 }
 
 static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
@@ -323,6 +383,7 @@ const rs_backend_ops_t rs_ucx_ops = {
     .name = "ucx",
     .ctx_open = ucx_ctx_open,
     .ctx_close = ucx_ctx_close,
+    .renew = ucx_renew,
     .progress = ucx_progress,
     .fd = ucx_fd,
     .arm = ucx_arm,
