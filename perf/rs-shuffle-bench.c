@@ -660,6 +660,7 @@ static void take_worker(totals_t *t, int fd)
     if (t->wst.arena_peak < st.arena_peak)
         t->wst.arena_peak = st.arena_peak;
     t->wst.refused += st.refused;
+    t->wst.stray_retires += st.stray_retires;
 }
 
 static void set_addrs(const uint16_t *ports, uint32_t n)
@@ -904,7 +905,7 @@ static int run_launched(totals_t *t)
     launch_barrier();
     rs_worker_destroy(w);
 
-    uint64_t own = 0, sums[13];
+    uint64_t own = 0, sums[14];
     for (uint64_t i = 0; i < bitmap; i++)
         own += (uint64_t)__builtin_popcount(t->seen_all[i]);
     uint64_t *const fields[] = {&t->pushed_bytes,
@@ -918,13 +919,14 @@ static int run_launched(totals_t *t)
                                 &t->wst.spilled_bytes,
                                 &t->wst.backpressure,
                                 &t->wst.refused,
+                                &t->wst.stray_retires,
                                 &failed,
                                 &own};
     failed = (uint64_t)t->failed;
-    for (unsigned i = 0; i < 13; i++)
+    for (unsigned i = 0; i < 14; i++)
         sums[i] = *fields[i];
-    launch_sum_u64(sums, 13);
-    for (unsigned i = 0; i < 13; i++)
+    launch_sum_u64(sums, 14);
+    for (unsigned i = 0; i < 14; i++)
         *fields[i] = sums[i];
     t->failed = failed != 0;
     double maxes[3] = {t->map_s, t->start_s, (double)t->wst.arena_peak};
@@ -974,6 +976,7 @@ static void put_results(const totals_t *t, uint64_t bytes, uint64_t lost, uint64
     perf_u64(&pout, "replicas", o.replicas);
     perf_u64(&pout, "killed", o.killed);
     perf_u64(&pout, "spilled_bytes", t->wst.spilled_bytes);
+    perf_u64(&pout, "stray_retires", t->wst.stray_retires);
     perf_num(&pout, "start_s", t->start_s, 4);
     perf_bool(&pout, "ok", !failed);
     if (strcmp(o.transport, "verbs") == 0 && perf_soft_rdma_device())

@@ -51,6 +51,17 @@ static uint64_t room(const pgrant_t *g)
     return g->len - g->used;
 }
 
+static void worker_lost(pworker_t *w, rs_status_t status, const char *why);
+
+/* A message to w could not go out: with R >= 2 w is lost, else the pusher fails. */
+static void send_failed(pworker_t *w, rs_status_t status, const char *what)
+{
+    if (w->p->replicas > 1)
+        worker_lost(w, status, what);
+    else
+        rs_push_fail(w->p, status, what);
+}
+
 /* Remembers that the pusher is done with g; the next request tells the worker. */
 static void retire(pworker_t *w, uint32_t partition, pgrant_t *g)
 {
@@ -100,8 +111,8 @@ static int in_backoff(const pworker_t *w)
 static void request_grants(pworker_t *w)
 {
     rs_pusher_t *p = w->p;
-    if (w->req_out)
-        return;
+    if (w->req_out || w->commit_sent)
+        return; /* after the commit the worker has retired every grant: nothing to ask or tell */
     if (w->reclaim)
         reclaim(w);
     int backoff = in_backoff(w);
@@ -174,7 +185,7 @@ static void request_grants(pworker_t *w)
     if (s == RS_OK)
         s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, buf, len, NULL, NULL);
     if (s != RS_OK) {
-        rs_push_fail(p, s, "grant request");
+        send_failed(w, s, "sending a grant request");
         return;
     }
     w->ret_head += n_ret;
@@ -615,8 +626,7 @@ static void send_commit(pworker_t *w)
         if (s == RS_OK)
             s = rs_msg_send(w->ep, RS_SMSG_COMMIT, buf, len, NULL, NULL);
         if (s != RS_OK) {
-            w->commit_done = 1;
-            w->commit_status = s;
+            send_failed(w, s, "sending the commit");
             break;
         }
         if (last)

@@ -221,6 +221,8 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
         /* Replicated: its partitions go to the next live workers of their rings. */
         rs_warn("pusher: going on without worker %s (%u replicas)", desc->workers[i], p->replicas);
         p->workers[i].dead = 1;
+        p->workers[i].commit_done = 1; /* nothing to commit there, nothing to wait for */
+        p->workers[i].commit_status = s;
         p->stats.workers_lost++;
         lost_s = s;
     }

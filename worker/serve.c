@@ -128,6 +128,7 @@ static void grant_retire(rs_worker_t *w, wconn_t *c, uint32_t slot, uint32_t par
     wgrant_t *g = slot < c->n_slots ? c->slots[slot] : NULL;
     if (g == NULL || g->partition != partition || g->retired) {
         rs_warn("worker: retire of grant slot %u (partition %u) that is not open", slot, partition);
+        w->st.stats.stray_retires++;
         return;
     }
     rs_wk_store_retire(&w->st, g, used);

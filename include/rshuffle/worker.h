@@ -96,8 +96,9 @@ typedef struct rs_worker_stats {
     uint64_t backpressure;  /* grant requests answered with backpressure */
     uint64_t arena_used;    /* bytes of the arena in use now */
     uint64_t arena_peak;
-    uint64_t commits;  /* map attempts committed */
-    uint64_t shuffles; /* shuffles held now */
+    uint64_t commits;       /* map attempts committed */
+    uint64_t shuffles;      /* shuffles held now */
+    uint64_t stray_retires; /* retires of grants not open (a pusher's protocol slip; ignored) */
 } rs_worker_stats_t;
 
 /*
