@@ -117,8 +117,8 @@ RS_API void rs_ctx_destroy(rs_ctx_t *ctx);
  * endpoint closed; registered regions, their keys and listeners stay valid,
  * and new connections go through the new queue. A no-op on verbs (each
  * queue pair has its own). RS_ERR_INVALID: NULL ctx; RS_ERR_STATE: an
- * endpoint is still open, or called from a callback; RS_ERR_TRANSPORT: the
- * backend could not open a new queue (the context is then unusable).
+ * endpoint is still open, or called from a callback; RS_ERR_TRANSPORT or
+ * RS_ERR_IO: no new queue could be opened (the old one stays in use).
  */
 RS_API rs_status_t rs_ctx_renew(rs_ctx_t *ctx);
 

@@ -309,8 +309,7 @@ static void ucx_ctx_close(rs_ctx_t *ctx)
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
     rs_ucx_front_close_all(uc);
     rs_ucx_conn_cleanup(ctx, 0);
-    ucp_worker_release_address(uc->worker, uc->addr);
-    ucp_worker_destroy(uc->worker);
+    ucx_worker_close(&(ucx_worker_t){.worker = uc->worker, .addr = uc->addr});
     rs_ucx_conn_cleanup(ctx, 1);
     rs_ucx_amo_reqs_free(uc);
     rs_ucx_amrma_free(uc);
