@@ -281,10 +281,16 @@ static void worker_lost(pworker_t *w, rs_status_t status, const char *why)
         rs_push_fail(p, status, "every replica of a partition lost");
 }
 
+/* Partition part's R holders (rs_pusher.hold). */
+static uint32_t *holders(const rs_pusher_t *p, uint32_t part)
+{
+    return &p->hold[(size_t)part * p->replicas];
+}
+
 int rs_push_replicas_live(const rs_pusher_t *p)
 {
     for (uint32_t part = 0; part < p->desc.n_partitions; part++) {
-        const uint32_t *h = &p->hold[(size_t)part * p->replicas];
+        const uint32_t *h = holders(p, part);
         int live = 0;
         for (uint32_t k = 0; k < p->replicas && !live; k++)
             live = !p->workers[h[k]].dead;
@@ -304,7 +310,7 @@ int rs_push_replicas_live(const rs_pusher_t *p)
 static void seat(rs_pusher_t *p, uint32_t part)
 {
     uint32_t nw = p->desc.n_workers, n = 0;
-    uint32_t *h = &p->hold[(size_t)part * p->replicas];
+    uint32_t *h = holders(p, part);
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t j = 0; j < nw && n < p->replicas; j++) {
             uint32_t w = (p->place[part] + j) % nw;
@@ -318,7 +324,7 @@ static void seat(rs_pusher_t *p, uint32_t part)
 /* Was a batch of part framed? Then a holder counts it (one was live: else the pusher failed). */
 static int started(const rs_pusher_t *p, uint32_t part)
 {
-    const uint32_t *h = &p->hold[(size_t)part * p->replicas];
+    const uint32_t *h = holders(p, part);
     for (uint32_t k = 0; k < p->replicas; k++) {
         if (p->workers[h[k]].counts[part].batches > 0)
             return 1;
@@ -337,7 +343,7 @@ void rs_push_seat_unstarted(rs_pusher_t *p)
 /* Does worker w hold part? */
 static int holds(const rs_pusher_t *p, uint32_t part, uint32_t w)
 {
-    const uint32_t *h = &p->hold[(size_t)part * p->replicas];
+    const uint32_t *h = holders(p, part);
     for (uint32_t k = 0; k < p->replicas; k++) {
         if (h[k] == w)
             return 1;
@@ -550,7 +556,7 @@ static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
     /* One send per live holder; each worker's commit counts what it should hold (and settles
      * the holders: every later batch goes to the same ones). */
     for (uint32_t k = 0; k < p->replicas; k++) {
-        pworker_t *w = &p->workers[p->hold[(size_t)part * p->replicas + k]];
+        pworker_t *w = &p->workers[holders(p, part)[k]];
         rs_psend_t *sd = &out->sends[k];
         *sd = (rs_psend_t){.b = out, .w = w};
         rs_list_init(&sd->link);
