@@ -497,9 +497,8 @@ static int compress_room(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b, rs_pbu
     return 1;
 }
 
-static rs_status_t engine_take(void *arg, rs_pushq_t *q, rs_pbuf_int_t *b)
+rs_status_t rs_push_engine_take(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b)
 {
-    rs_pusher_t *p = arg;
     if (perr(p) != RS_OK) {
         rs_pushq_release(q, &b->pub);
         return RS_OK;
@@ -706,9 +705,8 @@ static void check_alive(pworker_t *w, uint64_t now)
     }
 }
 
-static unsigned engine_poll(void *arg)
+unsigned rs_push_engine_poll(rs_pusher_t *p)
 {
-    rs_pusher_t *p = arg;
     unsigned n = rs_progress(p->ctx);
     uint64_t now = rs_now_coarse_ns();
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
@@ -723,49 +721,50 @@ static unsigned engine_poll(void *arg)
     return n;
 }
 
-/* A timed retry (backpressure) is caught by the engine's bounded sleep. */
-static int engine_arm(void *arg)
-{
-    rs_pusher_t *p = arg;
-    return rs_ctx_arm(p->ctx) == RS_OK ? 0 : 1;
-}
-
-const rs_pushq_hooks_t rs_push_hooks_template = {
-    .take = engine_take,
-    .poll = engine_poll,
-    .arm = engine_arm,
-    .fd = -1,
-};
-
 /* -------------------------------------------------------------- messages */
 
-/* The live worker of ep (NULL: not ours, or lost: its late messages are ignored). */
-static pworker_t *worker_of(rs_pusher_t *p, rs_ep_t *ep)
+/*
+ * The live worker of ep for the lane's current pusher (NULL: no pusher, not
+ * ours, or lost: its late messages are ignored). A connection carries the
+ * tasks of a lane one after the other: what arrives before the reply to
+ * this task's attach answers an earlier task and is dropped (the worker
+ * answers in order).
+ */
+static pworker_t *worker_any(void *arg, rs_ep_t *ep)
 {
+    rs_push_lane_t *l = arg;
+    rs_pusher_t *p = atomic_load_explicit(&l->p, memory_order_relaxed);
     pworker_t *w = rs_ep_user(ep);
-    return (w != NULL && w->p == p && !w->dead) ? w : NULL;
+    return (p != NULL && w != NULL && w->p == p && !w->dead && w->attach_sent) ? w : NULL;
+}
+
+static pworker_t *worker_of(void *arg, rs_ep_t *ep)
+{
+    pworker_t *w = worker_any(arg, ep);
+    return (w != NULL && w->attached) ? w : NULL;
 }
 
 static void on_attach_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
-    rs_pusher_t *p = arg;
-    pworker_t *w = worker_of(p, ep);
+    pworker_t *w = worker_any(arg, ep);
     rs_smsg_attach_reply_t r;
-    if (w == NULL)
+    if (w == NULL || w->attached)
         return;
     rs_status_t s = rs_sproto_attach_reply_decode(data, len, &r);
     if (s == RS_OK)
         s = r.status;
+    if (s == RS_OK && w->conn->rkey == NULL) /* one worker process per connection: one arena */
+        s = rs_rkey_unpack(ep, r.rkey, r.rkey_len, &w->conn->rkey);
     if (s == RS_OK)
-        s = rs_rkey_unpack(ep, r.rkey, r.rkey_len, &w->rkey);
+        w->rkey = w->conn->rkey;
     w->attach_status = s;
     w->attached = 1;
 }
 
 static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
-    rs_pusher_t *p = arg;
-    pworker_t *w = worker_of(p, ep);
+    pworker_t *w = worker_of(arg, ep);
+    rs_pusher_t *p = w != NULL ? w->p : NULL;
     rs_smsg_grant_t r;
     rs_status_t s = rs_sproto_grant_decode(data, len, &r);
     if (w == NULL)
@@ -851,8 +850,8 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
 /* The worker is short of memory: give back the grants no batch waits for. */
 static void on_reclaim(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
-    rs_pusher_t *p = arg;
-    pworker_t *w = worker_of(p, ep);
+    pworker_t *w = worker_of(arg, ep);
+    rs_pusher_t *p = w != NULL ? w->p : NULL;
     rs_status_t carried;
     if (w == NULL || rs_sproto_status_decode(data, len, RS_SMSG_RECLAIM, &carried) != RS_OK)
         return;
@@ -864,10 +863,11 @@ static void on_reclaim(void *arg, rs_ep_t *ep, const void *data, size_t len)
 
 static void on_nack(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
-    rs_pusher_t *p = arg;
+    pworker_t *w = worker_of(arg, ep);
     rs_smsg_nack_t n;
-    if (worker_of(p, ep) == NULL || rs_sproto_nack_decode(data, len, &n) != RS_OK)
+    if (w == NULL || rs_sproto_nack_decode(data, len, &n) != RS_OK)
         return;
+    rs_pusher_t *p = w->p;
     rs_error("pusher: a worker refused a batch of partition %u: %s", n.partition,
              rs_strerror(n.status));
     rs_push_fail(p, n.status, "batch refused");
@@ -875,8 +875,8 @@ static void on_nack(void *arg, rs_ep_t *ep, const void *data, size_t len)
 
 static void on_commit_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
-    rs_pusher_t *p = arg;
-    pworker_t *w = worker_of(p, ep);
+    pworker_t *w = worker_of(arg, ep);
+    rs_pusher_t *p = w != NULL ? w->p : NULL;
     if (w == NULL)
         return;
     rs_status_t carried;
@@ -893,10 +893,10 @@ static void on_commit_reply(void *arg, rs_ep_t *ep, const void *data, size_t len
 
 static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
 {
-    rs_pusher_t *p = arg;
-    pworker_t *w = worker_of(p, ep);
+    pworker_t *w = worker_any(arg, ep); /* also while open waits for the attach */
     if (w == NULL || status == RS_OK)
         return;
+    rs_pusher_t *p = w->p;
     if (p->replicas > 1) {
         if (perr(p) == RS_OK) /* else: failed already, or closed by rs_pusher_destroy */
             worker_lost(w, status, "connection lost");
@@ -912,16 +912,16 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
     }
 }
 
-rs_status_t rs_push_install_handlers(rs_pusher_t *p)
+rs_status_t rs_push_install_handlers(rs_push_lane_t *l)
 {
     rs_status_t s;
-    if ((s = rs_set_msg_handler(p->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, p)) != RS_OK ||
-        (s = rs_set_msg_handler(p->ctx, RS_SMSG_GRANT, on_grant, p)) != RS_OK ||
-        (s = rs_set_msg_handler(p->ctx, RS_SMSG_NACK, on_nack, p)) != RS_OK ||
-        (s = rs_set_msg_handler(p->ctx, RS_SMSG_COMMIT_REPLY, on_commit_reply, p)) != RS_OK ||
-        (s = rs_set_msg_handler(p->ctx, RS_SMSG_RECLAIM, on_reclaim, p)) != RS_OK)
+    if ((s = rs_set_msg_handler(l->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, l)) != RS_OK ||
+        (s = rs_set_msg_handler(l->ctx, RS_SMSG_GRANT, on_grant, l)) != RS_OK ||
+        (s = rs_set_msg_handler(l->ctx, RS_SMSG_NACK, on_nack, l)) != RS_OK ||
+        (s = rs_set_msg_handler(l->ctx, RS_SMSG_COMMIT_REPLY, on_commit_reply, l)) != RS_OK ||
+        (s = rs_set_msg_handler(l->ctx, RS_SMSG_RECLAIM, on_reclaim, l)) != RS_OK)
         return s;
-    rs_set_ep_handler(p->ctx, on_ep, p);
+    rs_set_ep_handler(l->ctx, on_ep, l);
     return RS_OK;
 }
 

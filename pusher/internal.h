@@ -7,8 +7,38 @@
 #include <rshuffle/pusher.h>
 
 #include "common/list.h"
+#include "shuffle/client.h"
 #include "shuffle/proto.h"
 #include "pusher/pushq.h"
+
+/*
+ * A push lane (pusher/lane.c): what a pusher borrows from its client for
+ * its life and the next pusher reuses: a transport context, the registered
+ * pool and its engine thread, and one connection per worker address.
+ */
+typedef struct rs_push_conn {
+    char *addr;
+    rs_ep_t *ep;
+    rs_rkey_t *rkey; /* the worker's arena, unpacked at the first attach on ep */
+} rs_push_conn_t;
+
+/* What makes a lane fit a pusher: everything its context and pool were made with. */
+typedef struct rs_push_lane_key {
+    rs_config_t tcfg;
+    size_t buf_len, pool_bytes;
+    uint32_t queue_depth;
+} rs_push_lane_key_t;
+
+typedef struct rs_push_lane {
+    rs_lane_t base; /* first: the client's view */
+    rs_push_lane_key_t key;
+    rs_ctx_t *ctx;
+    rs_pushq_t *q;
+    /* The pusher served (NULL between tasks); changed only with the engine's driver token held. */
+    struct rs_pusher *_Atomic p;
+    rs_push_conn_t **conns; /* each its own allocation: pushers keep pointers */
+    uint32_t n_conns, cap_conns;
+} rs_push_lane_t;
 
 /* A grant of one partition at its worker (len 0: none). */
 typedef struct pgrant {
@@ -36,9 +66,10 @@ typedef struct pretire {
 typedef struct pworker {
     struct rs_pusher *p;
     uint32_t index;
+    rs_push_conn_t *conn; /* the lane's connection to this worker */
     rs_ep_t *ep;
     rs_rkey_t *rkey;
-    int attached;
+    int attach_sent, attached;
     rs_status_t attach_status;
     rs_list_t pending;  /* framed batches waiting for in-flight room (or not yet looked at) */
     uint64_t n_blocked; /* batches in the partitions' blocked lists */
@@ -71,8 +102,11 @@ struct rs_pusher {
     rs_pusher_config_t cfg;
     rs_shuffle_desc_t desc;
     uint32_t map_id, attempt;
-    rs_ctx_t *ctx;
-    rs_pushq_t *q;
+    rs_client_t *client;
+    rs_push_lane_t *lane; /* NULL once given back (close or destroy) */
+    rs_ctx_t *ctx;        /* the lane's */
+    rs_pushq_t *q;        /* the lane's */
+    int64_t user_bufs;    /* buffers the writer took with rs_pusher_buf_get and holds */
     pworker_t *workers;
     uint32_t *place;   /* partition -> worker index (replica 0; replica k is the k-th next) */
     uint32_t replicas; /* R: workers each batch is written to */
@@ -107,13 +141,26 @@ struct rs_pusher {
 };
 
 /* engine.c */
-extern const rs_pushq_hooks_t rs_push_hooks_template;
 void rs_push_fail(struct rs_pusher *p, rs_status_t status, const char *why);
 /* Does every partition keep a holder on a worker not lost? (logs the first that does not) */
 int rs_push_replicas_live(const struct rs_pusher *p);
 /* Seats every partition not started on the first R live workers of its ring. */
 void rs_push_seat_unstarted(struct rs_pusher *p);
-rs_status_t rs_push_install_handlers(struct rs_pusher *p);
+
+/* lane.c */
+/* A lane fit for key: an idle one of the client, else a new one. */
+rs_status_t rs_push_lane_get(rs_client_t *c, const rs_push_lane_key_t *key, rs_push_lane_t **l_p);
+/* The lane's connection to addr, made now if it has none (or a dead one). */
+rs_status_t rs_push_lane_conn(rs_push_lane_t *l, const char *addr, rs_push_conn_t **conn_p);
+/* Closes a connection of the lane (its writes in flight are canceled now). */
+void rs_push_lane_conn_close(rs_push_conn_t *conn);
+/* Waits for the engine's driver token (no round runs meanwhile) / gives it back. */
+void rs_push_lane_hold(rs_push_lane_t *l);
+void rs_push_lane_unhold(rs_push_lane_t *l);
+/* engine.c: the lane's message handlers and engine hooks (arg: the lane). */
+rs_status_t rs_push_install_handlers(rs_push_lane_t *l);
+rs_status_t rs_push_engine_take(struct rs_pusher *p, rs_pushq_t *q, rs_pbuf_int_t *b);
+unsigned rs_push_engine_poll(struct rs_pusher *p);
 
 /* Test-only: every every-th batch is corrupted after sealing or sent twice. */
 void rs_push_fault(struct rs_pusher *p, int fault, int every);

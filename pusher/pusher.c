@@ -6,12 +6,15 @@
 #include "common/log.h"
 #include "shuffle/name.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* close drives the engine itself until this long passes without an event. */
 #define RS_CLOSE_SPIN_NS 1000000
+/* open polls for the attach replies this long before it sleeps. */
+#define RS_ATTACH_SPIN_NS 200000
 
 void rs_pusher_config_defaults(rs_pusher_config_t *cfg)
 {
@@ -49,15 +52,29 @@ rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
 
 #define PART_BUF_MIN 64 /* smallest partition buffer, bytes (+ RS_PBUF_HEAD_ROOM) */
 
-static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
+static rs_status_t werr(rs_pusher_t *p)
+{
+    return (rs_status_t)atomic_load(&p->error);
+}
+
+/* The client was destroyed under an open task: it fails, nothing of it is committed. */
+static rs_status_t client_check(rs_pusher_t *p)
+{
+    if (p->lane != NULL && rs_lane_client_closed(&p->lane->base))
+        rs_push_fail(p, RS_ERR_CANCELED, "the client was destroyed");
+    return werr(p);
+}
+
+/* Sends w's attach on the lane's connection to its worker (made now on first use). */
+static rs_status_t attach_send(rs_pusher_t *p, pworker_t *w)
 {
     const char *addr = p->desc.workers[w->index];
-    rs_status_t s = rs_sproto_name_connect(p->ctx, addr, &w->ep);
+    rs_status_t s = rs_push_lane_conn(p->lane, addr, &w->conn);
     if (s != RS_OK) {
-        rs_error("pusher: cannot connect to worker %u: %s", w->index, rs_strerror(s));
+        rs_error("pusher: cannot connect to worker %s: %s", addr, rs_strerror(s));
         return s;
     }
-    rs_ep_set_user(w->ep, w);
+    w->ep = w->conn->ep;
     rs_smsg_attach_t m = {.status = RS_OK,
                           .role = RS_ROLE_PUSHER,
                           .shuffle_id = p->desc.shuffle_id,
@@ -68,15 +85,37 @@ static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
     uint8_t buf[RS_SPROTO_ATTACH_LEN];
     size_t len;
     s = rs_sproto_attach_encode(&m, buf, sizeof(buf), &len);
-    if (s == RS_OK)
-        s = rs_msg_send(w->ep, RS_SMSG_ATTACH, buf, len, NULL, NULL);
     if (s != RS_OK)
         return s;
-    uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(rs_ctx_config(p->ctx)->connect_timeout_ms);
-    while (!w->attached && rs_ep_status(w->ep) == RS_OK && rs_now_coarse_ns() < deadline)
-        rs_wait(p->ctx, 10);
+    /* Set before the send: the reply (or the connection's loss) finds w. */
+    rs_ep_set_user(w->ep, w);
+    w->attach_sent = 1;
+    s = rs_msg_send(w->ep, RS_SMSG_ATTACH, buf, len, NULL, NULL);
+    if (s != RS_OK)
+        rs_error("pusher: cannot send the attach to worker %s: %s", addr, rs_strerror(s));
+    return s;
+}
+
+/* Waits for w's attach reply (bounded by connect_timeout_ms from since). */
+static rs_status_t attach_wait(rs_pusher_t *p, pworker_t *w, uint64_t deadline)
+{
+    const char *addr = p->desc.workers[w->index];
+    uint64_t spin_end = rs_now_ns() + RS_ATTACH_SPIN_NS;
+    while (!w->attached && !w->dead && werr(p) == RS_OK && rs_ep_status(w->ep) == RS_OK &&
+           rs_now_coarse_ns() < deadline) {
+        if (rs_progress(p->ctx) > 0 || w->attached)
+            continue;
+        if (rs_now_ns() < spin_end)
+            sched_yield(); /* the answer is microseconds away: a sleep costs a wake-up */
+        else
+            rs_wait(p->ctx, 1);
+    }
+    if (!w->attached && werr(p) != RS_OK)
+        return werr(p); /* another worker failed the pusher meanwhile (R = 1) */
     if (!w->attached) {
-        s = rs_ep_status(w->ep) != RS_OK ? rs_ep_status(w->ep) : RS_ERR_TIMEOUT;
+        rs_status_t s = rs_ep_status(w->ep) != RS_OK ? rs_ep_status(w->ep) : RS_ERR_TIMEOUT;
+        if (w->dead && w->commit_status != RS_OK)
+            s = w->commit_status;
         rs_error("pusher: worker %s did not answer the attach: %s", addr, rs_strerror(s));
         return s;
     }
@@ -86,23 +125,58 @@ static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
     return w->attach_status;
 }
 
-static void pusher_free(rs_pusher_t *p)
+/*
+ * Is w's connection fit for the lane's next task? Its worker answered this
+ * task's attach, owes no write and, once a commit went out, accepted it.
+ * Anything else (a worker lost, refused or silent) closes the connection.
+ */
+static int conn_reusable(const pworker_t *w)
 {
-    /* Order: no engine thread, then endpoints (their canceled writes release buffers into the
-     * pool), then the pool's registered slab, then the context. */
-    if (p->q != NULL)
-        rs_push_q_stop(p->q);
-    int expected = RS_OK;
-    atomic_compare_exchange_strong(&p->error, &expected, (int)RS_ERR_CANCELED);
+    if (w->dead || !w->attached || w->attach_status != RS_OK || w->inflight != 0 || w->ep == NULL ||
+        rs_ep_status(w->ep) != RS_OK)
+        return 0;
+    return !w->commit_sent || (w->commit_done && w->commit_status == RS_OK);
+}
+
+/*
+ * Gives the lane back (once): no engine round runs meanwhile; connections
+ * not fit for reuse are closed (their canceled writes release buffers now,
+ * while p lives), buffers of the writer go back to the pool, and the lane
+ * is kept only when nothing of this task stays in it.
+ */
+static void lane_release(rs_pusher_t *p)
+{
+    rs_push_lane_t *l = p->lane;
+    if (l == NULL)
+        return;
+    rs_push_lane_hold(l);
     for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];
-        if (w->ep != NULL)
-            rs_ep_close(w->ep); /* also releases the rkeys unpacked for it */
+        if (w->conn == NULL)
+            continue;
+        if (w->ep != NULL && rs_ep_user(w->ep) == w)
+            rs_ep_set_user(w->ep, NULL);
+        if (!conn_reusable(w) && w->conn->ep == w->ep)
+            rs_push_lane_conn_close(w->conn);
+        w->ep = NULL;
     }
-    if (p->q != NULL)
-        rs_pushq_destroy(p->q);
-    if (p->ctx != NULL)
-        rs_ctx_destroy(p->ctx);
+    for (uint32_t i = 0; p->cur != NULL && i < p->desc.n_partitions; i++) {
+        if (p->cur[i] != NULL)
+            rs_pushq_buf_put(p->q, p->cur[i]);
+        p->cur[i] = NULL;
+    }
+    int reusable = p->user_bufs == 0 && rs_push_q_engine_held(p->q) == 0;
+    atomic_store(&l->p, NULL);
+    rs_push_lane_unhold(l);
+    p->lane = NULL;
+    rs_lane_give(&l->base, reusable); /* not reusable: destroyed now, while p lives */
+}
+
+static void pusher_free(rs_pusher_t *p)
+{
+    int expected = RS_OK;
+    atomic_compare_exchange_strong(&p->error, &expected, (int)RS_ERR_CANCELED);
+    lane_release(p);
     for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++) {
         free(p->workers[i].parts);
         free(p->workers[i].counts);
@@ -122,16 +196,69 @@ static void pusher_free(rs_pusher_t *p)
     free(p);
 }
 
+/* Attaches every worker: all attaches sent first, then their replies waited for. */
+static rs_status_t attach_all(rs_pusher_t *p)
+{
+    uint32_t nw = p->desc.n_workers;
+    rs_status_t s, lost_s = RS_OK;
+    uint64_t timeout = RS_MS_TO_NS(rs_ctx_config(p->ctx)->connect_timeout_ms);
+    uint64_t deadline = 0;
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < nw; i++) {
+            pworker_t *w = &p->workers[i];
+            if (w->dead)
+                continue; /* R >= 2: lost meanwhile (worker_lost counted it) */
+            if (pass == 0) {
+                s = attach_send(p, w);
+                if (deadline == 0 || s == RS_OK)
+                    deadline = rs_now_coarse_ns() + timeout; /* connects are sequential */
+            } else {
+                s = attach_wait(p, w, deadline);
+            }
+            if (s == RS_OK && (s = werr(p)) == RS_OK)
+                continue;
+            /* A worker that answers and refuses (another R, another partition count) is an error.
+             */
+            if (p->replicas == 1 || w->attached || werr(p) != RS_OK)
+                return werr(p) != RS_OK ? werr(p) : s;
+            /* Replicated: its partitions go to the next live workers of their rings. */
+            rs_warn("pusher: going on without worker %s (%u replicas)", p->desc.workers[i],
+                    p->replicas);
+            w->dead = 1;
+            w->commit_done = 1; /* nothing to commit there, nothing to wait for */
+            w->commit_status = s;
+            p->stats.workers_lost++;
+            lost_s = s;
+        }
+    }
+    rs_push_seat_unstarted(p);
+    if (!rs_push_replicas_live(p))
+        return lost_s != RS_OK ? lost_s : RS_ERR_UNREACHABLE;
+    return werr(p);
+}
+
 rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint32_t attempt,
                            const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p)
 {
-    if (desc == NULL || desc->n_partitions == 0 || desc->n_workers == 0 || desc->workers == NULL)
+    rs_client_t *c = rs_client_default();
+    if (c == NULL)
+        return RS_ERR_NOMEM;
+    return rs_pusher_open_in(c, desc, map_id, attempt, cfg, pusher_p);
+}
+
+rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc, uint32_t map_id,
+                              uint32_t attempt, const rs_pusher_config_t *cfg,
+                              rs_pusher_t **pusher_p)
+{
+    if (client == NULL || pusher_p == NULL || desc == NULL || desc->n_partitions == 0 ||
+        desc->n_workers == 0 || desc->workers == NULL)
         return RS_ERR_INVALID;
     rs_pusher_t *p = calloc(1, sizeof(*p));
     if (p == NULL)
         return RS_ERR_NOMEM;
     pthread_mutex_init(&p->lock, NULL);
     rs_cond_init_monotonic(&p->cond);
+    p->client = client;
     rs_status_t s;
     if (cfg != NULL) {
         p->cfg = *cfg;
@@ -148,6 +275,16 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
         s = RS_ERR_CONFIG;
         goto err_free;
     }
+    rs_push_lane_key_t key;
+    memset(&key, 0, sizeof(key)); /* compared bytewise: padding too */
+    if (p->cfg.transport != NULL)
+        key.tcfg = *p->cfg.transport;
+    else if ((s = rs_config_init(&key.tcfg)) != RS_OK)
+        goto err_free;
+    p->cfg.transport = NULL; /* read only here */
+    key.buf_len = p->cfg.buf_len;
+    key.pool_bytes = p->cfg.pool_bytes;
+    key.queue_depth = p->cfg.queue_depth ? p->cfg.queue_depth : 16;
     p->desc = *desc;
     p->desc.placement = NULL; /* resolved once into p->place */
     /*
@@ -202,45 +339,27 @@ rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint3
         for (uint32_t k = 0; k < np; k++)
             rs_list_init(&w->parts[k].blocked);
     }
-    if ((s = rs_ctx_create(p->cfg.transport, &p->ctx)) != RS_OK)
+    rs_push_seat_unstarted(p); /* holders valid before any handler can see a loss */
+    if ((s = rs_push_lane_get(client, &key, &p->lane)) != RS_OK)
         goto err_free;
+    p->ctx = p->lane->ctx;
+    p->q = p->lane->q;
     p->msg_max = rs_ctx_config(p->ctx)->msg_max;
     if ((p->msg_buf = malloc(p->msg_max)) == NULL) {
         s = RS_ERR_NOMEM;
         goto err_free;
     }
-    if ((s = rs_push_install_handlers(p)) != RS_OK)
-        goto err_free;
-    rs_status_t lost_s = RS_OK;
-    for (uint32_t i = 0; i < nw; i++) {
-        if ((s = connect_worker(p, &p->workers[i])) == RS_OK)
-            continue;
-        /* A worker that answers and refuses (another R, another partition count) is an error. */
-        if (p->replicas == 1 || p->workers[i].attached)
-            goto err_free;
-        /* Replicated: its partitions go to the next live workers of their rings. */
-        rs_warn("pusher: going on without worker %s (%u replicas)", desc->workers[i], p->replicas);
-        p->workers[i].dead = 1;
-        p->workers[i].commit_done = 1; /* nothing to commit there, nothing to wait for */
-        p->workers[i].commit_status = s;
-        p->stats.workers_lost++;
-        lost_s = s;
-    }
-    rs_push_seat_unstarted(p);
-    if (!rs_push_replicas_live(p)) {
-        s = lost_s;
-        goto err_free;
-    }
-
-    rs_pushq_config_t qc = {.buf_len = p->cfg.buf_len,
-                            .slab_bytes = p->cfg.pool_bytes,
-                            .queue_depth = p->cfg.queue_depth ? p->cfg.queue_depth : 16,
-                            .wait_ms = p->cfg.wait_ms,
-                            .ctx = p->ctx};
-    rs_pushq_hooks_t hooks = rs_push_hooks_template;
-    hooks.arg = p;
-    hooks.fd = rs_ctx_fd(p->ctx);
-    if ((s = rs_push_q_create(&qc, &hooks, &p->q)) != RS_OK)
+    /*
+     * From here on the lane's handlers see p: every field they touch is
+     * set. The attaches run with the engine held (no round meanwhile), on
+     * this thread.
+     */
+    rs_push_lane_hold(p->lane);
+    rs_push_q_reuse(p->q, p->cfg.wait_ms);
+    atomic_store(&p->lane->p, p);
+    s = attach_all(p);
+    rs_push_lane_unhold(p->lane);
+    if (s != RS_OK)
         goto err_free;
     *pusher_p = p;
     return RS_OK;
@@ -255,11 +374,6 @@ _Static_assert((uint64_t)RS_PUSH_RECORD_MAX + RS_RECORD_HDR + RS_FRAME_HEADER_SI
                "RS_PUSH_RECORD_MAX must match the grant size");
 _Static_assert(RS_PUSH_RECORD_MAX + RS_RECORD_HDR <= RS_CODEC_RAW_MAX,
                "a record fits a codec call");
-
-static rs_status_t werr(rs_pusher_t *p)
-{
-    return (rs_status_t)atomic_load(&p->error);
-}
 
 /* Hands the partition's current buffer to the engine. */
 static rs_status_t flush_partition(rs_pusher_t *p, uint32_t part)
@@ -326,7 +440,7 @@ static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
 
 rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec, uint32_t len)
 {
-    rs_status_t s = werr(p);
+    rs_status_t s = client_check(p);
     if (s != RS_OK)
         return s;
     if (atomic_load(&p->closing))
@@ -367,18 +481,26 @@ rs_status_t rs_pusher_buf_get(rs_pusher_t *p, size_t len, rs_pbuf_t **buf_p)
 {
     if (len + RS_FRAME_HEADER_SIZE > RS_GRANT_MAX)
         return RS_ERR_INVALID;
-    return rs_pushq_buf_get(p->q, len, buf_p);
+    if (p->lane == NULL)
+        return RS_ERR_STATE;
+    rs_status_t s = rs_pushq_buf_get(p->q, len, buf_p);
+    if (s == RS_OK)
+        p->user_bufs++;
+    return s;
 }
 
 void rs_pusher_buf_put(rs_pusher_t *p, rs_pbuf_t *buf)
 {
+    if (p->lane == NULL)
+        return; /* closed: the lane went back with this buffer counted as held */
     rs_pushq_buf_put(p->q, buf);
+    p->user_bufs--;
 }
 
 rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, size_t used,
                            rs_pbuf_t **fresh_p)
 {
-    rs_status_t s = werr(p);
+    rs_status_t s = client_check(p);
     if (s != RS_OK)
         return s;
     if (atomic_load(&p->closing))
@@ -412,7 +534,9 @@ rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, 
 
 rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
 {
-    rs_status_t s = RS_OK;
+    if (p->lane == NULL)
+        return werr(p) != RS_OK ? werr(p) : RS_ERR_STATE; /* closed already */
+    rs_status_t s = client_check(p);
     for (uint32_t i = 0; i < p->desc.n_partitions && s == RS_OK; i++)
         s = flush_partition(p, i);
     if (s != RS_OK)
@@ -444,9 +568,8 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
             if (!p->workers[i].dead)
                 s = p->workers[i].commit_status;
     }
-    /* A failed attempt is over: stop the engine, so its counts can be read (and stay put). */
-    if (!finished || s != RS_OK)
-        rs_push_q_stop(p->q);
+    /* The attempt is over either way: its lane goes back (a failed one's counts stay put). */
+    lane_release(p);
     if (stats != NULL) { /* also after a failure: what was done */
         *stats = p->stats;
         stats->records = p->records;

@@ -471,6 +471,23 @@ int rs_push_q_drive(rs_pushq_t *q)
     return (int)n;
 }
 
+int rs_push_q_hold(rs_pushq_t *q)
+{
+    return driver_take(q) ? 0 : -1;
+}
+
+void rs_push_q_unhold(rs_pushq_t *q)
+{
+    driver_drop(q);
+}
+
+void rs_push_q_reuse(rs_pushq_t *q, uint32_t wait_ms)
+{
+    atomic_store(&q->error, RS_OK);
+    atomic_store(&q->engine_starved, 0);
+    q->cfg.wait_ms = wait_ms;
+}
+
 rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)
 {
     uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(timeout_ms);

@@ -117,4 +117,17 @@ void rs_push_q_nap(rs_pushq_t *q);
  */
 int rs_push_q_drive(rs_pushq_t *q);
 
+/*
+ * Takes the driver token for the caller (0; -1 while a round runs): no
+ * engine round runs until rs_push_q_unhold. A lane changes tasks so.
+ */
+int rs_push_q_hold(rs_pushq_t *q);
+void rs_push_q_unhold(rs_pushq_t *q);
+
+/*
+ * A lane's next task: the sticky error cleared and its own wait bound.
+ * Nothing may be queued or held by the engine (rs_push_q_engine_held 0).
+ */
+void rs_push_q_reuse(rs_pushq_t *q, uint32_t wait_ms);
+
 #endif

@@ -10,7 +10,41 @@
 #include <rshuffle/reader.h>
 #include <rshuffle/transport.h>
 
+#include "shuffle/client.h"
 #include "shuffle/proto.h"
+
+/*
+ * A read lane: a context, its registered read buffers and the connections
+ * of earlier sessions, lent by the client to one session at a time
+ * (include/rshuffle/client.h).
+ */
+typedef struct rs_read_lane_key {
+    rs_config_t tcfg;
+    size_t read_max;
+} rs_read_lane_key_t;
+
+/* A connection kept between sessions (attached again by the next one that uses it). */
+typedef struct rlconn {
+    char *addr;
+    rs_ep_t *ep;
+    rs_rkey_t *rkey;
+    const uint8_t *local;
+    uint64_t local_len;
+    struct rs_local_reg *local_reg;
+} rlconn_t;
+
+typedef struct rs_read_lane {
+    rs_lane_t base;
+    rs_read_lane_key_t key;
+    rs_ctx_t *ctx;
+    struct rs_reader_session *sess; /* the session served (NULL between sessions) */
+    rs_mr_t **bufs;                 /* idle read buffers */
+    uint32_t n_bufs, cap_bufs;
+    rlconn_t *conns; /* kept connections, by address */
+    uint32_t n_conns, cap_conns;
+    uint32_t next_tag; /* tags never repeat on a lane: a late reply is never taken for another */
+} rs_read_lane_t;
+
 /* A snapshot asked for ahead of its open (ahead.c). */
 enum { RAHEAD_FREE = 0, RAHEAD_SENT, RAHEAD_GOT };
 #define RS_READ_AHEAD 32 /* partitions whose READ_OPEN goes out before they are opened */
@@ -18,6 +52,7 @@ enum { RAHEAD_FREE = 0, RAHEAD_SENT, RAHEAD_GOT };
 /* The session's link to one worker. */
 typedef struct rconn {
     rs_ep_t *ep;
+    int attached; /* this session's attach answered (a kept connection is attached again) */
     rs_rkey_t *rkey;
     const char *addr;
     uint32_t gen; /* counts (re)connections: a reader's snapshot lives on one of them */
@@ -45,6 +80,7 @@ struct rs_reader_session {
     uint32_t n_maps;
     uint32_t *attempts;
     rs_ctx_t *ctx;
+    rs_read_lane_t *lane;
     rconn_t *conns; /* per worker, connected on first use */
     rs_mr_t **bufs; /* idle read buffers */
     uint32_t n_bufs, cap_bufs;

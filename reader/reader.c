@@ -378,6 +378,10 @@ static rs_status_t open_next(rs_reader_t *r, rs_status_t st)
 rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_reader_t **reader_p)
 {
     uint32_t w;
+    if (s->lane != NULL && rs_lane_client_closed(&s->lane->base)) {
+        rs_error("reader: the session's client was destroyed");
+        return RS_ERR_CANCELED;
+    }
     rs_status_t st = rs_shuffle_place(&s->desc, partition, &w);
     if (st != RS_OK)
         return st;

@@ -42,10 +42,12 @@ rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg)
     return RS_OK;
 }
 
-static void on_reply(rs_reader_session_t *s, unsigned type, rs_ep_t *ep, const void *data,
-                     size_t len)
+static void on_reply(rs_read_lane_t *l, unsigned type, rs_ep_t *ep, const void *data, size_t len)
 {
+    rs_reader_session_t *s = l->sess;
     rs_smsg_t m;
+    if (s == NULL)
+        return; /* between sessions: a late answer to the last one */
     if (rs_rd_sess_ahead_reply(s, ep, type, data, len))
         return;
     if (ep != s->want_ep || s->got || type != s->want_type)
@@ -181,8 +183,9 @@ void rs_rd_sess_pause(rs_reader_session_t *s, uint32_t ms)
 
 static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
 {
-    rs_status_t st = rs_sproto_name_connect(s->ctx, c->addr, &c->ep);
-    if (st != RS_OK) {
+    rs_status_t st = RS_OK;
+    if (c->ep == NULL && (st = rs_sproto_name_connect(s->ctx, c->addr, &c->ep)) != RS_OK) {
+        c->ep = NULL;
         rs_error("reader: cannot connect to a worker: %s", rs_strerror(st));
         return st;
     }
@@ -210,6 +213,9 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
                  s->desc.shuffle_id, ar->replicas, s->replicas);
         return RS_ERR_INVALID;
     }
+    c->attached = 1;
+    if (c->rkey != NULL)
+        return RS_OK; /* kept from an earlier session: the same worker, the same arena */
     st = rs_rkey_unpack(c->ep, ar->rkey, ar->rkey_len, &c->rkey);
     if (st != RS_OK)
         return st;
@@ -226,6 +232,7 @@ static void conn_close(rconn_t *c)
         rs_ep_close(c->ep); /* also releases the rkey unpacked for it */
     c->ep = NULL;
     c->rkey = NULL;
+    c->attached = 0;
     rs_sproto_local_release(c->local_reg);
     c->local_reg = NULL;
     c->local = NULL;
@@ -248,6 +255,8 @@ int rs_rd_sess_renew_due(rs_reader_session_t *s)
  * mid-send would never deliver a reply again, from any worker. Not while
  * another reader is open: its snapshot lives on these connections.
  */
+static void lane_conns_close(rs_read_lane_t *l);
+
 static void sess_renew(rs_reader_session_t *s)
 {
     if (s->open_readers > 1)
@@ -259,6 +268,7 @@ static void sess_renew(rs_reader_session_t *s)
             s->conns[w].gen++;
         }
     }
+    lane_conns_close(s->lane); /* kept for other workers: the renewal needs every one closed */
     rs_status_t st = rs_ctx_renew(s->ctx);
     if (st != RS_OK)
         rs_error("reader: cannot renew the receive queue: %s", rs_strerror(st));
@@ -310,12 +320,14 @@ rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p
         return RS_ERR_UNREACHABLE; /* R >= 2: not tried again (rs_rd_sess_lost) */
     if (rs_rd_sess_renew_due(s))
         sess_renew(s);
-    if (c->rkey != NULL && rs_ep_status(c->ep) == RS_OK) {
+    if (c->attached && rs_ep_status(c->ep) == RS_OK) {
         *conn_p = c;
         return RS_OK;
     }
-    conn_close(c); /* a failed or dead one is made again */
-    c->gen++;
+    if (c->ep == NULL || rs_ep_status(c->ep) != RS_OK || c->rkey == NULL) {
+        conn_close(c); /* a failed or dead one is made again */
+        c->gen++;
+    }
     rs_status_t st = conn_open(s, c);
     if (st != RS_OK) {
         conn_close(c);
@@ -350,12 +362,147 @@ void rs_rd_sess_buf_put(rs_reader_session_t *s, rs_mr_t *mr)
     s->bufs[s->n_bufs++] = mr;
 }
 
+/* ------------------------------------------------------------------ lanes */
+
+static void rlconn_close(rlconn_t *k)
+{
+    if (k->ep != NULL)
+        rs_ep_close(k->ep);
+    rs_sproto_local_release(k->local_reg);
+    free(k->addr);
+    *k = (rlconn_t){0};
+}
+
+static void lane_conns_close(rs_read_lane_t *l)
+{
+    for (uint32_t i = 0; i < l->n_conns; i++)
+        rlconn_close(&l->conns[i]);
+    l->n_conns = 0;
+}
+
+static void lane_destroy(rs_lane_t *base)
+{
+    rs_read_lane_t *l = (rs_read_lane_t *)base;
+    lane_conns_close(l);
+    for (uint32_t i = 0; i < l->n_bufs; i++)
+        rs_mem_free(l->bufs[i]);
+    if (l->ctx != NULL)
+        rs_ctx_destroy(l->ctx);
+    free(l->conns);
+    free(l->bufs);
+    free(l);
+}
+
+static int lane_match(const rs_lane_t *base, const void *key)
+{
+    const rs_read_lane_t *l = (const rs_read_lane_t *)base;
+    return memcmp(&l->key, key, sizeof(l->key)) == 0;
+}
+
+static rs_status_t lane_get(rs_client_t *c, const rs_read_lane_key_t *key, rs_read_lane_t **l_p)
+{
+    rs_lane_t *base;
+    if (rs_lane_take(c, RS_LANE_READ, lane_match, key, &base) == RS_OK) {
+        *l_p = (rs_read_lane_t *)base;
+        return RS_OK;
+    }
+    rs_read_lane_t *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return RS_ERR_NOMEM;
+    l->key = *key;
+    rs_status_t st = rs_ctx_create(&key->tcfg, &l->ctx);
+    if (st == RS_OK)
+        st = rs_set_msg_handler(l->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, l);
+    if (st == RS_OK)
+        st = rs_set_msg_handler(l->ctx, RS_SMSG_READ_REPLY, on_read_reply, l);
+    if (st == RS_OK)
+        st = rs_set_msg_handler(l->ctx, RS_SMSG_SPILL_REPLY, on_spill_reply, l);
+    if (st != RS_OK) {
+        lane_destroy(&l->base);
+        return st;
+    }
+    rs_lane_add(c, &l->base, RS_LANE_READ, lane_destroy);
+    *l_p = l;
+    return RS_OK;
+}
+
+/* The session takes the lane's kept connection to its worker c, if any. */
+static void lane_conn_lend(rs_read_lane_t *l, rconn_t *c)
+{
+    for (uint32_t i = 0; i < l->n_conns; i++) {
+        rlconn_t *k = &l->conns[i];
+        if (strcmp(k->addr, c->addr) != 0)
+            continue;
+        if (rs_ep_status(k->ep) == RS_OK) {
+            c->ep = k->ep;
+            c->rkey = k->rkey;
+            c->local = k->local;
+            c->local_len = k->local_len;
+            c->local_reg = k->local_reg;
+            k->ep = NULL;
+            k->local_reg = NULL;
+        }
+        rlconn_close(k);
+        l->conns[i] = l->conns[--l->n_conns];
+        return;
+    }
+}
+
+/* Keeps c's connection in the lane for a later session; 0 if it cannot (then the caller closes). */
+static int lane_conn_keep(rs_read_lane_t *l, rconn_t *c)
+{
+    if (c->ep == NULL || c->rkey == NULL || rs_ep_status(c->ep) != RS_OK)
+        return 0;
+    if (l->n_conns == l->cap_conns) {
+        uint32_t cap = l->cap_conns ? 2 * l->cap_conns : 8;
+        rlconn_t *n = realloc(l->conns, cap * sizeof(*n));
+        if (n == NULL)
+            return 0;
+        l->conns = n;
+        l->cap_conns = cap;
+    }
+    char *a = strdup(c->addr);
+    if (a == NULL)
+        return 0;
+    l->conns[l->n_conns++] = (rlconn_t){.addr = a,
+                                        .ep = c->ep,
+                                        .rkey = c->rkey,
+                                        .local = c->local,
+                                        .local_len = c->local_len,
+                                        .local_reg = c->local_reg};
+    *c = (rconn_t){.addr = c->addr};
+    return 1;
+}
+
+/* Waits (briefly) for the answers to snapshots asked ahead, so the next session's ask none. */
+static int ahead_settle(rs_reader_session_t *s)
+{
+    for (uint32_t i = 0; i < RS_READ_AHEAD; i++) {
+        rahead_t *a = &s->ahead[i];
+        if (a->state != RAHEAD_SENT)
+            continue;
+        if (a->gen != a->conn->gen || rs_rd_sess_wait(s, a->conn, &a->got, "a read ahead") != RS_OK)
+            return 0;
+    }
+    return 1;
+}
+
 rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_t n_maps,
                                    const uint32_t *attempts, const rs_reader_config_t *cfg,
                                    rs_reader_session_t **sess_p)
 {
-    if (desc == NULL || desc->n_workers == 0 || desc->workers == NULL ||
-        (n_maps > 0 && attempts == NULL))
+    rs_client_t *c = rs_client_default();
+    if (c == NULL)
+        return RS_ERR_NOMEM;
+    return rs_reader_session_open_in(c, desc, n_maps, attempts, cfg, sess_p);
+}
+
+rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc,
+                                      uint32_t n_maps, const uint32_t *attempts,
+                                      const rs_reader_config_t *cfg, rs_reader_session_t **sess_p)
+{
+    if (client == NULL || sess_p == NULL || desc == NULL || desc->n_workers == 0 ||
+        desc->workers == NULL || (n_maps > 0 && attempts == NULL))
         return RS_ERR_INVALID;
     rs_reader_session_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
@@ -383,6 +530,15 @@ rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_t n_map
         free(s);
         return st;
     }
+    rs_read_lane_key_t key;
+    memset(&key, 0, sizeof(key)); /* compared bytewise: padding too */
+    if (s->cfg.transport != NULL)
+        key.tcfg = *s->cfg.transport;
+    else if ((st = rs_config_init(&key.tcfg)) != RS_OK) {
+        free(s);
+        return st;
+    }
+    key.read_max = s->cfg.read_max;
     s->n_maps = n_maps;
     s->attempts = malloc((n_maps ? n_maps : 1) * sizeof(*s->attempts));
     s->conns = calloc(desc->n_workers, sizeof(*s->conns));
@@ -393,13 +549,19 @@ rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_t n_map
         memcpy(s->attempts, attempts, n_maps * sizeof(*attempts));
     for (uint32_t i = 0; i < desc->n_workers; i++)
         s->conns[i].addr = desc->workers[i];
-    st = rs_ctx_create(s->cfg.transport, &s->ctx);
-    if (st != RS_OK)
+    if ((st = lane_get(client, &key, &s->lane)) != RS_OK)
         goto err_free;
-    if ((st = rs_set_msg_handler(s->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, s)) != RS_OK ||
-        (st = rs_set_msg_handler(s->ctx, RS_SMSG_READ_REPLY, on_read_reply, s)) != RS_OK ||
-        (st = rs_set_msg_handler(s->ctx, RS_SMSG_SPILL_REPLY, on_spill_reply, s)) != RS_OK)
-        goto err_free;
+    rs_read_lane_t *l = s->lane;
+    s->ctx = l->ctx;
+    s->next_tag = l->next_tag;
+    s->bufs = l->bufs;
+    s->n_bufs = l->n_bufs;
+    s->cap_bufs = l->cap_bufs;
+    l->bufs = NULL;
+    l->n_bufs = l->cap_bufs = 0;
+    for (uint32_t i = 0; i < desc->n_workers; i++)
+        lane_conn_lend(l, &s->conns[i]);
+    l->sess = s;
     *sess_p = s;
     return RS_OK;
 
@@ -414,13 +576,24 @@ void rs_reader_session_close(rs_reader_session_t *s)
         return;
     if (s->open_readers > 0)
         rs_warn("reader: session closed with %u readers still open", s->open_readers);
+    rs_read_lane_t *l = s->lane;
+    /* Kept only when nothing of this session stays on it: its snapshots are all closed. */
+    int reusable = l != NULL && s->open_readers == 0 && ahead_settle(s);
     rs_rd_sess_ahead_drop(s);
-    for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++)
-        conn_close(&s->conns[i]);
-    for (uint32_t i = 0; i < s->n_bufs; i++)
-        rs_mem_free(s->bufs[i]);
-    if (s->ctx != NULL)
-        rs_ctx_destroy(s->ctx);
+    for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++) {
+        if (!reusable || !lane_conn_keep(l, &s->conns[i]))
+            conn_close(&s->conns[i]);
+    }
+    if (l != NULL) {
+        l->sess = NULL;
+        l->next_tag = s->next_tag;
+        l->bufs = s->bufs; /* registered on the lane's context: they stay with it */
+        l->n_bufs = s->n_bufs;
+        l->cap_bufs = s->cap_bufs;
+        s->bufs = NULL;
+        s->n_bufs = 0;
+        rs_lane_give(&l->base, reusable);
+    }
     free(s->bufs);
     free(s->conns);
     free(s->attempts);

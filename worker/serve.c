@@ -28,6 +28,32 @@ static wconn_t *conn_of(rs_ep_t *ep)
 
 /* ---------------------------------------------------------------- attach */
 
+static void commit_reset(wconn_t *c);
+
+/* What a connection keeps of one pusher attach: its grants, arrivals and commit. */
+static void pusher_reset(rs_worker_t *w, wconn_t *c)
+{
+    for (uint32_t i = 0; i < c->n_slots; i++) {
+        if (c->slots[i] != NULL)
+            rs_wk_store_grant_free(&w->st, c->slots[i]);
+        c->slots[i] = NULL;
+    }
+    c->n_free = 0;
+    for (uint32_t i = c->n_slots; i > 0; i--) /* lowest numbers on top */
+        c->free_slots[c->n_free++] = i - 1;
+    c->open_grants = 0;
+    if (c->sh != NULL)
+        rs_wk_store_pusher_detach(&w->st, c->sh);
+    c->sh = NULL;
+    free(c->stats);
+    c->stats = NULL;
+    commit_reset(c);
+    if (c->seen != NULL)
+        memset(c->seen, 0, c->seen_bits / 8);
+    c->batches = c->distinct = 0;
+    c->commit_total = 0;
+}
+
 static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_worker_t *w = arg;
@@ -39,10 +65,17 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         reply_status(ep, RS_SMSG_ATTACH_REPLY, s != RS_OK ? s : RS_ERR_STATE);
         return;
     }
-    if (c->role != 0) {
+    if (c->role != 0 && c->role != (int)m.role) {
         reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_PROTOCOL);
         return;
     }
+    /*
+     * A client's connection carries its tasks one after the other: a new
+     * attach ends the previous one (committed already, or abandoned: then
+     * never committed, as if its connection had closed).
+     */
+    if (c->role == RS_ROLE_PUSHER)
+        pusher_reset(w, c);
     wshuffle_t *sh = rs_wk_store_find(&w->st, m.shuffle_id);
     uint32_t replicas = m.replicas ? m.replicas : 1;
     if (m.role == RS_ROLE_PUSHER && sh != NULL && sh->replicas != 0 && sh->replicas != replicas) {
@@ -174,7 +207,7 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_status_t s = rs_sproto_grant_req_decode(data, len, &m);
     size_t msg_max = rs_ctx_config(w->ctx)->msg_max;
     size_t max_n = rs_sproto_grant_max(msg_max);
-    if (s == RS_OK && (c == NULL || c->role != RS_ROLE_PUSHER))
+    if (s == RS_OK && (c == NULL || c->role != RS_ROLE_PUSHER || c->sh == NULL))
         s = RS_ERR_STATE;
     if (s == RS_OK && c->sh->dropped)
         s = RS_ERR_NOT_FOUND;
@@ -274,7 +307,7 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
 {
     rs_worker_t *w = arg;
     wconn_t *c = conn_of(ep);
-    if (c == NULL || c->role != RS_ROLE_PUSHER) {
+    if (c == NULL || c->role != RS_ROLE_PUSHER || c->sh == NULL) {
         rs_warn("worker: notification from an endpoint that is not an attached pusher");
         return;
     }
@@ -386,9 +419,12 @@ void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
         c->commit = NULL; /* the store owns the entries now */
         grants_retire_all(w, c);
     }
+    int committed = s == RS_OK;
     rs_wk_stats_publish(w); /* a committed map's batches show in the stats from now on */
     reply_status(c->ep, RS_SMSG_COMMIT_REPLY, s);
     commit_reset(c);
+    if (committed) /* the attach is over: a dropped shuffle need not wait for the connection */
+        pusher_reset(w, c);
 }
 
 static void on_commit(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -397,7 +433,8 @@ static void on_commit(void *arg, rs_ep_t *ep, const void *data, size_t len)
     wconn_t *c = conn_of(ep);
     rs_smsg_commit_t m;
     rs_status_t s = rs_sproto_commit_decode(data, len, &m);
-    if (s == RS_OK && (c == NULL || c->role != RS_ROLE_PUSHER || c->commit_pending))
+    if (s == RS_OK &&
+        (c == NULL || c->role != RS_ROLE_PUSHER || c->sh == NULL || c->commit_pending))
         s = RS_ERR_STATE;
     if (s == RS_OK && c->sh->dropped)
         s = RS_ERR_NOT_FOUND;

@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <rshuffle/client.h>
 #include <rshuffle/codec.h>
 #include <rshuffle/config.h>
 #include <rshuffle/shuffle.h>
@@ -211,6 +212,28 @@ RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
  */
 RS_API rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint32_t attempt,
                                   const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p);
+
+/*
+ * rs_pusher_open on client's lanes (include/rshuffle/client.h), which
+ * rs_pusher_open does on the process's default client. The pusher borrows
+ * a lane whose context and pool fit its configuration (cfg->transport,
+ * buf_len, pool_bytes, queue_depth), an idle one if the client has one,
+ * else a new one, and gives it back at rs_pusher_close (or
+ * rs_pusher_destroy when not closed). A warm lane costs no registration,
+ * no thread start and no connection: the open sends one attach per worker
+ * (all at once) and waits for the answers. Connections the attempt leaves
+ * unfit (a worker lost, refused or silent, a commit refused) are closed
+ * and made again by a later task.
+ *
+ * client must not be NULL and must outlive the pusher's open call; see
+ * rs_client_destroy for a client destroyed while the pusher lives. Errors
+ * as rs_pusher_open (RS_ERR_INVALID also for a NULL client or pusher_p).
+ * With R = 1, a worker lost while open waits for another's answer fails
+ * the open with that loss's status.
+ */
+RS_API rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc,
+                                     uint32_t map_id, uint32_t attempt,
+                                     const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p);
 
 /*
  * The largest record a pusher takes, bytes: its batch (frame header +

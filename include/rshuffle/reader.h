@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <rshuffle/client.h>
 #include <rshuffle/config.h>
 #include <rshuffle/shuffle.h>
 #include <rshuffle/status.h>
@@ -70,6 +71,23 @@ RS_API rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg);
 RS_API rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_t n_maps,
                                           const uint32_t *attempts, const rs_reader_config_t *cfg,
                                           rs_reader_session_t **sess_p);
+
+/*
+ * rs_reader_session_open on client's lanes (include/rshuffle/client.h),
+ * which rs_reader_session_open does on the process's default client. The
+ * session borrows a read lane whose context fits its configuration
+ * (cfg->transport, read_max): its registered read buffers and the
+ * connections earlier sessions kept (attached again on first use by this
+ * one). rs_reader_session_close gives it back; it is kept for a later
+ * session only when no reader of the session is still open. client must
+ * not be NULL; see rs_client_destroy for a client destroyed while the
+ * session lives (later rs_reader_open_in: RS_ERR_CANCELED). Errors as
+ * rs_reader_session_open (RS_ERR_INVALID also for a NULL client or sess_p).
+ */
+RS_API rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc,
+                                             uint32_t n_maps, const uint32_t *attempts,
+                                             const rs_reader_config_t *cfg,
+                                             rs_reader_session_t **sess_p);
 
 /*
  * Opens one partition in the session. RS_ERR_NOT_FOUND: unknown shuffle or
