@@ -34,6 +34,9 @@ static const rs_config_var_t vars[] = {
     /* shuffle */
     {"RSHUFFLE_REPLICAS", "1",
      "workers holding each batch (1..3), for descriptors that leave replicas 0"},
+    /* client */
+    {"RSHUFFLE_CLIENT_LANES", "64",
+     "idle lanes (context, pool, connections) a client keeps for later tasks; 0: none"},
     /* pusher */
     {"RSHUFFLE_CODEC", "none", "shuffle codec: none|lz4|snappy"},
     {"RSHUFFLE_PUSH_BUF", "256K", "a full push buffer, bytes"},

@@ -156,6 +156,7 @@ rs_status_t rs_push_lane_conn(rs_push_lane_t *l, const char *addr, rs_push_conn_
 
 void rs_push_lane_hold(rs_push_lane_t *l)
 {
+    rs_push_q_park(l->q);
     while (rs_push_q_hold(l->q) != 0)
         sched_yield(); /* a round takes microseconds */
 }

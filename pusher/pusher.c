@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "shuffle/name.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +218,10 @@ static rs_status_t attach_all(rs_pusher_t *p)
             }
             if (s == RS_OK && (s = werr(p)) == RS_OK)
                 continue;
+            if (w->dead && werr(p) == RS_OK) {
+                lost_s = w->commit_status; /* lost meanwhile (worker_lost counted it) */
+                continue;
+            }
             /* A worker that answers and refuses (another R, another partition count) is an error.
              */
             if (p->replicas == 1 || w->attached || werr(p) != RS_OK)
@@ -542,24 +547,37 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
     if (s != RS_OK)
         rs_push_fail(p, s, "flushing at close");
     atomic_store(&p->closing, 1);
-    rs_push_q_wake(p->q);
+    /*
+     * This thread drives the engine to the end of the commit (no spare core
+     * assumed): the engine thread is parked, so the two never share a core
+     * nor wait for each other's rounds; between events it sleeps on the
+     * transport's descriptor.
+     */
+    rs_push_q_park(p->q);
     uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(p->cfg.wait_ms);
-    /* Drive the engine while it has work (no spare core assumed), then wait for it. */
     uint64_t spin_end = rs_now_ns() + RS_CLOSE_SPIN_NS;
-    while (!__atomic_load_n(&p->commit_finished, __ATOMIC_ACQUIRE) && rs_now_ns() < spin_end)
-        if (rs_push_q_drive(p->q) > 0)
+    while (!__atomic_load_n(&p->commit_finished, __ATOMIC_ACQUIRE)) {
+        int n = rs_push_q_drive(p->q);
+        if (n > 0) {
             spin_end = rs_now_ns() + RS_CLOSE_SPIN_NS;
-    pthread_mutex_lock(&p->lock);
-    while (!p->commit_finished) {
+            continue;
+        }
+        if (__atomic_load_n(&p->commit_finished, __ATOMIC_ACQUIRE))
+            break;
         if (rs_now_coarse_ns() >= deadline) {
-            pthread_mutex_unlock(&p->lock);
             rs_push_fail(p, RS_ERR_TIMEOUT, "close: writes or commits not done in time");
-            pthread_mutex_lock(&p->lock);
             break;
         }
-        struct timespec ts = rs_ns_to_timespec(rs_now_ns() + RS_MS_TO_NS(10));
-        pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+        if (n < 0 || rs_now_ns() < spin_end) {
+            sched_yield(); /* an answer is microseconds away, or a last engine round ends */
+            continue;
+        }
+        if (rs_ctx_arm(p->ctx) == RS_OK) {
+            struct pollfd pfd = {.fd = rs_ctx_fd(p->ctx), .events = POLLIN};
+            poll(&pfd, 1, 1); /* a timed retry (backpressure) is caught by the bound */
+        }
     }
+    pthread_mutex_lock(&p->lock);
     int finished = p->commit_finished;
     pthread_mutex_unlock(&p->lock);
     s = werr(p);

@@ -94,6 +94,8 @@ void rs_push_q_wake(rs_pushq_t *q)
 /* Appends b to the queue, waiting at most wait_ms for a slot. */
 static rs_status_t queue_push(rs_pushq_t *q, rs_pbuf_int_t *b)
 {
+    if (atomic_load_explicit(&q->parked, memory_order_relaxed))
+        rs_push_q_unpark(q); /* data flows: the engine thread may use a spare core */
     uint64_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
     if (tail - atomic_load_explicit(&q->head, memory_order_acquire) >= q->cfg.queue_depth) {
         uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(q->cfg.wait_ms);
@@ -192,11 +194,31 @@ static int writer_drive(rs_pushq_t *q)
     return rs_push_q_drive(q) >= 0;
 }
 
+/* Parked: asleep on the eventfd alone (transport events do not wake it). */
+static void engine_park(rs_pushq_t *q)
+{
+    atomic_store(&q->engine_sleeping, 1);
+    if (atomic_load(&q->parked) && !atomic_load(&q->stop)) {
+        struct pollfd pfd = {.fd = q->efd, .events = POLLIN};
+        if (poll(&pfd, 1, PUSHQ_SLEEP_MS) > 0) {
+            uint64_t v;
+            ssize_t r = read(q->efd, &v, sizeof(v));
+            (void)r;
+        }
+    }
+    atomic_store(&q->engine_sleeping, 0);
+}
+
 static void *engine_main(void *arg)
 {
     rs_pushq_t *q = arg;
     uint64_t idle_since = 0;
     while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
+        if (atomic_load_explicit(&q->parked, memory_order_acquire)) {
+            engine_park(q);
+            idle_since = 0;
+            continue;
+        }
         unsigned events = 0;
         int blocked = 0;
         if (driver_take(q)) {
@@ -474,6 +496,17 @@ int rs_push_q_drive(rs_pushq_t *q)
 int rs_push_q_hold(rs_pushq_t *q)
 {
     return driver_take(q) ? 0 : -1;
+}
+
+void rs_push_q_park(rs_pushq_t *q)
+{
+    atomic_store(&q->parked, 1);
+}
+
+void rs_push_q_unpark(rs_pushq_t *q)
+{
+    if (atomic_exchange(&q->parked, 0))
+        engine_wake(q);
 }
 
 void rs_push_q_unhold(rs_pushq_t *q)

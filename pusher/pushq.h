@@ -125,6 +125,15 @@ int rs_push_q_hold(rs_pushq_t *q);
 void rs_push_q_unhold(rs_pushq_t *q);
 
 /*
+ * Parks the engine thread: it sleeps on its eventfd alone and runs no
+ * round, so a thread that drives the engine itself (open, close, an idle
+ * lane) does not share its core with it. The first hand-off of a buffer
+ * unparks it (so does rs_push_q_unpark).
+ */
+void rs_push_q_park(rs_pushq_t *q);
+void rs_push_q_unpark(rs_pushq_t *q);
+
+/*
  * A lane's next task: the sticky error cleared and its own wait bound.
  * Nothing may be queued or held by the engine (rs_push_q_engine_held 0).
  */

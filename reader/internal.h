@@ -21,6 +21,7 @@
 typedef struct rs_read_lane_key {
     rs_config_t tcfg;
     size_t read_max;
+    int local_reads; /* kept connections remember whether their worker is read in place */
 } rs_read_lane_key_t;
 
 /* A connection kept between sessions (attached again by the next one that uses it). */

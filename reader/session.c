@@ -539,6 +539,7 @@ rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuffle_desc
         return st;
     }
     key.read_max = s->cfg.read_max;
+    key.local_reads = s->cfg.local_reads;
     s->n_maps = n_maps;
     s->attempts = malloc((n_maps ? n_maps : 1) * sizeof(*s->attempts));
     s->conns = calloc(desc->n_workers, sizeof(*s->conns));

@@ -333,6 +333,7 @@ static void test_sigterm_running_frees_everything(void **state)
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 0);
     assert_int_equal(rmdir(spill), 0); /* empty: no spill file left */
+    rs_client_default_shutdown();      /* the client's own connections (and segments) go too */
     assert_int_equal(shm_leftovers(), 0);
 }
 
