@@ -13,6 +13,7 @@
  *                    [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...
  *                    [--launcher local|mpi] [--json [FILE]] [--csv FILE] [--progress]
  *                    [--replicas R] [--kill-worker push|read@FRACTION]
+ *                    [--tasks N] [--threads C]
  *
  * The transport defaults to RSHUFFLE_TRANSPORT (else ucx), the host to
  * RSHUFFLE_TEST_HOST (else 127.0.0.1); --tls picks UCX_TLS unless it is set.
@@ -36,6 +37,12 @@
  * --kill-worker PHASE@F (split layout, forked workers) SIGKILLs worker 0 once
  * the fraction F of the bytes has been pushed (push) or read (read); every
  * record must still be read exactly once ("killed" in the results).
+ * --tasks N --threads C (split layout; an engine's executors): each mapper
+ * process runs N map tasks (maps m * N .. m * N + N - 1, each its own
+ * pusher and commit) over C threads, and each reducer process reads every
+ * partition it owns as a reduce task of its own (a reader session and a
+ * reader) over C threads; the results gain tasks, threads and the per-task
+ * open and commit microseconds (median, p99). Partitions default to 200.
  */
 #include "launch.h"
 #include "perf_json.h"
@@ -46,6 +53,7 @@
 #include <rshuffle/worker.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +78,8 @@ typedef struct opts {
     uint32_t replicas, killed;
     int kill_phase; /* --kill-worker: 0 none, 1 push, 2 read; at kill_frac of the bytes */
     double kill_frac, kill_s;
+    uint32_t tasks, threads; /* --tasks, --threads: map tasks per mapper, threads per process */
+    int task_mode;           /* either given: per-task pushers and reader sessions */
 } opts_t;
 
 /* Shared with the children (MAP_SHARED before fork): progress counters. */
@@ -84,14 +94,20 @@ static shared_t *sh;
 static char addrs[MAX_PROCS][RS_SHUFFLE_NAME_MAX]; /* host:port, or a blob name (MPI) */
 static const char *addr_ptrs[MAX_PROCS];
 
+/* Maps: o.tasks per mapper process (1 unless --tasks). */
+static uint32_t n_maps(void)
+{
+    return o.mappers * o.tasks;
+}
+
 static uint64_t records_of(uint32_t m)
 {
-    return rec_count(o.size / REC_LEN, o.mappers, m);
+    return rec_count(o.size / REC_LEN, n_maps(), m);
 }
 
 static uint64_t first_of(uint32_t m)
 {
-    return rec_first(o.size / REC_LEN, o.mappers, m);
+    return rec_first(o.size / REC_LEN, n_maps(), m);
 }
 
 static inline uint32_t partition_of(uint64_t seed)
@@ -160,10 +176,11 @@ typedef struct map_result {
     double seconds; /* from the first record (or swap) to the end of close */
 } map_result_t;
 
-static rs_status_t map_append(rs_pusher_t *p, uint32_t m, pcount_t *counts)
+/* Map m's records; progress goes to sh->pushed[slot] (its process's; threads add). */
+static rs_status_t map_append(rs_pusher_t *p, uint32_t m, uint32_t slot, pcount_t *counts)
 {
     uint8_t rec[REC_LEN];
-    uint64_t first = first_of(m), n = records_of(m);
+    uint64_t first = first_of(m), n = records_of(m), told = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t id = first + i, seed = rec_seed(id);
         rec_make(id, seed, rec);
@@ -173,10 +190,12 @@ static rs_status_t map_append(rs_pusher_t *p, uint32_t m, pcount_t *counts)
             return s;
         counts[part].records++;
         counts[part].sum += seed;
-        if ((i & 4095) == 0)
-            sh->pushed[m] = i * REC_LEN;
+        if ((i & 4095) == 4095) {
+            __atomic_fetch_add(&sh->pushed[slot], (i + 1 - told) * REC_LEN, __ATOMIC_RELAXED);
+            told = i + 1;
+        }
     }
-    sh->pushed[m] = n * REC_LEN;
+    __atomic_fetch_add(&sh->pushed[slot], (n - told) * REC_LEN, __ATOMIC_RELAXED);
     return RS_OK;
 }
 
@@ -217,11 +236,15 @@ static rs_status_t map_swap(rs_pusher_t *p, uint32_t m, uint64_t *pushed, double
     return RS_OK;
 }
 
-/* Runs map m's attempt and sends its result and counts on fd: 0, or 1 if it failed. */
-static int map_run(int fd, uint32_t m, uint32_t attempt)
+/* Per-task microseconds: open, and close + destroy (the commit). */
+typedef struct task_us {
+    double open_us, commit_us;
+} task_us_t;
+
+/* One map task (map m, attempt): pushes its records into counts, adds to *r. */
+static rs_status_t map_task(uint32_t m, uint32_t slot, uint32_t attempt, pcount_t *counts,
+                            map_result_t *r, task_us_t *us)
 {
-    pcount_t *counts = calloc(o.partitions, sizeof(*counts));
-    map_result_t r = {0};
     rs_pusher_config_t pc;
     rs_pusher_config_defaults(&pc);
     rs_status_t s = rs_pusher_config_from_env(&pc);
@@ -231,27 +254,98 @@ static int map_run(int fd, uint32_t m, uint32_t attempt)
         pc.pool_bytes = o.sink_bufs * (o.buf + RS_PBUF_HEAD_ROOM + 64);
     rs_shuffle_desc_t d = desc();
     rs_pusher_t *p = NULL;
+    double t_open = perf_now_s();
     if (s == RS_OK)
         s = rs_pusher_open(&d, m, attempt, &pc, &p);
     uint64_t pushed = 0;
     double t0 = perf_now_s();
+    us->open_us = (t0 - t_open) * 1e6;
     if (s == RS_OK)
-        s = o.sink ? map_swap(p, m, &pushed, &t0) : map_append(p, m, counts);
+        s = o.sink ? map_swap(p, slot, &pushed, &t0) : map_append(p, m, slot, counts);
     rs_pusher_stats_t ps = {0};
+    double t_close = perf_now_s();
     if (s == RS_OK)
         s = rs_pusher_close(p, &ps);
-    r.seconds = perf_now_s() - t0;
     rs_pusher_destroy(p);
+    double t1 = perf_now_s();
+    us->commit_us = (t1 - t_close) * 1e6;
+    r->seconds += t1 - t0;
     if (s != RS_OK)
-        fprintf(stderr, "rs-shuffle-bench: mapper %u attempt %u: %s\n", m, attempt, rs_strerror(s));
-    r.status = s;
-    r.bytes = o.sink ? pushed : ps.raw_bytes;
-    r.batches = ps.batches;
-    r.grant_requests = ps.grant_requests;
+        fprintf(stderr, "rs-shuffle-bench: map %u attempt %u: %s\n", m, attempt, rs_strerror(s));
+    r->bytes += o.sink ? pushed : ps.raw_bytes;
+    r->batches += ps.batches;
+    r->grant_requests += ps.grant_requests;
+    return s;
+}
+
+typedef struct map_thread {
+    uint32_t proc, attempt, first, n; /* tasks first, first + threads, ... of the process */
+    pcount_t *counts;
+    map_result_t r;
+    task_us_t *us; /* per task of the process */
+    rs_status_t s;
+} map_thread_t;
+
+static void *map_thread_main(void *arg)
+{
+    map_thread_t *t = arg;
+    for (uint32_t k = t->first; k < o.tasks && t->s == RS_OK; k += o.threads)
+        t->s = map_task(t->proc * o.tasks + k, t->proc, t->attempt, t->counts, &t->r, &t->us[k]);
+    return NULL;
+}
+
+/*
+ * Runs mapper process m's tasks (attempt) over o.threads threads and sends
+ * its result, counts and per-task microseconds on fd: 0, or 1 if one failed.
+ */
+static int map_run(int fd, uint32_t m, uint32_t attempt)
+{
+    uint32_t nt = o.threads < o.tasks ? o.threads : o.tasks;
+    pcount_t *counts = calloc((size_t)o.partitions * nt, sizeof(*counts));
+    task_us_t *us = calloc(o.tasks, sizeof(*us));
+    map_thread_t th[64];
+    pthread_t tid[64];
+    map_result_t r = {0};
+    rs_status_t s = counts != NULL && us != NULL ? RS_OK : RS_ERR_NOMEM;
+    double t0 = perf_now_s();
+    for (uint32_t i = 0; i < nt && s == RS_OK; i++) {
+        th[i] = (map_thread_t){.proc = m,
+                               .attempt = attempt,
+                               .first = i,
+                               .counts = counts + (size_t)i * o.partitions,
+                               .us = us};
+        if (nt == 1)
+            map_thread_main(&th[0]); /* no thread of its own: as one map process always ran */
+        else if (pthread_create(&tid[i], NULL, map_thread_main, &th[i]) != 0)
+            th[i].s = RS_ERR_NOMEM, nt = i + 1;
+    }
+    for (uint32_t i = 0; i < nt && s == RS_OK; i++) {
+        if (nt > 1 && th[i].s != RS_ERR_NOMEM)
+            pthread_join(tid[i], NULL);
+        if (th[i].s != RS_OK)
+            r.status = th[i].s;
+        r.bytes += th[i].r.bytes;
+        r.batches += th[i].r.batches;
+        r.grant_requests += th[i].r.grant_requests;
+        if (i > 0) {
+            for (uint32_t p = 0; p < o.partitions; p++) {
+                counts[p].records += counts[(size_t)i * o.partitions + p].records;
+                counts[p].sum += counts[(size_t)i * o.partitions + p].sum;
+            }
+        }
+    }
+    /* One task: its own push time as before; several: the process's, open to last commit. */
+    if (s != RS_OK)
+        r.status = s;
+    else
+        r.seconds = o.task_mode ? perf_now_s() - t0 : th[0].r.seconds;
     perf_write_all(fd, &r, sizeof(r));
     perf_write_all(fd, counts, o.partitions * sizeof(*counts));
+    if (o.task_mode)
+        perf_write_all(fd, us, o.tasks * sizeof(*us));
     free(counts);
-    return s == RS_OK ? 0 : 1;
+    free(us);
+    return r.status == RS_OK ? 0 : 1;
 }
 
 /* --------------------------------------------------------------- reducer */
@@ -275,62 +369,141 @@ static int reduces(uint32_t r, uint32_t part)
 }
 
 /* Reads reducer r's partitions, verifies them and sends the result on fd: 0, or 1 if it failed. */
-static int reduce_run(int fd, uint32_t r)
+/* What one reducer process's threads share: its partitions, the bitmap of ids read. */
+typedef struct red_ctx {
+    uint32_t r;
+    uint64_t total;
+    uint8_t *seen;
+    pcount_t *counts;
+    uint32_t *attempts;
+    task_us_t *us; /* per partition: a reduce task's open */
+} red_ctx_t;
+
+typedef struct red_thread {
+    red_ctx_t *c;
+    uint32_t first; /* this thread's share: the first-th, first + threads-th, ... partition */
+    red_result_t res;
+    rs_status_t s;
+} red_thread_t;
+
+/*
+ * Reads partition part in sess, verifying every record into t->res and t->c;
+ * task mode: the reduce task's open (since t_open) is timed.
+ */
+static rs_status_t read_partition(red_thread_t *t, rs_reader_session_t *sess, uint32_t part,
+                                  double t_open)
 {
-    uint64_t total = o.size / REC_LEN;
-    uint8_t *seen = calloc(total / 8 + 1, 1);
-    pcount_t *counts = calloc(o.partitions, sizeof(*counts));
-    uint32_t *attempts = calloc(o.mappers, sizeof(*attempts));
-    red_result_t res = {0};
-    rs_status_t s = RS_OK;
-    for (uint32_t m = 0; m < o.mappers; m++)
-        attempts[m] = o.speculative ? 1 : 0;
+    red_ctx_t *c = t->c;
+    rs_reader_t *rd;
+    rs_status_t s = rs_reader_open_in(sess, part, &rd);
+    if (o.task_mode)
+        c->us[part].open_us = (perf_now_s() - t_open) * 1e6;
+    if (s != RS_OK)
+        return s;
+    const void *rec;
+    uint32_t len;
+    uint64_t n = 0;
+    while ((s = rs_reader_next(rd, &rec, &len)) == RS_OK && rec != NULL) {
+        uint64_t id = 0, seed = 0;
+        if (len >= 8)
+            memcpy(&id, rec, 8);
+        if (len == REC_LEN)
+            seed = rec_seed(id);
+        if (len != REC_LEN || id >= c->total || !rec_ok(rec, id, seed) ||
+            partition_of(seed) != part) {
+            t->res.bad++;
+            continue;
+        }
+        uint8_t bit = (uint8_t)(1u << (id % 8));
+        if (__atomic_fetch_or(&c->seen[id / 8], bit, __ATOMIC_RELAXED) & bit)
+            t->res.dups++;
+        c->counts[part].records++; /* one thread per partition */
+        c->counts[part].sum += seed;
+        t->res.records++;
+        t->res.bytes += REC_LEN;
+        if ((++n & 4095) == 0)
+            __atomic_fetch_add(&sh->read[c->r], 4096 * REC_LEN, __ATOMIC_RELAXED);
+    }
+    __atomic_fetch_add(&sh->read[c->r], (n & 4095) * REC_LEN, __ATOMIC_RELAXED);
+    rs_reader_close(rd);
+    return s;
+}
+
+/*
+ * The thread's partitions: one session for them all, or (task mode) each a
+ * reduce task of its own: a session and a reader, the open timed.
+ */
+static void *red_thread_main(void *arg)
+{
+    red_thread_t *t = arg;
+    red_ctx_t *c = t->c;
     rs_shuffle_desc_t d = desc();
     rs_reader_session_t *sess = NULL;
-    s = rs_reader_session_open(&d, o.mappers, attempts, NULL, &sess);
-    for (uint32_t part = 0; part < o.partitions && s == RS_OK; part++) {
-        rs_reader_t *rd;
-        if (!reduces(r, part))
+    if (!o.task_mode)
+        t->s = rs_reader_session_open(&d, n_maps(), c->attempts, NULL, &sess);
+    uint32_t k = 0;
+    for (uint32_t part = 0; part < o.partitions && t->s == RS_OK; part++) {
+        if (!reduces(c->r, part) || k++ % o.threads != t->first)
             continue;
-        s = rs_reader_open_in(sess, part, &rd);
-        if (s != RS_OK)
-            break;
-        const void *rec;
-        uint32_t len;
-        while ((s = rs_reader_next(rd, &rec, &len)) == RS_OK && rec != NULL) {
-            uint64_t id = 0, seed = 0;
-            if (len >= 8)
-                memcpy(&id, rec, 8);
-            if (len == REC_LEN)
-                seed = rec_seed(id);
-            if (len != REC_LEN || id >= total || !rec_ok(rec, id, seed) ||
-                partition_of(seed) != part) {
-                res.bad++;
-                continue;
-            }
-            if (seen[id / 8] & (1u << (id % 8)))
-                res.dups++;
-            seen[id / 8] |= (uint8_t)(1u << (id % 8));
-            counts[part].records++;
-            counts[part].sum += seed;
-            res.records++;
-            res.bytes += REC_LEN;
-            if ((res.records & 4095) == 0)
-                sh->read[r] = res.bytes;
+        double t0 = perf_now_s();
+        if (o.task_mode)
+            t->s = rs_reader_session_open(&d, n_maps(), c->attempts, NULL, &sess);
+        if (t->s == RS_OK)
+            t->s = read_partition(t, sess, part, t0);
+        if (o.task_mode) {
+            rs_reader_session_close(sess);
+            sess = NULL;
         }
-        rs_reader_close(rd);
     }
     rs_reader_session_close(sess);
+    return NULL;
+}
+
+/* Reads reducer r's partitions, verifies them and sends the result on fd: 0, or 1 if it failed. */
+static int reduce_run(int fd, uint32_t r)
+{
+    red_ctx_t c = {.r = r, .total = o.size / REC_LEN};
+    c.seen = calloc(c.total / 8 + 1, 1);
+    c.counts = calloc(o.partitions, sizeof(*c.counts));
+    c.attempts = calloc(n_maps(), sizeof(*c.attempts));
+    c.us = calloc(o.partitions, sizeof(*c.us));
+    red_result_t res = {0};
+    rs_status_t s = c.seen && c.counts && c.attempts && c.us ? RS_OK : RS_ERR_NOMEM;
+    for (uint32_t m = 0; s == RS_OK && m < n_maps(); m++)
+        c.attempts[m] = o.speculative ? 1 : 0;
+    red_thread_t th[64];
+    pthread_t tid[64];
+    uint32_t nt = s == RS_OK ? o.threads : 0;
+    for (uint32_t i = 0; i < nt; i++) {
+        th[i] = (red_thread_t){.c = &c, .first = i};
+        if (nt == 1)
+            red_thread_main(&th[0]);
+        else if (pthread_create(&tid[i], NULL, red_thread_main, &th[i]) != 0)
+            th[i].s = RS_ERR_NOMEM;
+    }
+    for (uint32_t i = 0; i < nt; i++) {
+        if (nt > 1 && th[i].s != RS_ERR_NOMEM)
+            pthread_join(tid[i], NULL);
+        if (th[i].s != RS_OK)
+            s = th[i].s;
+        res.records += th[i].res.records;
+        res.bad += th[i].res.bad;
+        res.dups += th[i].res.dups;
+        res.bytes += th[i].res.bytes;
+    }
     sh->read[r] = res.bytes;
     if (s != RS_OK)
         fprintf(stderr, "rs-shuffle-bench: reducer %u: %s\n", r, rs_strerror(s));
     res.status = s;
     perf_write_all(fd, &res, sizeof(res));
-    perf_write_all(fd, counts, o.partitions * sizeof(*counts));
-    perf_write_all(fd, seen, total / 8 + 1);
-    free(attempts);
-    free(counts);
-    free(seen);
+    perf_write_all(fd, c.counts, o.partitions * sizeof(*c.counts));
+    perf_write_all(fd, c.seen, c.total / 8 + 1);
+    if (o.task_mode)
+        perf_write_all(fd, c.us, o.partitions * sizeof(*c.us));
+    free(c.attempts);
+    free(c.counts);
+    free(c.seen);
+    free(c.us);
     return s == RS_OK ? 0 : 1;
 }
 
@@ -444,7 +617,10 @@ static int parse_args(int argc, char **argv)
     int split = 0, host_given = getenv("RSHUFFLE_TEST_HOST") != NULL;
     static char mpi_host[RS_SHUFFLE_ADDR_MAX];
     uint32_t procs = 2;
+    int parts_given = 0;
     o = (opts_t){.size = 1ull << 30,
+                 .tasks = 1,
+                 .threads = 1,
                  .mappers = 2,
                  .workers = 2,
                  .reducers = 2,
@@ -487,7 +663,13 @@ static int parse_args(int argc, char **argv)
         else if (strcmp(a, "--sink-bufs") == 0)
             o.sink_bufs = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX);
         else if (strcmp(a, "--partitions") == 0)
-            o.partitions = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX);
+            o.partitions = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX),
+            parts_given = 1;
+        else if (strcmp(a, "--tasks") == 0)
+            o.tasks = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, 1u << 20),
+            o.task_mode = 1;
+        else if (strcmp(a, "--threads") == 0)
+            o.threads = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, 64), o.task_mode = 1;
         else if (strcmp(a, "--codec") == 0)
             val = rs_codec_from_name(v, &o.codec) == RS_OK ? 1 : -1;
         else if (strcmp(a, "--transport") == 0)
@@ -516,6 +698,13 @@ static int parse_args(int argc, char **argv)
         }
         i += val;
     }
+    if (o.task_mode && (o.mpi || o.colocated || o.sink)) {
+        fprintf(stderr, "rs-shuffle-bench: --tasks and --threads are for the split layout, "
+                        "without --sink or --launcher mpi\n");
+        return -1;
+    }
+    if (o.task_mode && !parts_given)
+        o.partitions = 200; /* an engine's, not a benchmark's */
     if (o.mpi && ((roles & 3) || split || o.sink || o.speculative || o.n_ext > 0)) {
         fprintf(stderr, "rs-shuffle-bench: --launcher mpi runs one colocated process per rank: "
                         "no --procs, --mappers, --workers, --reducers, --layout split, --sink, "
@@ -601,6 +790,8 @@ typedef struct totals {
     double start_s, t0, t1, t2; /* workers' start-up; start, end of push, end of read */
     rs_worker_stats_t wst;
     int failed;
+    double *open_us, *commit_us, *red_us; /* --tasks: per map task, per reduce task */
+    uint32_t n_tasks, n_red;
 } totals_t;
 
 /* One map attempt's result from fd; winning: its counts are what the reducers must see. */
@@ -610,6 +801,14 @@ static void take_map(totals_t *t, int fd, int winning)
     if (perf_read_all(fd, &r, sizeof(r), -1) != 0 ||
         perf_read_all(fd, t->tmp, o.partitions * sizeof(*t->tmp), -1) != 0 || r.status != RS_OK)
         t->failed = 1;
+    task_us_t *us = o.task_mode && !t->failed ? calloc(o.tasks, sizeof(*us)) : NULL;
+    if (us != NULL && perf_read_all(fd, us, o.tasks * sizeof(*us), -1) == 0) {
+        for (uint32_t k = 0; k < o.tasks; k++, t->n_tasks++) {
+            t->open_us[t->n_tasks] = us[k].open_us;
+            t->commit_us[t->n_tasks] = us[k].commit_us;
+        }
+    }
+    free(us);
     t->map_batches += r.batches;
     t->grant_requests += r.grant_requests;
     if (r.seconds > t->map_s)
@@ -646,6 +845,13 @@ static void take_reduce(totals_t *t, int fd)
         t->dups += (uint64_t)__builtin_popcount(t->seen_all[i] & t->seen[i]);
         t->seen_all[i] |= t->seen[i];
     }
+    task_us_t *us = o.task_mode ? calloc(o.partitions, sizeof(*us)) : NULL;
+    if (us != NULL && perf_read_all(fd, us, o.partitions * sizeof(*us), -1) == 0) {
+        for (uint32_t p = 0; p < o.partitions; p++)
+            if (us[p].open_us > 0) /* a partition this reducer read */
+                t->red_us[t->n_red++] = us[p].open_us;
+    }
+    free(us);
 }
 
 /* One worker's counters from fd, added to the totals. */
@@ -943,6 +1149,22 @@ static int run_launched(totals_t *t)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile of v[0..n) (sorts v); 0 when empty. */
+static double pctile(double *v, uint32_t n, double q)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    uint32_t i = (uint32_t)(q * (n - 1) + 0.5);
+    return v[i < n ? i : n - 1];
+}
+
 /* The results as perf/perf_json.h's one row. */
 static void put_results(const totals_t *t, uint64_t bytes, uint64_t lost, uint64_t dups,
                         uint64_t bad, const double *secs, const double *gbit_s, uint32_t procs,
@@ -978,6 +1200,16 @@ static void put_results(const totals_t *t, uint64_t bytes, uint64_t lost, uint64
     perf_u64(&pout, "spilled_bytes", t->wst.spilled_bytes);
     perf_u64(&pout, "stray_retires", t->wst.stray_retires);
     perf_num(&pout, "start_s", t->start_s, 4);
+    perf_u64(&pout, "tasks", o.tasks);
+    perf_u64(&pout, "threads", o.threads);
+    if (o.task_mode) { /* per task, microseconds */
+        perf_num(&pout, "task_open_us_median", pctile(t->open_us, t->n_tasks, 0.5), 1);
+        perf_num(&pout, "task_open_us_p99", pctile(t->open_us, t->n_tasks, 0.99), 1);
+        perf_num(&pout, "task_commit_us_median", pctile(t->commit_us, t->n_tasks, 0.5), 1);
+        perf_num(&pout, "task_commit_us_p99", pctile(t->commit_us, t->n_tasks, 0.99), 1);
+        perf_num(&pout, "reduce_open_us_median", pctile(t->red_us, t->n_red, 0.5), 1);
+        perf_num(&pout, "reduce_open_us_p99", pctile(t->red_us, t->n_red, 0.99), 1);
+    }
     perf_bool(&pout, "ok", !failed);
     if (strcmp(o.transport, "verbs") == 0 && perf_soft_rdma_device())
         perf_bool(&pout, "functional", 1); /* Soft-RoCE numbers are functional only */
@@ -995,6 +1227,7 @@ int main(int argc, char **argv)
         "                        [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...\n"
         "                        [--launcher local|mpi] [--json [FILE]] [--csv FILE] [--progress]\n"
         "                        [--replicas R] [--kill-worker push|read@FRACTION]\n"
+        "                        [--tasks N] [--threads C]\n"
         "A whole shuffle on local processes (or one per MPI rank: mpirun -np N ... --launcher\n"
         "mpi); every record is verified.\n");
     perf_out_init(&pout, "rs-shuffle-bench", &argc, argv);
@@ -1011,7 +1244,12 @@ int main(int argc, char **argv)
     t.tmp = calloc(o.partitions, sizeof(*t.tmp));
     t.seen = calloc(bitmap, 1);
     t.seen_all = calloc(bitmap, 1);
-    if (t.want == NULL || t.got == NULL || t.tmp == NULL || t.seen == NULL || t.seen_all == NULL)
+    size_t n_tasks_run = (size_t)n_maps() * (o.speculative ? 2 : 1);
+    t.open_us = calloc(n_tasks_run, sizeof(double));
+    t.commit_us = calloc(n_tasks_run, sizeof(double));
+    t.red_us = calloc(o.partitions, sizeof(double));
+    if (t.want == NULL || t.got == NULL || t.tmp == NULL || t.seen == NULL || t.seen_all == NULL ||
+        t.open_us == NULL || t.commit_us == NULL || t.red_us == NULL)
         return 1;
     if ((o.mpi ? run_launched(&t) : o.colocated ? run_colocated(&t) : run_split(&t)) != 0) {
         launch_end();
@@ -1076,6 +1314,9 @@ int main(int argc, char **argv)
     if (perf_out_emit(&pout) != 0)
         failed = 1;
     free(t.want);
+    free(t.open_us);
+    free(t.commit_us);
+    free(t.red_us);
     free(t.tmp);
     free(t.got);
     free(t.seen);
