@@ -358,6 +358,27 @@ static void test_client_destroyed_under_tasks(void **state)
 
 /* --------------------------------- a worker lost while open waits (issue 24) */
 
+/* SIGSTOPs pid and waits until it is stopped (the signal lands asynchronously). */
+static void stop_worker(pid_t pid)
+{
+    kill(pid, SIGSTOP);
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    double t0 = now_s();
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *end = strrchr(buf, ')'); /* "pid (comm) S ..." */
+        if (end != NULL && end[1] == ' ' && (end[2] == 'T' || end[2] == 't'))
+            return;
+        assert_true(now_s() - t0 < 10.0);
+        usleep(1000);
+    }
+}
+
 static void *kill_later(void *arg)
 {
     (void)arg;
@@ -380,7 +401,7 @@ static void open_while_lost(int warm)
     rs_shuffle_desc_t d = desc(5, 2, 1);
     if (warm)
         assert_int_equal(push_attempt(cl, &d, 0, 0, 10, 1), RS_OK);
-    kill(pids[1], SIGSTOP);
+    stop_worker(pids[1]);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, kill_later, NULL), 0);
     rs_pusher_config_t c = push_cfg();
