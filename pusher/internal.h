@@ -152,6 +152,11 @@ void rs_push_seat_unstarted(struct rs_pusher *p);
 rs_status_t rs_push_lane_get(rs_client_t *c, const rs_push_lane_key_t *key, rs_push_lane_t **l_p);
 /* The lane's connection to addr, made now if it has none (or a dead one). */
 rs_status_t rs_push_lane_conn(rs_push_lane_t *l, const char *addr, rs_push_conn_t **conn_p);
+/*
+ * Between tasks: closes the lane's dead connections, and when a worker of
+ * this host exited, every connection, renewing the receive queue.
+ */
+void rs_push_lane_check(rs_push_lane_t *l);
 /* Closes a connection of the lane (its writes in flight are canceled now). */
 void rs_push_lane_conn_close(rs_push_conn_t *conn);
 /* Waits for the engine's driver token (no round runs meanwhile) / gives it back. */

@@ -154,6 +154,33 @@ rs_status_t rs_push_lane_conn(rs_push_lane_t *l, const char *addr, rs_push_conn_
     return RS_OK;
 }
 
+void rs_push_lane_check(rs_push_lane_t *l)
+{
+    int renew = 0;
+    for (uint32_t i = 0; i < l->n_conns; i++) {
+        rs_push_conn_t *c = l->conns[i];
+        if (c->ep == NULL || rs_ep_status(c->ep) == RS_OK)
+            continue;
+        renew |= rs_ep_peer_exited(c->ep);
+        rs_push_lane_conn_close(c);
+    }
+    if (!renew)
+        return;
+    /*
+     * A worker of this host exited: killed mid-send, it may have left the
+     * context's shared-memory receive queue blocked for every worker
+     * (docs/shuffle.md, "A killed process and shared memory"). The lane
+     * renews it once, for every later task: all its connections go.
+     */
+    for (uint32_t i = 0; i < l->n_conns; i++)
+        rs_push_lane_conn_close(l->conns[i]);
+    rs_status_t s = rs_ctx_renew(l->ctx);
+    if (s != RS_OK)
+        rs_warn("pusher: cannot renew a lane's receive queue: %s", rs_strerror(s));
+    else
+        rs_info("pusher: a worker of this host exited: the lane's receive queue was renewed");
+}
+
 void rs_push_lane_hold(rs_push_lane_t *l)
 {
     rs_push_q_park(l->q);

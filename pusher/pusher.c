@@ -360,6 +360,7 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
      * this thread.
      */
     rs_push_lane_hold(p->lane);
+    rs_push_lane_check(p->lane);
     rs_push_q_reuse(p->q, p->cfg.wait_ms);
     atomic_store(&p->lane->p, p);
     s = attach_all(p);

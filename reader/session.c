@@ -433,15 +433,14 @@ static void lane_conn_lend(rs_read_lane_t *l, rconn_t *c)
         rlconn_t *k = &l->conns[i];
         if (strcmp(k->addr, c->addr) != 0)
             continue;
-        if (rs_ep_status(k->ep) == RS_OK) {
-            c->ep = k->ep;
-            c->rkey = k->rkey;
-            c->local = k->local;
-            c->local_len = k->local_len;
-            c->local_reg = k->local_reg;
-            k->ep = NULL;
-            k->local_reg = NULL;
-        }
+        /* Lent dead or alive: a dead one whose worker exited renews the queue first. */
+        c->ep = k->ep;
+        c->rkey = k->rkey;
+        c->local = k->local;
+        c->local_len = k->local_len;
+        c->local_reg = k->local_reg;
+        k->ep = NULL;
+        k->local_reg = NULL;
         rlconn_close(k);
         l->conns[i] = l->conns[--l->n_conns];
         return;
