@@ -1,8 +1,9 @@
 /*
  * The map side of a shuffle.
  *
- * Push buffers are registered memory carved from one slab per pusher: the
- * buffer a writer fills is the buffer the NIC reads. A full buffer moves to
+ * Push buffers are registered memory carved from one slab per push lane (a
+ * pusher borrows a lane of its client for its life: include/rshuffle/client.h):
+ * the buffer a writer fills is the buffer the NIC reads. A full buffer moves to
  * the push engine (a thread) through a bounded queue, either by swap (the
  * caller's buffer is handed over and an idle buffer of the same length comes
  * back: no copy) or by copy. Whoever owns a buffer is the only one touching
@@ -178,9 +179,11 @@ RS_API void rs_pusher_config_defaults(rs_pusher_config_t *cfg);
 RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
 
 /*
- * Opens the map side of one attempt of one map task: connects to every
- * worker of desc (registering the shuffle there), carves the pool and starts
- * the push engine. cfg NULL: defaults and environment.
+ * Opens the map side of one attempt of one map task on the process's
+ * default client (rs_pusher_open_in with rs_client_default()): attaches to
+ * every worker of desc (registering the shuffle there), over the client's
+ * connections, pool and push engine (made on first use). cfg NULL:
+ * defaults and environment.
  *
  * Keeps: *cfg is copied (cfg->transport is read only here). *desc is copied
  * shallowly: desc->workers and its strings are kept by reference and read
@@ -188,8 +191,11 @@ RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
  * rs_pusher_destroy closes connections), so they must outlive the pusher.
  * The placement is called only here (placement_arg is not kept).
  *
- * Waits: connect and attach, worker after worker, each bounded by the
- * transport's connect_timeout_ms.
+ * Waits: connects (those the lane lacks), worker after worker, each bounded
+ * by the transport's connect_timeout_ms; then the attach answers, all
+ * asked at once, bounded by connect_timeout_ms after the last send. Every
+ * state a handler can see meanwhile is valid: a worker lost while open
+ * waits for another fails the open (R = 1) or is left out (R >= 2).
  *
  * Replication (desc->replicas, rs_shuffle_replicas): each batch is written
  * to its partition's R replicas. With R >= 2 a worker that cannot be
@@ -316,7 +322,10 @@ typedef struct rs_pusher_stats {
  * runs the engine on this thread while there is work, then sleeps. stats
  * (may be NULL) is filled in either case with what was done: records
  * appended, batches framed and handed to the writes, grant requests sent.
- * Whatever it returns, only rs_pusher_destroy may follow.
+ * Whatever it returns, only rs_pusher_destroy may follow: close gives the
+ * lane back (buffers the writer still holds from rs_pusher_buf_get die
+ * here). RS_ERR_CANCELED: the pusher's client was destroyed (nothing was
+ * committed); RS_ERR_STATE: closed already.
  *
  * With R >= 2 replicas a worker lost on the way (dead, or silent for
  * peer_timeout_ms) is not an error while every partition keeps a live
@@ -329,9 +338,13 @@ RS_API rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats);
 
 /*
  * Frees the pusher (closed or not: an unclosed attempt is simply never
- * committed): stops the engine thread, closes the connections (writes in
- * flight are canceled), then frees the pool. Every buffer of the pusher
- * dies here. NULL is ignored. desc->workers must still be valid.
+ * committed; this is the abort of an attempt, and it disturbs neither the
+ * client nor other tasks). An unclosed pusher gives its lane back here:
+ * connections the attempt leaves unfit are closed (writes in flight are
+ * canceled), and the lane is kept for the next task only when nothing of
+ * the attempt stays in it (else it is torn down). Every buffer of the
+ * pusher dies here at the latest. NULL is ignored. desc->workers must still
+ * be valid.
  */
 RS_API void rs_pusher_destroy(rs_pusher_t *p);
 
