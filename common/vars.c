@@ -40,7 +40,7 @@ static const rs_config_var_t vars[] = {
     /* pusher */
     {"RSHUFFLE_CODEC", "none", "shuffle codec: none|lz4|snappy"},
     {"RSHUFFLE_PUSH_BUF", "256K", "a full push buffer, bytes"},
-    {"RSHUFFLE_PUSH_POOL", "32M", "a pusher's registered slab, bytes"},
+    {"RSHUFFLE_PUSH_POOL", "32M", "a push lane's registered slab, bytes"},
     {"RSHUFFLE_PUSH_INFLIGHT", "4M", "bytes in flight per worker"},
     {"RSHUFFLE_PUSH_WAIT_MS", "30000", "bound of every wait of append, swap and close"},
     {"RSHUFFLE_PUSH_BACKPRESSURE_MS", "30000", "worker backpressure longer than this fails"},
