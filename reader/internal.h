@@ -1,6 +1,7 @@
 /*
  * Reader internals. session.c: the session (context, one connection per
- * worker, read buffers, request/reply matching). ahead.c: snapshots asked
+ * worker, read buffers, request/reply matching). lane.c: what a session
+ * borrows from its client and gives back. ahead.c: snapshots asked
  * for ahead of their opens. reader.c: one partition (plan, reads,
  * verification, records).
  */
@@ -100,6 +101,20 @@ struct rs_reader_session {
     uint32_t ahead_next, ahead_run;
     rahead_t ahead[RS_READ_AHEAD];
 };
+
+/*
+ * Read lanes (lane.c). get: an idle lane of the client fit for key, else a
+ * new one. conns_close: closes every kept connection. conn_lend: the
+ * session's connection c takes the lane's kept one to its address (dead or
+ * alive), if any. conn_keep: keeps c's connection for a later session (0:
+ * it cannot; the caller closes it). handlers (session.c): the lane's reply
+ * handlers, which serve the lane's current session.
+ */
+rs_status_t rs_rd_lane_get(rs_client_t *c, const rs_read_lane_key_t *key, rs_read_lane_t **l_p);
+void rs_rd_lane_conns_close(rs_read_lane_t *l);
+void rs_rd_lane_conn_lend(rs_read_lane_t *l, rconn_t *c);
+int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c);
+rs_status_t rs_rd_lane_handlers(rs_read_lane_t *l);
 
 /*
  * The connection to worker w, made and attached on first use. After a worker

@@ -94,6 +94,16 @@ static void on_spill_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
     on_reply(arg, RS_SMSG_SPILL_REPLY, ep, data, len);
 }
 
+rs_status_t rs_rd_lane_handlers(rs_read_lane_t *l)
+{
+    rs_status_t st = rs_set_msg_handler(l->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, l);
+    if (st == RS_OK)
+        st = rs_set_msg_handler(l->ctx, RS_SMSG_READ_REPLY, on_read_reply, l);
+    if (st == RS_OK)
+        st = rs_set_msg_handler(l->ctx, RS_SMSG_SPILL_REPLY, on_spill_reply, l);
+    return st;
+}
+
 typedef struct op_wait {
     int done;
     rs_status_t status;
@@ -255,8 +265,6 @@ int rs_rd_sess_renew_due(rs_reader_session_t *s)
  * mid-send would never deliver a reply again, from any worker. Not while
  * another reader is open: its snapshot lives on these connections.
  */
-static void lane_conns_close(rs_read_lane_t *l);
-
 static void sess_renew(rs_reader_session_t *s)
 {
     if (s->open_readers > 1)
@@ -268,7 +276,8 @@ static void sess_renew(rs_reader_session_t *s)
             s->conns[w].gen++;
         }
     }
-    lane_conns_close(s->lane); /* kept for other workers: the renewal needs every one closed */
+    rs_rd_lane_conns_close(
+        s->lane); /* kept for other workers: the renewal needs every one closed */
     rs_status_t st = rs_ctx_renew(s->ctx);
     if (st != RS_OK)
         rs_error("reader: cannot renew the receive queue: %s", rs_strerror(st));
@@ -362,117 +371,6 @@ void rs_rd_sess_buf_put(rs_reader_session_t *s, rs_mr_t *mr)
     s->bufs[s->n_bufs++] = mr;
 }
 
-/* ------------------------------------------------------------------ lanes */
-
-static void rlconn_close(rlconn_t *k)
-{
-    if (k->ep != NULL)
-        rs_ep_close(k->ep);
-    rs_sproto_local_release(k->local_reg);
-    free(k->addr);
-    *k = (rlconn_t){0};
-}
-
-static void lane_conns_close(rs_read_lane_t *l)
-{
-    for (uint32_t i = 0; i < l->n_conns; i++)
-        rlconn_close(&l->conns[i]);
-    l->n_conns = 0;
-}
-
-static void lane_destroy(rs_lane_t *base)
-{
-    rs_read_lane_t *l = (rs_read_lane_t *)base;
-    lane_conns_close(l);
-    for (uint32_t i = 0; i < l->n_bufs; i++)
-        rs_mem_free(l->bufs[i]);
-    if (l->ctx != NULL)
-        rs_ctx_destroy(l->ctx);
-    free(l->conns);
-    free(l->bufs);
-    free(l);
-}
-
-static int lane_match(const rs_lane_t *base, const void *key)
-{
-    const rs_read_lane_t *l = (const rs_read_lane_t *)base;
-    return memcmp(&l->key, key, sizeof(l->key)) == 0;
-}
-
-static rs_status_t lane_get(rs_client_t *c, const rs_read_lane_key_t *key, rs_read_lane_t **l_p)
-{
-    rs_lane_t *base;
-    if (rs_lane_take(c, RS_LANE_READ, lane_match, key, &base) == RS_OK) {
-        *l_p = (rs_read_lane_t *)base;
-        return RS_OK;
-    }
-    rs_read_lane_t *l = calloc(1, sizeof(*l));
-    if (l == NULL)
-        return RS_ERR_NOMEM;
-    l->key = *key;
-    rs_status_t st = rs_ctx_create(&key->tcfg, &l->ctx);
-    if (st == RS_OK)
-        st = rs_set_msg_handler(l->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, l);
-    if (st == RS_OK)
-        st = rs_set_msg_handler(l->ctx, RS_SMSG_READ_REPLY, on_read_reply, l);
-    if (st == RS_OK)
-        st = rs_set_msg_handler(l->ctx, RS_SMSG_SPILL_REPLY, on_spill_reply, l);
-    if (st != RS_OK) {
-        lane_destroy(&l->base);
-        return st;
-    }
-    rs_lane_add(c, &l->base, RS_LANE_READ, lane_destroy);
-    *l_p = l;
-    return RS_OK;
-}
-
-/* The session takes the lane's kept connection to its worker c, if any. */
-static void lane_conn_lend(rs_read_lane_t *l, rconn_t *c)
-{
-    for (uint32_t i = 0; i < l->n_conns; i++) {
-        rlconn_t *k = &l->conns[i];
-        if (strcmp(k->addr, c->addr) != 0)
-            continue;
-        /* Lent dead or alive: a dead one whose worker exited renews the queue first. */
-        c->ep = k->ep;
-        c->rkey = k->rkey;
-        c->local = k->local;
-        c->local_len = k->local_len;
-        c->local_reg = k->local_reg;
-        k->ep = NULL;
-        k->local_reg = NULL;
-        rlconn_close(k);
-        l->conns[i] = l->conns[--l->n_conns];
-        return;
-    }
-}
-
-/* Keeps c's connection in the lane for a later session; 0 if it cannot (then the caller closes). */
-static int lane_conn_keep(rs_read_lane_t *l, rconn_t *c)
-{
-    if (c->ep == NULL || c->rkey == NULL || rs_ep_status(c->ep) != RS_OK)
-        return 0;
-    if (l->n_conns == l->cap_conns) {
-        uint32_t cap = l->cap_conns ? 2 * l->cap_conns : 8;
-        rlconn_t *n = realloc(l->conns, cap * sizeof(*n));
-        if (n == NULL)
-            return 0;
-        l->conns = n;
-        l->cap_conns = cap;
-    }
-    char *a = strdup(c->addr);
-    if (a == NULL)
-        return 0;
-    l->conns[l->n_conns++] = (rlconn_t){.addr = a,
-                                        .ep = c->ep,
-                                        .rkey = c->rkey,
-                                        .local = c->local,
-                                        .local_len = c->local_len,
-                                        .local_reg = c->local_reg};
-    *c = (rconn_t){.addr = c->addr};
-    return 1;
-}
-
 /* Waits (briefly) for the answers to snapshots asked ahead, so the next session's ask none. */
 static int ahead_settle(rs_reader_session_t *s)
 {
@@ -549,7 +447,7 @@ rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuffle_desc
         memcpy(s->attempts, attempts, n_maps * sizeof(*attempts));
     for (uint32_t i = 0; i < desc->n_workers; i++)
         s->conns[i].addr = desc->workers[i];
-    if ((st = lane_get(client, &key, &s->lane)) != RS_OK)
+    if ((st = rs_rd_lane_get(client, &key, &s->lane)) != RS_OK)
         goto err_free;
     rs_read_lane_t *l = s->lane;
     s->ctx = l->ctx;
@@ -560,7 +458,7 @@ rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuffle_desc
     l->bufs = NULL;
     l->n_bufs = l->cap_bufs = 0;
     for (uint32_t i = 0; i < desc->n_workers; i++)
-        lane_conn_lend(l, &s->conns[i]);
+        rs_rd_lane_conn_lend(l, &s->conns[i]);
     l->sess = s;
     *sess_p = s;
     return RS_OK;
@@ -581,7 +479,7 @@ void rs_reader_session_close(rs_reader_session_t *s)
     int reusable = l != NULL && s->open_readers == 0 && ahead_settle(s);
     rs_rd_sess_ahead_drop(s);
     for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++) {
-        if (!reusable || !lane_conn_keep(l, &s->conns[i]))
+        if (!reusable || !rs_rd_lane_conn_keep(l, &s->conns[i]))
             conn_close(&s->conns[i]);
     }
     if (l != NULL) {

@@ -1,0 +1,117 @@
+/*
+ * Read lanes (include/rshuffle/client.h): a context, its registered read
+ * buffers and the connections of earlier sessions, lent by the client to
+ * one reader session at a time; a kept connection is attached again by the
+ * next session that uses it.
+ */
+#include "reader/internal.h"
+
+#include "shuffle/local.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void rlconn_close(rlconn_t *k)
+{
+    if (k->ep != NULL)
+        rs_ep_close(k->ep);
+    rs_sproto_local_release(k->local_reg);
+    free(k->addr);
+    *k = (rlconn_t){0};
+}
+
+void rs_rd_lane_conns_close(rs_read_lane_t *l)
+{
+    for (uint32_t i = 0; i < l->n_conns; i++)
+        rlconn_close(&l->conns[i]);
+    l->n_conns = 0;
+}
+
+static void lane_destroy(rs_lane_t *base)
+{
+    rs_read_lane_t *l = (rs_read_lane_t *)base;
+    rs_rd_lane_conns_close(l);
+    for (uint32_t i = 0; i < l->n_bufs; i++)
+        rs_mem_free(l->bufs[i]);
+    if (l->ctx != NULL)
+        rs_ctx_destroy(l->ctx);
+    free(l->conns);
+    free(l->bufs);
+    free(l);
+}
+
+static int lane_match(const rs_lane_t *base, const void *key)
+{
+    const rs_read_lane_t *l = (const rs_read_lane_t *)base;
+    return memcmp(&l->key, key, sizeof(l->key)) == 0;
+}
+
+rs_status_t rs_rd_lane_get(rs_client_t *c, const rs_read_lane_key_t *key, rs_read_lane_t **l_p)
+{
+    rs_lane_t *base;
+    if (rs_lane_take(c, RS_LANE_READ, lane_match, key, &base) == RS_OK) {
+        *l_p = (rs_read_lane_t *)base;
+        return RS_OK;
+    }
+    rs_read_lane_t *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return RS_ERR_NOMEM;
+    l->key = *key;
+    rs_status_t st = rs_ctx_create(&key->tcfg, &l->ctx);
+    if (st == RS_OK)
+        st = rs_rd_lane_handlers(l);
+    if (st != RS_OK) {
+        lane_destroy(&l->base);
+        return st;
+    }
+    rs_lane_add(c, &l->base, RS_LANE_READ, lane_destroy);
+    *l_p = l;
+    return RS_OK;
+}
+
+/* The session takes the lane's kept connection to its worker c, if any. */
+void rs_rd_lane_conn_lend(rs_read_lane_t *l, rconn_t *c)
+{
+    for (uint32_t i = 0; i < l->n_conns; i++) {
+        rlconn_t *k = &l->conns[i];
+        if (strcmp(k->addr, c->addr) != 0)
+            continue;
+        /* Lent dead or alive: a dead one whose worker exited renews the queue first. */
+        c->ep = k->ep;
+        c->rkey = k->rkey;
+        c->local = k->local;
+        c->local_len = k->local_len;
+        c->local_reg = k->local_reg;
+        k->ep = NULL;
+        k->local_reg = NULL;
+        rlconn_close(k);
+        l->conns[i] = l->conns[--l->n_conns];
+        return;
+    }
+}
+
+/* Keeps c's connection in the lane for a later session; 0 if it cannot (then the caller closes). */
+int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c)
+{
+    if (c->ep == NULL || c->rkey == NULL || rs_ep_status(c->ep) != RS_OK)
+        return 0;
+    if (l->n_conns == l->cap_conns) {
+        uint32_t cap = l->cap_conns ? 2 * l->cap_conns : 8;
+        rlconn_t *n = realloc(l->conns, cap * sizeof(*n));
+        if (n == NULL)
+            return 0;
+        l->conns = n;
+        l->cap_conns = cap;
+    }
+    char *a = strdup(c->addr);
+    if (a == NULL)
+        return 0;
+    l->conns[l->n_conns++] = (rlconn_t){.addr = a,
+                                        .ep = c->ep,
+                                        .rkey = c->rkey,
+                                        .local = c->local,
+                                        .local_len = c->local_len,
+                                        .local_reg = c->local_reg};
+    *c = (rconn_t){.addr = c->addr};
+    return 1;
+}
