@@ -3,6 +3,15 @@
 # CMake package (rshuffle::rshuffle = shared, rshuffle::rshuffle_static).
 include(CMakePackageConfigHelpers)
 
+# A library for use never carries the test-only fault-injection hooks: a
+# build with them (this repository's test builds) refuses to install, before
+# anything is copied. make install (scripts/install-build) builds without.
+if(RS_FAULT_INJECTION)
+    install(CODE "message(FATAL_ERROR \"rshuffle: this build has fault-injection hooks \
+(RS_FAULT_INJECTION=ON, a test build) and is not installed; use make install, \
+or configure with -DCMAKE_BUILD_TYPE=Release -DRS_FAULT_INJECTION=OFF\")")
+endif()
+
 install(TARGETS rshuffle rshuffle_shared rs_deps EXPORT rshuffleTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

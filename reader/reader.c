@@ -131,7 +131,13 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
     }
     for (uint32_t i = 0; i < h.n_commits; i++) {
         rs_snap_commit_t c = rs_sproto_snap_commit_get(&h, i);
-        if (c.map_id >= s->n_maps || c.attempt != s->attempts[c.map_id])
+        if (c.map_id >= s->n_maps) { /* its records would be lost without a word */
+            rs_error("reader: map %u committed shuffle %u at worker %s, outside the reader's "
+                     "n_maps %u",
+                     c.map_id, s->desc.shuffle_id, r->conn->addr, s->n_maps);
+            return RS_ERR_INVALID;
+        }
+        if (c.attempt != s->attempts[c.map_id])
             continue;
         /* R >= 2: only a commit that lists the partition says the worker holds it. */
         rmap_t *m = &r->maps[c.map_id];
@@ -258,13 +264,19 @@ static rs_status_t span_fetch(rs_reader_t *r, uint64_t off, uint64_t len)
 static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claimed_p)
 {
     rs_reader_session_t *s = r->sess;
-    rs_smsg_read_open_t o = {
-        .status = RS_OK, .shuffle_id = s->desc.shuffle_id, .partition = r->partition};
+    rs_smsg_read_open_t o = {.status = RS_OK,
+                             .shuffle_id = s->desc.shuffle_id,
+                             .partition = r->partition,
+                             .n_partitions = s->desc.n_partitions};
     int claimed = 0;
     rs_status_t st = may_claim ? rs_rd_sess_ahead_claim(s, r->conn, r->partition, &claimed) : RS_OK;
     *claimed_p = claimed;
     if (st == RS_OK && !claimed)
         st = request_retry(r, RS_SMSG_READ_OPEN, &o, &o.tag, RS_SMSG_READ_REPLY, "open");
+    if (st == RS_ERR_INVALID)
+        rs_error("reader: worker %s holds shuffle %u with another n_partitions than this "
+                 "reader's %u",
+                 r->conn->addr, s->desc.shuffle_id, s->desc.n_partitions);
     if (st != RS_OK)
         return st;
     rs_rd_sess_ahead_issue(s, r->partition); /* answered while this one is read */

@@ -183,7 +183,7 @@ rs_status_t rs_sproto_read_open_encode(const rs_smsg_read_open_t *m, void *buf, 
     rs_w_u32(&w, m->shuffle_id);
     rs_w_u32(&w, m->partition);
     rs_w_u32(&w, m->tag);
-    rs_w_u32(&w, 0);
+    rs_w_u32(&w, m->n_partitions);
     return w_end(&w, len_p);
 }
 
@@ -197,11 +197,9 @@ rs_status_t rs_sproto_read_open_decode(const void *buf, size_t len, rs_smsg_read
     m.shuffle_id = rs_r_u32(&r);
     m.partition = rs_r_u32(&r);
     m.tag = rs_r_u32(&r);
-    uint32_t reserved = rs_r_u32(&r);
+    m.n_partitions = rs_r_u32(&r);
     if (rs_r_left(&r) != 0)
         return RS_ERR_BAD_LENGTH;
-    if (reserved != 0)
-        return RS_ERR_PROTOCOL;
     *out = m;
     return RS_OK;
 }

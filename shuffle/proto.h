@@ -196,7 +196,8 @@ typedef struct rs_smsg_read_open {
     rs_status_t status;
     uint32_t shuffle_id;
     uint32_t partition;
-    uint32_t tag; /* echoed in the reply */
+    uint32_t tag;          /* echoed in the reply */
+    uint32_t n_partitions; /* the reader's, refused unless the shuffle's (0: not checked) */
 } rs_smsg_read_open_t;
 
 #define RS_SPROTO_INLINE UINT64_MAX /* index_off: the snapshot follows the reply */

@@ -147,15 +147,6 @@ uint64_t rs_rkey_len(const rs_rkey_t *rkey)
     return rkey->len;
 }
 
-void rs_rkey_prepare(rs_rkey_t *rkey, uint64_t roff, uint64_t len)
-{
-    if (rkey == NULL || len == 0 || roff > rkey->len || len > rkey->len - roff)
-        return;
-    const rs_backend_ops_t *ops = rkey->ep->ctx->be_ops;
-    if (ops->rkey_prepare != NULL)
-        ops->rkey_prepare(rkey, rkey->base + roff, len);
-}
-
 void rs_rkey_destroy(rs_rkey_t *rkey)
 {
     if (rkey == NULL)

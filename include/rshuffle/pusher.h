@@ -199,7 +199,10 @@ RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
  * 0, a replication factor above 3 or above n_workers, a placement out of
  * range, a worker string that is not "host:port", or
  * a worker that refused the attach (it holds the shuffle with another
- * n_partitions); RS_ERR_CONFIG: a bad variable (cfg NULL, or RSHUFFLE_REPLICAS), buf_len, min_buf
+ * n_partitions); RS_ERR_EXISTS: a worker has (map_id, attempt) of this
+ * shuffle open by another pusher or committed already (a second pusher of
+ * one attempt would mix its batches with the first's: open another
+ * attempt); RS_ERR_CONFIG: a bad variable (cfg NULL, or RSHUFFLE_REPLICAS), buf_len, min_buf
  * or max_inflight 0, buf_len + RS_FRAME_HEADER_SIZE over 16 MiB, or
  * pool_bytes < 4 * (buf_len + RS_PBUF_HEAD_ROOM); rs_ctx_create's errors;
  * rs_connect's (RS_ERR_REFUSED, RS_ERR_AUTH, RS_ERR_TIMEOUT,

@@ -213,16 +213,6 @@ RS_API rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_
 /* Length of the remote region the key describes. */
 RS_API uint64_t rs_rkey_len(const rs_rkey_t *rkey);
 
-/*
- * A hint that [roff, roff + len) of the peer's region will be written or
- * read soon. Where the backend reaches the region through a mapping into
- * this process (UCX over shared memory), the range is mapped in now, in one
- * call, instead of by one page fault per page inside the later puts and
- * gets (3-15 us each on a virtual machine). A no-op elsewhere (RDMA NICs
- * need nothing of the kind) and for a range outside the key; never fails.
- */
-RS_API void rs_rkey_prepare(rs_rkey_t *rkey, uint64_t roff, uint64_t len);
-
 /* Releases an unpacked key (before its endpoint is closed). */
 RS_API void rs_rkey_destroy(rs_rkey_t *rkey);
 
