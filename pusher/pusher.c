@@ -15,6 +15,8 @@
 
 void rs_pusher_config_defaults(rs_pusher_config_t *cfg)
 {
+    if (cfg == NULL)
+        return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->codec = RS_CODEC_NONE;
     cfg->buf_len = 256 << 10;
@@ -28,6 +30,8 @@ void rs_pusher_config_defaults(rs_pusher_config_t *cfg)
 
 rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
 {
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     rs_pusher_config_t c = *cfg;
     static const char *const codecs[] = {"none", "lz4", "snappy", NULL};
     int codec = (int)c.codec;
@@ -125,7 +129,8 @@ static void pusher_free(rs_pusher_t *p)
 rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint32_t attempt,
                            const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p)
 {
-    if (desc == NULL || desc->n_partitions == 0 || desc->n_workers == 0 || desc->workers == NULL)
+    if (desc == NULL || pusher_p == NULL || desc->n_partitions == 0 || desc->n_workers == 0 ||
+        desc->workers == NULL)
         return RS_ERR_INVALID;
     rs_pusher_t *p = calloc(1, sizeof(*p));
     if (p == NULL)
@@ -326,6 +331,8 @@ static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
 
 rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec, uint32_t len)
 {
+    if (p == NULL)
+        return RS_ERR_INVALID;
     rs_status_t s = werr(p);
     if (s != RS_OK)
         return s;
@@ -365,19 +372,25 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
 
 rs_status_t rs_pusher_buf_get(rs_pusher_t *p, size_t len, rs_pbuf_t **buf_p)
 {
-    if (len + RS_FRAME_HEADER_SIZE > RS_GRANT_MAX)
+    if (p == NULL || buf_p == NULL || len + RS_FRAME_HEADER_SIZE > RS_GRANT_MAX)
         return RS_ERR_INVALID;
+    if (atomic_load(&p->closing))
+        return RS_ERR_STATE; /* as append and swap: nothing more to write */
     return rs_pushq_buf_get(p->q, len, buf_p);
 }
 
 void rs_pusher_buf_put(rs_pusher_t *p, rs_pbuf_t *buf)
 {
+    if (p == NULL)
+        return;
     rs_pushq_buf_put(p->q, buf);
 }
 
 rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, size_t used,
                            rs_pbuf_t **fresh_p)
 {
+    if (p == NULL || fresh_p == NULL)
+        return RS_ERR_INVALID;
     rs_status_t s = werr(p);
     if (s != RS_OK)
         return s;
@@ -412,6 +425,8 @@ rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, 
 
 rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
 {
+    if (p == NULL)
+        return RS_ERR_INVALID;
     rs_status_t s = RS_OK;
     for (uint32_t i = 0; i < p->desc.n_partitions && s == RS_OK; i++)
         s = flush_partition(p, i);

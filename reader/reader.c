@@ -389,6 +389,8 @@ static rs_status_t open_next(rs_reader_t *r, rs_status_t st)
 
 rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_reader_t **reader_p)
 {
+    if (s == NULL || reader_p == NULL)
+        return RS_ERR_INVALID;
     uint32_t w;
     rs_status_t st = rs_shuffle_place(&s->desc, partition, &w);
     if (st != RS_OK)
@@ -465,6 +467,8 @@ rs_status_t rs_reader_open(const rs_shuffle_desc_t *desc, uint32_t partition, ui
                            const uint32_t *attempts, const rs_reader_config_t *cfg,
                            rs_reader_t **reader_p)
 {
+    if (reader_p == NULL)
+        return RS_ERR_INVALID;
     rs_reader_session_t *s;
     rs_status_t st = rs_reader_session_open(desc, n_maps, attempts, cfg, &s);
     if (st != RS_OK)
@@ -649,6 +653,8 @@ static rs_status_t check_commits(rs_reader_t *r)
 
 rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
 {
+    if (r == NULL || rec_p == NULL || len_p == NULL)
+        return RS_ERR_INVALID;
     if (r->error != RS_OK)
         return r->error;
     if (r->done) {
@@ -695,6 +701,8 @@ rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
 
 void rs_reader_stats(const rs_reader_t *r, rs_reader_stats_t *stats)
 {
+    if (r == NULL || stats == NULL)
+        return;
     *stats = r->stats;
 }
 

@@ -22,6 +22,8 @@
 
 void rs_reader_config_defaults(rs_reader_config_t *cfg)
 {
+    if (cfg == NULL)
+        return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->read_max = 16 << 20;
     cfg->wait_ms = 30000;
@@ -30,6 +32,8 @@ void rs_reader_config_defaults(rs_reader_config_t *cfg)
 
 rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg)
 {
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     rs_reader_config_t c = *cfg;
     uint64_t max = c.read_max;
     rs_status_t s;
@@ -354,7 +358,7 @@ rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_t n_map
                                    const uint32_t *attempts, const rs_reader_config_t *cfg,
                                    rs_reader_session_t **sess_p)
 {
-    if (desc == NULL || desc->n_workers == 0 || desc->workers == NULL ||
+    if (desc == NULL || sess_p == NULL || desc->n_workers == 0 || desc->workers == NULL ||
         (n_maps > 0 && attempts == NULL))
         return RS_ERR_INVALID;
     rs_reader_session_t *s = calloc(1, sizeof(*s));

@@ -405,6 +405,8 @@ void rs_ep_close(rs_ep_t *ep)
 
 rs_status_t rs_ep_status(const rs_ep_t *ep)
 {
+    if (ep == NULL)
+        return RS_ERR_INVALID;
     rs_ep_state_t state = ep->state;
     if (state == RS_EP_READY)
         return RS_OK;
@@ -415,6 +417,8 @@ rs_status_t rs_ep_status(const rs_ep_t *ep)
 
 int rs_ep_peer_exited(rs_ep_t *ep)
 {
+    if (ep == NULL)
+        return 0;
     rs_tp_lock(ep->ctx);
     int exited = rs_tp_peer_exited(ep);
     rs_tp_unlock(ep->ctx);
@@ -423,15 +427,21 @@ int rs_ep_peer_exited(rs_ep_t *ep)
 
 size_t rs_ep_outstanding(const rs_ep_t *ep)
 {
+    if (ep == NULL)
+        return 0;
     return ep->n_ops;
 }
 
 void rs_ep_set_user(rs_ep_t *ep, void *user)
 {
+    if (ep == NULL)
+        return;
     ep->user = user;
 }
 
 void *rs_ep_user(const rs_ep_t *ep)
 {
+    if (ep == NULL)
+        return NULL;
     return ep->user;
 }

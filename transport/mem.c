@@ -63,10 +63,14 @@ void rs_mem_free(rs_mr_t *mr)
 
 void *rs_mr_addr(const rs_mr_t *mr)
 {
+    if (mr == NULL)
+        return NULL;
     return mr->addr;
 }
 
 size_t rs_mr_len(const rs_mr_t *mr)
 {
+    if (mr == NULL)
+        return 0;
     return mr->len;
 }

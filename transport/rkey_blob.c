@@ -144,6 +144,8 @@ rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_rkey_t 
 
 uint64_t rs_rkey_len(const rs_rkey_t *rkey)
 {
+    if (rkey == NULL)
+        return 0;
     return rkey->len;
 }
 

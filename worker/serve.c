@@ -33,8 +33,8 @@ static wconn_t *conn_of(rs_ep_t *ep)
  * committed? Two pushers of one attempt would mix their batches under one
  * identity: the second is refused at attach, never found out at read.
  */
-static int attempt_taken(rs_worker_t *w, const wconn_t *self, const wshuffle_t *sh,
-                         uint32_t map_id, uint32_t attempt)
+static int attempt_taken(rs_worker_t *w, const wconn_t *self, const wshuffle_t *sh, uint32_t map_id,
+                         uint32_t attempt)
 {
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &w->conns)

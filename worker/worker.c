@@ -18,6 +18,8 @@
 
 void rs_worker_config_defaults(rs_worker_config_t *cfg)
 {
+    if (cfg == NULL)
+        return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->mem_limit = 256ull << 20;
     cfg->high_water_pct = 75;
@@ -33,6 +35,8 @@ void rs_worker_config_defaults(rs_worker_config_t *cfg)
 
 rs_status_t rs_worker_config_from_env(rs_worker_config_t *cfg)
 {
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     rs_worker_config_t c = *cfg;
     rs_status_t s;
     if ((s = rs_env_u64("RSHUFFLE_WORKER_MEM", 1 << 20, 1ull << 40, &c.mem_limit)) != RS_OK ||
@@ -118,6 +122,8 @@ static void *worker_main(void *arg)
 rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *wcfg,
                              rs_worker_t **worker_p)
 {
+    if (worker_p == NULL)
+        return RS_ERR_INVALID;
     rs_worker_config_t cfg;
     if (wcfg != NULL) {
         cfg = *wcfg;
@@ -190,6 +196,8 @@ err_free_w:
 
 rs_status_t rs_worker_listen(rs_worker_t *w, const char *host, uint16_t port)
 {
+    if (w == NULL)
+        return RS_ERR_INVALID;
     if (w->listener != NULL)
         return RS_ERR_STATE;
     rs_status_t s = rs_listen(w->ctx, host, port, &w->listener);
@@ -219,11 +227,15 @@ rs_status_t rs_worker_name(rs_worker_t *w, char *buf, size_t cap)
 
 uint16_t rs_worker_port(const rs_worker_t *w)
 {
+    if (w == NULL)
+        return 0;
     return w->listener != NULL ? rs_listener_port(w->listener) : 0;
 }
 
 void rs_worker_stats(rs_worker_t *w, rs_worker_stats_t *stats)
 {
+    if (w == NULL || stats == NULL)
+        return;
     pthread_mutex_lock(&w->stats_lock);
     *stats = w->stats_copy;
     pthread_mutex_unlock(&w->stats_lock);

@@ -241,9 +241,10 @@ RS_API rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const vo
 /*
  * A registered buffer of len bytes for rs_pusher_swap (len <= the pool),
  * the writer's until swapped or put back; it dies with the pusher.
- * RS_ERR_INVALID: len 0 or len + RS_FRAME_HEADER_SIZE over 16 MiB; then
- * as rs_pushq_buf_get (RS_ERR_NO_SPACE, RS_ERR_TIMEOUT, RS_ERR_NOMEM), and
- * the pusher's sticky error while it waits. *buf_p is set only on RS_OK.
+ * RS_ERR_INVALID: NULL p or buf_p, len 0 or len + RS_FRAME_HEADER_SIZE
+ * over 16 MiB; RS_ERR_STATE after rs_pusher_close; then as rs_pushq_buf_get (RS_ERR_NO_SPACE,
+ * RS_ERR_TIMEOUT, RS_ERR_NOMEM), and the pusher's sticky error while it waits. *buf_p is set only
+ * on RS_OK.
  */
 RS_API rs_status_t rs_pusher_buf_get(rs_pusher_t *p, size_t len, rs_pbuf_t **buf_p);
 
@@ -296,7 +297,8 @@ typedef struct rs_pusher_stats {
  * runs the engine on this thread while there is work, then sleeps. stats
  * (may be NULL) is filled in either case with what was done: records
  * appended, batches framed and handed to the writes, grant requests sent.
- * Whatever it returns, only rs_pusher_destroy may follow.
+ * Whatever it returns, only rs_pusher_destroy may follow. RS_ERR_INVALID:
+ * NULL p (nothing to close: not ignored, as a void close would).
  *
  * With R >= 2 replicas a worker lost on the way (dead, or silent for
  * peer_timeout_ms) is not an error while every partition keeps a live

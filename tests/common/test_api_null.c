@@ -62,26 +62,26 @@ static void check(const char *what, int (*fn)(void))
 }
 
 /* A call returning a status: it must be RS_ERR_INVALID. */
-#define INVALID(name, expr)                                                                        \
-    static int name(void)                                                                          \
-    {                                                                                              \
-        rs_status_t s_ = (expr);                                                                   \
-        if (s_ != RS_ERR_INVALID)                                                                  \
-            fprintf(stderr, "%s: %s\n", #expr, rs_strerror(s_));                                   \
-        return s_ == RS_ERR_INVALID;                                                               \
+#define INVALID(name, expr)                                      \
+    static int name(void)                                        \
+    {                                                            \
+        rs_status_t s_ = (expr);                                 \
+        if (s_ != RS_ERR_INVALID)                                \
+            fprintf(stderr, "%s: %s\n", #expr, rs_strerror(s_)); \
+        return s_ == RS_ERR_INVALID;                             \
     }
 /* A call returning a value: it must be want. */
-#define RETURNS(name, expr, want)                                                                  \
-    static int name(void)                                                                          \
-    {                                                                                              \
-        return (expr) == (want);                                                                   \
+#define RETURNS(name, expr, want) \
+    static int name(void)         \
+    {                             \
+        return (expr) == (want);  \
     }
 /* A void call: it must return. */
-#define IGNORES(name, stmt)                                                                        \
-    static int name(void)                                                                          \
-    {                                                                                              \
-        stmt;                                                                                      \
-        return 1;                                                                                  \
+#define IGNORES(name, stmt) \
+    static int name(void)   \
+    {                       \
+        stmt;               \
+        return 1;           \
     }
 
 #define Z(type) ((type *)zeroed)
@@ -117,19 +117,21 @@ RETURNS(codec_name, rs_codec_name((rs_codec_t)99) != NULL, 1)
 INVALID(codec_from_name_name, rs_codec_from_name(NULL, &(rs_codec_t){0}))
 INVALID(codec_from_name_out, rs_codec_from_name("lz4", NULL))
 RETURNS(codec_bound, rs_codec_bound((rs_codec_t)99, 10), 0)
-INVALID(codec_compress_src, rs_codec_compress(RS_CODEC_LZ4, NULL, 10, buf, sizeof(buf), &(size_t){0}))
+INVALID(codec_compress_src,
+        rs_codec_compress(RS_CODEC_LZ4, NULL, 10, buf, sizeof(buf), &(size_t){0}))
 INVALID(codec_compress_dst, rs_codec_compress(RS_CODEC_LZ4, buf, 10, NULL, 100, &(size_t){0}))
 INVALID(codec_compress_out, rs_codec_compress(RS_CODEC_LZ4, buf, 10, buf + 20, 100, NULL))
 INVALID(codec_decompress_src, rs_codec_decompress(RS_CODEC_LZ4, NULL, 10, buf, 10))
 INVALID(codec_decompress_dst, rs_codec_decompress(RS_CODEC_LZ4, buf, 10, NULL, 10))
 RETURNS(frame_bound, rs_frame_bound((rs_codec_t)99, 10), 0)
-INVALID(frame_encode_ids, rs_frame_encode(RS_CODEC_NONE, 0, NULL, buf, 1, buf + 8, 200, &(size_t){0}))
-INVALID(frame_encode_src, rs_frame_encode(RS_CODEC_NONE, 0, Z(rs_frame_ids_t), NULL, 1, buf, 200,
-                                          &(size_t){0}))
-INVALID(frame_encode_dst, rs_frame_encode(RS_CODEC_NONE, 0, Z(rs_frame_ids_t), buf, 1, NULL, 200,
-                                          &(size_t){0}))
-INVALID(frame_encode_out, rs_frame_encode(RS_CODEC_NONE, 0, Z(rs_frame_ids_t), buf, 1, buf + 8,
-                                          200, NULL))
+INVALID(frame_encode_ids,
+        rs_frame_encode(RS_CODEC_NONE, 0, NULL, buf, 1, buf + 8, 200, &(size_t){0}))
+INVALID(frame_encode_src,
+        rs_frame_encode(RS_CODEC_NONE, 0, Z(rs_frame_ids_t), NULL, 1, buf, 200, &(size_t){0}))
+INVALID(frame_encode_dst,
+        rs_frame_encode(RS_CODEC_NONE, 0, Z(rs_frame_ids_t), buf, 1, NULL, 200, &(size_t){0}))
+INVALID(frame_encode_out,
+        rs_frame_encode(RS_CODEC_NONE, 0, Z(rs_frame_ids_t), buf, 1, buf + 8, 200, NULL))
 INVALID(frame_seal_frame, rs_frame_seal(NULL, 200, 0, 0, Z(rs_frame_ids_t), &(size_t){0}))
 INVALID(frame_seal_ids, rs_frame_seal(buf, 200, 0, 0, NULL, &(size_t){0}))
 INVALID(frame_seal_out, rs_frame_seal(buf, 200, 0, 0, Z(rs_frame_ids_t), NULL))
@@ -138,7 +140,7 @@ INVALID(frame_parse_out, rs_frame_parse(buf, 64, NULL))
 INVALID(frame_verify_buf, rs_frame_verify(NULL, 64, Z(rs_frame_t)))
 INVALID(frame_verify_out, rs_frame_verify(buf, 64, NULL))
 INVALID(frame_decode_frame, rs_frame_decode(NULL, buf, sizeof(buf)))
-INVALID(frame_decode_dst, rs_frame_decode(Z(rs_frame_t), NULL, 10))
+INVALID(frame_decode_dst, rs_frame_decode(&(rs_frame_t){.raw_len = 5}, NULL, 10))
 IGNORES(frame_iter_init, rs_frame_iter_init(NULL, buf, 10))
 INVALID(frame_iter_next_it, rs_frame_iter_next(NULL, Z(rs_frame_t)))
 INVALID(frame_iter_next_out, rs_frame_iter_next(Z(rs_frame_iter_t), NULL))
@@ -248,8 +250,8 @@ IGNORES(worker_destroy, rs_worker_destroy(NULL))
 /* reader.h */
 IGNORES(reader_config_defaults, rs_reader_config_defaults(NULL))
 INVALID(reader_config_from_env, rs_reader_config_from_env(NULL))
-INVALID(reader_session_open_desc, rs_reader_session_open(NULL, 1, NULL, NULL,
-                                                         &(rs_reader_session_t *){0}))
+INVALID(reader_session_open_desc,
+        rs_reader_session_open(NULL, 1, NULL, NULL, &(rs_reader_session_t *){0}))
 INVALID(reader_session_open_out, rs_reader_session_open(&desc, 1, NULL, NULL, NULL))
 INVALID(reader_open_in_sess, rs_reader_open_in(NULL, 0, &(rs_reader_t *){0}))
 INVALID(reader_open_in_out, rs_reader_open_in(Z(rs_reader_session_t), 0, NULL))
@@ -296,7 +298,10 @@ IGNORES(bcast_ref_stats_ref, rs_bcast_ref_stats(NULL, Z(rs_bcast_stats_t)))
 IGNORES(bcast_ref_stats_out, rs_bcast_ref_stats(Z(rs_bcast_ref_t), NULL))
 IGNORES(bcast_release, rs_bcast_release(NULL))
 
-#define C(fn) {#fn, fn}
+#define C(fn)   \
+    {           \
+#fn, fn \
+    }
 static const struct {
     const char *name;
     int (*fn)(void);
