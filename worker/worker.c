@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "shuffle/local.h"
 #include "shuffle/name.h"
+#include "transport/mem_caps.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -155,9 +156,9 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
         s = RS_ERR_NOMEM;
         goto err_destroy_ctx;
     }
-    /* Before the arena: the UCX backend's lives in shared memory (sysv, else /dev/shm). */
+    /* Before the arena: /dev/shm must hold it too where the backend allocates it there. */
     s = rs_wk_check_mem(cfg.mem_limit, "/proc/meminfo",
-                        strcmp(rs_ctx_backend(w->ctx), "ucx") == 0 ? "/dev/shm" : NULL);
+                        rs_tp_mem_alloc_shm(w->ctx) ? "/dev/shm" : NULL);
     if (s != RS_OK)
         goto err_destroy_ctx;
     s = rs_mem_alloc(w->ctx, cfg.mem_limit, RS_MEM_REMOTE_READ | RS_MEM_REMOTE_WRITE, &w->arena_mr);

@@ -388,6 +388,7 @@ const rs_backend_ops_t rs_ucx_ops = {
     .arm = ucx_arm,
     .mem_reg = rs_ucx_mem_reg,
     .mem_dereg = rs_ucx_mem_dereg,
+    .mem_alloc_shm = rs_ucx_mem_alloc_shm,
     .rkey_pack = rs_ucx_rkey_pack,
     .rkey_unpack = rs_ucx_rkey_unpack,
     .rkey_release = rs_ucx_rkey_release,

@@ -253,6 +253,7 @@ void rs_ucx_mem_dereg(rs_mr_t *mr);
 rs_status_t rs_ucx_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
 rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
 void rs_ucx_rkey_release(rs_rkey_t *rkey);
+int rs_ucx_mem_alloc_shm(const rs_ctx_t *ctx);
 
 /* amrma.c */
 rs_status_t rs_ucx_amrma_put(rs_ucx_ep_t *uep, rs_op_t *op, const void *src, size_t len,
