@@ -229,6 +229,26 @@ static void test_mem_beyond_dev_shm(void **state)
     expect_refused(st, err, needles);
 }
 
+/* Command-line errors: exit 2 at once, naming what was wrong and what is allowed. */
+static void test_command_line_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *opt, *val, *says;
+    } cases[] = {
+        {"--mem", "512K", "from 1M to 1T"},     {"--mem", "2T", "from 1M to 1T"},
+        {"--mem", "lots", "from 1M to 1T"},     {"--log", "loud", "error, warn, info or debug"},
+        {"--ready-fd", "1", "descriptor >= 3"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *const args[] = {cases[i].opt, cases[i].val, NULL};
+        char err[4096];
+        int st = run(args, 10, err, sizeof(err));
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 2 || strstr(err, cases[i].says) == NULL)
+            fail_msg("%s %s: status %#x, stderr: %s", cases[i].opt, cases[i].val, st, err);
+    }
+}
+
 static void test_spill_dir_missing(void **state)
 {
     (void)state;
@@ -372,6 +392,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_mem_beyond_host, teardown),
         cmocka_unit_test_teardown(test_mem_beyond_dev_shm, teardown),
+        cmocka_unit_test_teardown(test_command_line_errors, teardown),
         cmocka_unit_test_teardown(test_spill_dir_missing, teardown),
         cmocka_unit_test_teardown(test_embedded_worker_refused, teardown),
         cmocka_unit_test_teardown(test_spill_dir_not_a_dir, teardown),
