@@ -58,7 +58,11 @@ static rs_status_t connect_worker(rs_pusher_t *p, pworker_t *w)
     const char *addr = p->desc.workers[w->index];
     rs_status_t s = rs_sproto_name_connect(p->ctx, addr, &w->ep);
     if (s != RS_OK) {
-        rs_error("pusher: cannot connect to worker %u: %s", w->index, rs_strerror(s));
+        if (p->replicas > 1) /* the open may go on without it: not an error yet */
+            rs_warn("pusher: cannot connect to worker %u (%s): %s", w->index, addr, rs_strerror(s));
+        else
+            rs_error("pusher: cannot connect to worker %u (%s): %s", w->index, addr,
+                     rs_strerror(s));
         return s;
     }
     rs_ep_set_user(w->ep, w);

@@ -571,12 +571,18 @@ static rs_status_t next_batch(rs_reader_t *r)
     if (r->span_i >= r->span_n) {
         if (r->conn->gen != r->conn_gen) {
             /* The connection died and another reader made a new one: our snapshot is gone. */
-            rs_error("reader: the connection to worker %s was lost", r->conn->addr);
+            if (s->replicas > 1) /* a failover may follow: not an error yet */
+                rs_warn("reader: the connection to worker %s was lost", r->conn->addr);
+            else
+                rs_error("reader: the connection to worker %s was lost", r->conn->addr);
             return RS_ERR_UNREACHABLE;
         }
         if (r->conn->local != NULL && rs_ep_status(r->conn->ep) != RS_OK) {
             /* The worker releases the snapshot of a dead connection: its pins are gone. */
-            rs_error("reader: the connection to local worker %s was lost", r->conn->addr);
+            if (s->replicas > 1)
+                rs_warn("reader: the connection to local worker %s was lost", r->conn->addr);
+            else
+                rs_error("reader: the connection to local worker %s was lost", r->conn->addr);
             return RS_ERR_UNREACHABLE;
         }
         if (r->next_mem < r->n_mem)

@@ -187,7 +187,10 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
 {
     rs_status_t st = rs_sproto_name_connect(s->ctx, c->addr, &c->ep);
     if (st != RS_OK) {
-        rs_error("reader: cannot connect to a worker: %s", rs_strerror(st));
+        if (s->replicas > 1) /* another replica may serve: not an error yet */
+            rs_warn("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
+        else
+            rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
         return st;
     }
     rs_smsg_attach_t a = {.status = RS_OK,

@@ -287,7 +287,9 @@ typedef struct rs_pusher_stats {
  * Map commit: flushes every partition, waits (bounded) for every write to
  * complete, sends per-partition counts to every worker and waits for their
  * answers. The first error of the pusher's life is returned (a worker that
- * died: RS_ERR_UNREACHABLE / RS_ERR_TIMEOUT; backpressure beyond the bound:
+ * died: RS_ERR_UNREACHABLE, over TCP too; over shared memory a worker
+ * killed mid-send may leave RS_ERR_TIMEOUT after peer_timeout_ms, as a
+ * silent one does; backpressure beyond the bound:
  * RS_ERR_BACKPRESSURE; a worker that answers nothing for the transport's
  * peer_timeout_ms: RS_ERR_TIMEOUT; a refused batch: its reason), else
  * RS_ERR_TIMEOUT when the writes and commits are not done within wait_ms,
