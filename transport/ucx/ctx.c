@@ -121,6 +121,7 @@ static uint64_t ucx_host_key(void)
 
 static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
 {
+    rs_ucx_log_route(); /* before UCX parses its variables: it warns about bad ones */
     ucp_config_t *config;
     ucs_status_t s = ucp_config_read(NULL, NULL, &config);
     if (s != UCS_OK) {

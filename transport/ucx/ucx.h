@@ -247,6 +247,9 @@ ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length,
 /* am.c */
 rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len);
 
+/* log.c: UCX's log lines through rshuffle's log (once per process). */
+void rs_ucx_log_route(void);
+
 /* mem.c */
 rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access);
 void rs_ucx_mem_dereg(rs_mr_t *mr);
