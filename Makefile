@@ -6,6 +6,8 @@ JOBS ?= $(shell nproc)
 DEMO ?= $(BUILD)/perf/rs-shuffle-bench
 
 PREFIX ?= /usr/local
+# make install's own build: Release, no tests, no fault-injection hooks.
+INSTALL_BUILD ?= build-release
 
 .PHONY: demo check deps build install format format-check layering-check clean
 
@@ -16,10 +18,11 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_WERROR=ON
 	cmake --build $(BUILD) -j$(JOBS)
 
-# make install PREFIX=/opt/rshuffle: the build's library, headers, programs,
-# docs, rshuffle.pc and CMake package.
-install: build
-	cmake --install $(BUILD) --prefix $(PREFIX)
+# make install PREFIX=/opt/rshuffle: the library, headers, programs, docs,
+# man pages, rshuffle.pc and CMake package, from a build for use (never the
+# test build: it carries fault-injection hooks, and its install is refused).
+install: deps
+	scripts/install-build $(INSTALL_BUILD) $(PREFIX) $(JOBS)
 
 demo: build
 	$(DEMO)
@@ -38,4 +41,4 @@ layering-check:
 	scripts/check-layering
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz $(INSTALL_BUILD)

@@ -9,6 +9,8 @@
 
 void rs_bcast_config_defaults(rs_bcast_config_t *cfg)
 {
+    if (cfg == NULL)
+        return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->block_size = 4u << 20;
     cfg->inline_max = 64u << 10;
@@ -45,6 +47,8 @@ static const rs_env_field_t num_fields[] = {
 
 rs_status_t rs_bcast_config_from_env(rs_bcast_config_t *cfg)
 {
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     static const char *const modes[] = {"torrent", "source", NULL};
     static const char *const kinds[] = {"hostport", "blob", NULL};
     rs_bcast_config_t c = *cfg;
@@ -71,6 +75,8 @@ rs_status_t rs_bcast_config_from_env(rs_bcast_config_t *cfg)
 
 rs_status_t rs_bcast_config_init(rs_bcast_config_t *cfg)
 {
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     rs_bcast_config_t c;
     rs_bcast_config_defaults(&c);
     rs_status_t st = rs_bcast_config_from_env(&c);

@@ -744,7 +744,7 @@ rs_status_t rs_bcast_get(rs_bcast_node_t *node, const void *desc, size_t desc_le
     rs_bc_entry_t *e;
     int joined;
 
-    if (node == NULL || ref_p == NULL)
+    if (node == NULL || ref_p == NULL || desc == NULL)
         return RS_ERR_INVALID;
     uint64_t deadline = rs_now_ns() + RS_MS_TO_NS(node->cfg.timeout_ms);
     rs_status_t st = rs_bc_desc_decode(desc, desc_len, &d);
@@ -785,16 +785,22 @@ rs_status_t rs_bcast_get(rs_bcast_node_t *node, const void *desc, size_t desc_le
 
 const void *rs_bcast_ref_data(const rs_bcast_ref_t *ref)
 {
+    if (ref == NULL)
+        return NULL;
     return ref->entry->data;
 }
 
 size_t rs_bcast_ref_len(const rs_bcast_ref_t *ref)
 {
+    if (ref == NULL)
+        return 0;
     return (size_t)ref->entry->size;
 }
 
 void rs_bcast_ref_stats(const rs_bcast_ref_t *ref, rs_bcast_stats_t *stats)
 {
+    if (ref == NULL || stats == NULL)
+        return;
     rs_bc_entry_t *e = ref->entry;
     pthread_mutex_lock(&e->lock);
     *stats = e->stats;

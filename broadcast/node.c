@@ -522,11 +522,15 @@ void rs_bcast_node_destroy(rs_bcast_node_t *node)
 
 uint16_t rs_bcast_node_port(const rs_bcast_node_t *node)
 {
+    if (node == NULL)
+        return 0;
     return node->cfg.addr_kind == RS_BCAST_ADDR_HOSTPORT ? rs_listener_port(node->listener) : 0;
 }
 
 void rs_bcast_node_stats(rs_bcast_node_t *node, rs_bcast_stats_t *stats)
 {
+    if (node == NULL || stats == NULL)
+        return;
     const uint64_t *src = (const uint64_t *)&node->stats;
     uint64_t *dst = (uint64_t *)stats;
     for (size_t i = 0; i < sizeof(*stats) / sizeof(uint64_t); i++)

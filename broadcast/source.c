@@ -82,6 +82,8 @@ err_free_src:
 
 void *rs_bcast_buffer(rs_bcast_t *bc)
 {
+    if (bc == NULL)
+        return NULL;
     return bc->state == RS_BSRC_OPEN && bc->size > 0 ? bc->data : NULL;
 }
 
@@ -148,7 +150,7 @@ rs_status_t rs_bcast_publish(rs_bcast_node_t *node, const void *data, size_t len
 rs_status_t rs_bcast_descriptor(const rs_bcast_t *src, void *buf, size_t buflen, size_t *len_p)
 {
     rs_bc_desc_t d;
-    if (src == NULL || buf == NULL || len_p == NULL)
+    if (src == NULL || (buf == NULL && buflen > 0) || len_p == NULL)
         return RS_ERR_INVALID;
     if (src->state != RS_BSRC_SEALED) {
         rs_error("broadcast: a descriptor needs a sealed object");
@@ -176,11 +178,19 @@ rs_status_t rs_bcast_descriptor(const rs_bcast_t *src, void *buf, size_t buflen,
         if (rs_bc_desc_len(&d) > RS_BCAST_DESC_MAX)
             d.flags &= ~(uint32_t)RS_BDESC_F_DIRECT;
     }
+    size_t need = rs_bc_desc_len(&d);
+    if (buflen < need) {
+        rs_debug("broadcast: a descriptor of %zu bytes, a buffer of %zu", need, buflen);
+        *len_p = need; /* the size to ask again with (rs_bcast_descriptor's one exception) */
+        return RS_ERR_NO_SPACE;
+    }
     return rs_bc_desc_encode(&d, buf, buflen, len_p);
 }
 
 void rs_bcast_source_stats(const rs_bcast_t *src, rs_bcast_stats_t *stats)
 {
+    if (src == NULL || stats == NULL)
+        return;
     const uint64_t *from = (const uint64_t *)&src->stats;
     uint64_t *to = (uint64_t *)stats;
     for (size_t i = 0; i < sizeof(*stats) / sizeof(uint64_t); i++)

@@ -3,6 +3,15 @@
 # CMake package (rshuffle::rshuffle = shared, rshuffle::rshuffle_static).
 include(CMakePackageConfigHelpers)
 
+# A library for use never carries the test-only fault-injection hooks: a
+# build with them (this repository's test builds) refuses to install, before
+# anything is copied. make install (scripts/install-build) builds without.
+if(RS_FAULT_INJECTION)
+    install(CODE "message(FATAL_ERROR \"rshuffle: this build has fault-injection hooks \
+(RS_FAULT_INJECTION=ON, a test build) and is not installed; use make install, \
+or configure with -DCMAKE_BUILD_TYPE=Release -DRS_FAULT_INJECTION=OFF\")")
+endif()
+
 install(TARGETS rshuffle rshuffle_shared rs_deps EXPORT rshuffleTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -18,9 +27,31 @@ foreach(program rshuffled rshuffle_info rs-shuffle-bench rs-bcast-bench rs-perf-
     endif()
 endforeach()
 
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}
-        FILES_MATCHING PATTERN "*.md")
+# Docs in the repository's own layout (README.md beside docs/ and examples/),
+# so the README's and the docs' relative links hold in the installed tree.
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CONTRIBUTING.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.png")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
+        FILES_MATCHING PATTERN "*.c" PATTERN "CMakeLists.txt" PATTERN "Makefile")
+# Section 3: one page per public header, rshuffle_NAME(3), generated from the
+# header's comments at build time (man/gen-man3); the test man3_complete
+# checks that every RS_API function has its entry.
+file(GLOB rs_public_headers ${PROJECT_SOURCE_DIR}/include/rshuffle/*.h)
+set(rs_man3_pages)
+foreach(header ${rs_public_headers})
+    get_filename_component(name ${header} NAME_WE)
+    set(page ${PROJECT_BINARY_DIR}/man/rshuffle_${name}.3)
+    add_custom_command(OUTPUT ${page}
+                       COMMAND ${PROJECT_SOURCE_DIR}/man/gen-man3 ${header} ${PROJECT_VERSION} ${page}
+                       DEPENDS ${header} ${PROJECT_SOURCE_DIR}/man/gen-man3 VERBATIM)
+    list(APPEND rs_man3_pages ${page})
+endforeach()
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/man)
+add_custom_target(rs_man3 ALL DEPENDS ${rs_man3_pages})
+install(FILES ${rs_man3_pages} DESTINATION ${CMAKE_INSTALL_MANDIR}/man3)
+
 if(EXISTS ${PROJECT_SOURCE_DIR}/man)
     foreach(section 1 7)
         file(GLOB pages ${PROJECT_SOURCE_DIR}/man/*.${section})
@@ -30,7 +61,10 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/man)
     endforeach()
 endif()
 
-# pkg-config: relocatable (prefix from the .pc file's own place).
+# pkg-config: relocatable (prefix from the .pc file's own place). The
+# dependencies are link flags (Libs.private), not Requires.private: a
+# program linking the shared library needs none of their -dev packages.
+list(JOIN rs_pc_libs_private " " rs_pc_libs_private)
 file(RELATIVE_PATH rs_pc_prefix_rel
      ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 configure_file(${PROJECT_SOURCE_DIR}/cmake/rshuffle.pc.in ${PROJECT_BINARY_DIR}/rshuffle.pc @ONLY)

@@ -30,6 +30,8 @@ const char *rs_codec_name(rs_codec_t codec)
 rs_status_t rs_codec_from_name(const char *name, rs_codec_t *codec_p)
 {
     static const rs_codec_t all[] = {RS_CODEC_NONE, RS_CODEC_LZ4, RS_CODEC_SNAPPY};
+    if (codec_p == NULL)
+        return RS_ERR_INVALID;
     for (size_t i = 0; name != NULL && i < sizeof(all) / sizeof(all[0]); i++) {
         if (strcmp(name, rs_codec_name(all[i])) == 0) {
             *codec_p = all[i];
@@ -58,6 +60,8 @@ size_t rs_codec_bound(rs_codec_t codec, size_t raw_len)
 rs_status_t rs_codec_compress(rs_codec_t codec, const void *src, size_t src_len, void *dst,
                               size_t dst_cap, size_t *stored_len_p)
 {
+    if (stored_len_p == NULL)
+        return RS_ERR_INVALID;
     if ((unsigned)codec > RS_CODEC_SNAPPY) {
         rs_error("unknown codec id %d", (int)codec);
         return RS_ERR_BAD_CODEC;

@@ -51,8 +51,8 @@ rs_status_t rs_frame_encode(rs_codec_t codec, uint16_t flags, const rs_frame_ids
                             const void *src, size_t src_len, void *dst, size_t dst_cap,
                             size_t *frame_len_p)
 {
-    if (ids == NULL || dst == NULL || (src == NULL && src_len > 0)) {
-        rs_error("rs_frame_encode: NULL ids, destination or source");
+    if (ids == NULL || dst == NULL || (src == NULL && src_len > 0) || frame_len_p == NULL) {
+        rs_error("rs_frame_encode: NULL ids, destination, source or length pointer");
         return RS_ERR_INVALID;
     }
     if (dst_cap < RS_FRAME_HEADER_SIZE) {
@@ -73,9 +73,10 @@ rs_status_t rs_frame_encode(rs_codec_t codec, uint16_t flags, const rs_frame_ids
 rs_status_t rs_frame_seal(void *frame, size_t frame_cap, size_t payload_len, uint16_t flags,
                           const rs_frame_ids_t *ids, size_t *frame_len_p)
 {
-    if (frame == NULL || ids == NULL || payload_len > RS_CODEC_RAW_MAX) {
-        rs_error("rs_frame_seal: NULL frame or ids, or payload of %zu bytes over %zu", payload_len,
-                 RS_CODEC_RAW_MAX);
+    if (frame == NULL || ids == NULL || frame_len_p == NULL || payload_len > RS_CODEC_RAW_MAX) {
+        rs_error(
+            "rs_frame_seal: NULL frame, ids or length pointer, or payload of %zu bytes over %zu",
+            payload_len, RS_CODEC_RAW_MAX);
         return RS_ERR_INVALID;
     }
     if (frame_cap < RS_FRAME_HEADER_SIZE || frame_cap - RS_FRAME_HEADER_SIZE < payload_len) {
@@ -107,8 +108,8 @@ static rs_status_t check_lengths(rs_codec_t codec, uint32_t raw_len, uint32_t st
 rs_status_t rs_frame_parse(const void *buf, size_t len, rs_frame_t *frame_p)
 {
     const uint8_t *h = buf;
-    if (buf == NULL && len > 0) {
-        rs_error("rs_frame_parse: NULL buffer");
+    if ((buf == NULL && len > 0) || frame_p == NULL) {
+        rs_error("rs_frame_parse: NULL buffer or frame pointer");
         return RS_ERR_INVALID;
     }
     if (len < RS_FRAME_HEADER_SIZE) {
@@ -152,6 +153,8 @@ rs_status_t rs_frame_parse(const void *buf, size_t len, rs_frame_t *frame_p)
 
 rs_status_t rs_frame_verify(const void *buf, size_t len, rs_frame_t *frame_p)
 {
+    if (frame_p == NULL)
+        return RS_ERR_INVALID;
     rs_frame_t f;
     rs_status_t st = rs_frame_parse(buf, len, &f);
     if (st != RS_OK)
@@ -187,6 +190,8 @@ rs_status_t rs_frame_decode(const rs_frame_t *frame, void *dst, size_t dst_cap)
 
 void rs_frame_iter_init(rs_frame_iter_t *it, const void *buf, size_t len)
 {
+    if (it == NULL)
+        return;
     it->buf = buf;
     it->len = buf != NULL ? len : 0;
     it->off = 0;
@@ -194,6 +199,8 @@ void rs_frame_iter_init(rs_frame_iter_t *it, const void *buf, size_t len)
 
 rs_status_t rs_frame_iter_next(rs_frame_iter_t *it, rs_frame_t *frame_p)
 {
+    if (it == NULL || frame_p == NULL)
+        return RS_ERR_INVALID;
     if (it->off > it->len) {
         rs_error("frame iterator offset %zu past its %zu bytes", it->off, it->len);
         return RS_ERR_INVALID;

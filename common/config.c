@@ -8,6 +8,8 @@
 
 void rs_config_defaults(rs_config_t *cfg)
 {
+    if (cfg == NULL)
+        return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->log_level = rs_log_level();
     cfg->transport = RS_TRANSPORT_AUTO;
@@ -43,6 +45,8 @@ static const rs_env_field_t u32_fields[] = {
 rs_status_t rs_config_from_env(rs_config_t *cfg)
 {
     static const char *const transports[] = {"auto", "ucx", "verbs", NULL};
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     rs_config_t c = *cfg;
     int level = (int)c.log_level, transport = (int)c.transport;
     rs_status_t st;
@@ -67,6 +71,8 @@ rs_status_t rs_config_from_env(rs_config_t *cfg)
 
 rs_status_t rs_config_init(rs_config_t *cfg)
 {
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     rs_config_t c;
     rs_config_defaults(&c);
     rs_status_t st = rs_config_from_env(&c);

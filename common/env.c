@@ -17,7 +17,7 @@ static const char *env_get(const char *name)
 
 rs_status_t rs_parse_size(const char *s, uint64_t *out)
 {
-    if (s == NULL || *s < '0' || *s > '9') /* strtoull would take " -1" */
+    if (s == NULL || out == NULL || *s < '0' || *s > '9') /* strtoull would take " -1" */
         return RS_ERR_INVALID;
     errno = 0;
     char *end;
@@ -59,7 +59,7 @@ rs_status_t rs_parse_size(const char *s, uint64_t *out)
 
 rs_status_t rs_parse_uint(const char *s, uint64_t max, uint64_t *out)
 {
-    if (s == NULL || *s == '\0')
+    if (s == NULL || out == NULL || *s == '\0')
         return RS_ERR_INVALID;
     uint64_t v = 0;
     for (; *s != '\0'; s++) {

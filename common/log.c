@@ -15,6 +15,8 @@ const char *const rs_log_level_names[] = {"error", "warn", "info", "debug", NULL
 
 rs_status_t rs_log_level_parse(const char *name, rs_log_level_t *level_p)
 {
+    if (level_p == NULL)
+        return RS_ERR_INVALID;
     for (int i = 0; rs_log_level_names[i] != NULL; i++) {
         if (name != NULL && strcmp(name, rs_log_level_names[i]) == 0) {
             *level_p = (rs_log_level_t)i;

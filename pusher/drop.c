@@ -26,6 +26,8 @@ static void on_drop_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
 
 rs_status_t rs_shuffle_drop(const rs_shuffle_desc_t *desc, const rs_config_t *tcfg)
 {
+    if (desc == NULL || (desc->n_workers > 0 && desc->workers == NULL))
+        return RS_ERR_INVALID;
     rs_ctx_t *ctx;
     rs_status_t s = rs_ctx_create(tcfg, &ctx), first = RS_OK;
     if (s != RS_OK)

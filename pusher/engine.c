@@ -812,7 +812,6 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
             continue;
         }
         pgrant_t ng = {.slot = g.slot, .off = g.off, .len = g.len};
-        rs_rkey_prepare(w->rkey, ng.off, ng.len); /* map it in now, not page by page in puts */
         unblock(w, pp);
         if (pp->cur.len == 0)
             pp->cur = ng;

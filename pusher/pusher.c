@@ -19,6 +19,8 @@
 
 void rs_pusher_config_defaults(rs_pusher_config_t *cfg)
 {
+    if (cfg == NULL)
+        return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->codec = RS_CODEC_NONE;
     cfg->buf_len = 256 << 10;
@@ -32,6 +34,8 @@ void rs_pusher_config_defaults(rs_pusher_config_t *cfg)
 
 rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
 {
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     rs_pusher_config_t c = *cfg;
     static const char *const codecs[] = {"none", "lz4", "snappy", NULL};
     int codec = (int)c.codec;
@@ -72,7 +76,11 @@ static rs_status_t attach_send(rs_pusher_t *p, pworker_t *w)
     const char *addr = p->desc.workers[w->index];
     rs_status_t s = rs_push_lane_conn(p->lane, addr, &w->conn);
     if (s != RS_OK) {
-        rs_error("pusher: cannot connect to worker %s: %s", addr, rs_strerror(s));
+        if (p->replicas > 1) /* the open may go on without it: not an error yet */
+            rs_warn("pusher: cannot connect to worker %u (%s): %s", w->index, addr, rs_strerror(s));
+        else
+            rs_error("pusher: cannot connect to worker %u (%s): %s", w->index, addr,
+                     rs_strerror(s));
         return s;
     }
     w->ep = w->conn->ep;
@@ -446,6 +454,8 @@ static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
 
 rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec, uint32_t len)
 {
+    if (p == NULL)
+        return RS_ERR_INVALID;
     rs_status_t s = client_check(p);
     if (s != RS_OK)
         return s;
@@ -485,10 +495,10 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
 
 rs_status_t rs_pusher_buf_get(rs_pusher_t *p, size_t len, rs_pbuf_t **buf_p)
 {
-    if (len + RS_FRAME_HEADER_SIZE > RS_GRANT_MAX)
+    if (p == NULL || buf_p == NULL || len + RS_FRAME_HEADER_SIZE > RS_GRANT_MAX)
         return RS_ERR_INVALID;
-    if (p->lane == NULL)
-        return RS_ERR_STATE;
+    if (p->lane == NULL || atomic_load(&p->closing))
+        return RS_ERR_STATE; /* as append and swap: nothing more to write */
     rs_status_t s = rs_pushq_buf_get(p->q, len, buf_p);
     if (s == RS_OK)
         p->user_bufs++;
@@ -497,7 +507,7 @@ rs_status_t rs_pusher_buf_get(rs_pusher_t *p, size_t len, rs_pbuf_t **buf_p)
 
 void rs_pusher_buf_put(rs_pusher_t *p, rs_pbuf_t *buf)
 {
-    if (p->lane == NULL)
+    if (p == NULL || p->lane == NULL)
         return; /* closed: the lane went back with this buffer counted as held */
     rs_pushq_buf_put(p->q, buf);
     p->user_bufs--;
@@ -506,6 +516,8 @@ void rs_pusher_buf_put(rs_pusher_t *p, rs_pbuf_t *buf)
 rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, size_t used,
                            rs_pbuf_t **fresh_p)
 {
+    if (p == NULL || fresh_p == NULL)
+        return RS_ERR_INVALID;
     rs_status_t s = client_check(p);
     if (s != RS_OK)
         return s;
@@ -540,6 +552,8 @@ rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, 
 
 rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
 {
+    if (p == NULL)
+        return RS_ERR_INVALID;
     if (p->lane == NULL)
         return werr(p) != RS_OK ? werr(p) : RS_ERR_STATE; /* closed already */
     rs_status_t s = client_check(p);

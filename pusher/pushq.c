@@ -33,6 +33,8 @@
 
 void rs_pushq_config_defaults(rs_pushq_config_t *cfg)
 {
+    if (cfg == NULL)
+        return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->buf_len = 64 << 10;
     cfg->slab_bytes = 16 * ((64 << 10) + RS_PBUF_HEAD_ROOM);
@@ -330,7 +332,7 @@ rs_status_t rs_pushq_create(const rs_pushq_config_t *cfg, rs_pushq_fn_t fn, void
 
 rs_status_t rs_pushq_buf_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p)
 {
-    if (len == 0)
+    if (q == NULL || buf_p == NULL || len == 0)
         return RS_ERR_INVALID;
     rs_pbuf_int_t *b;
     rs_status_t st = pool_get(q, len, &b);
@@ -342,12 +344,16 @@ rs_status_t rs_pushq_buf_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p)
 
 void rs_pushq_buf_put(rs_pushq_t *q, rs_pbuf_t *buf)
 {
+    if (q == NULL || buf == NULL)
+        return;
     rs_push_pool_idle_put(q, rs_pbuf_int(buf));
 }
 
 rs_status_t rs_pushq_swap(rs_pushq_t *q, uint32_t partition, rs_pbuf_t *full, size_t used,
                           rs_pbuf_t **fresh_p)
 {
+    if (q == NULL)
+        return RS_ERR_INVALID;
     rs_status_t st = (rs_status_t)atomic_load_explicit(&q->error, memory_order_relaxed);
     if (st != RS_OK)
         return st;
@@ -392,6 +398,8 @@ rs_status_t rs_push_q_try_get(rs_pushq_t *q, size_t len, rs_pbuf_t **buf_p)
 
 rs_status_t rs_pushq_copy(rs_pushq_t *q, uint32_t partition, const void *src, size_t len)
 {
+    if (q == NULL || (src == NULL && len > 0))
+        return RS_ERR_INVALID;
     rs_status_t st = (rs_status_t)atomic_load_explicit(&q->error, memory_order_relaxed);
     if (st != RS_OK)
         return st;
@@ -410,6 +418,8 @@ rs_status_t rs_pushq_copy(rs_pushq_t *q, uint32_t partition, const void *src, si
 
 void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf)
 {
+    if (q == NULL || buf == NULL)
+        return;
     rs_pbuf_int_t *b = rs_pbuf_int(buf);
     if (b->transient) { /* engine-made: never counted as handed over */
         atomic_fetch_sub(&q->transients, 1);
@@ -523,6 +533,8 @@ void rs_push_q_reuse(rs_pushq_t *q, uint32_t wait_ms)
 
 rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)
 {
+    if (q == NULL)
+        return RS_ERR_INVALID;
     uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(timeout_ms);
     while (rs_push_q_outstanding(q) != 0) {
         if (deadline_passed(deadline)) {

@@ -128,7 +128,8 @@ void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
         rs_smsg_read_open_t o = {.status = RS_OK,
                                  .shuffle_id = s->desc.shuffle_id,
                                  .partition = q,
-                                 .tag = ++s->next_tag};
+                                 .tag = ++s->next_tag,
+                                 .n_partitions = s->desc.n_partitions};
         uint8_t buf[RS_SPROTO_READ_OPEN_LEN];
         size_t len;
         if (rs_sproto_read_open_encode(&o, buf, sizeof(buf), &len) != RS_OK ||

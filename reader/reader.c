@@ -131,7 +131,13 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
     }
     for (uint32_t i = 0; i < h.n_commits; i++) {
         rs_snap_commit_t c = rs_sproto_snap_commit_get(&h, i);
-        if (c.map_id >= s->n_maps || c.attempt != s->attempts[c.map_id])
+        if (c.map_id >= s->n_maps) { /* its records would be lost without a word */
+            rs_error("reader: map %u committed shuffle %u at worker %s, outside the reader's "
+                     "n_maps %u",
+                     c.map_id, s->desc.shuffle_id, r->conn->addr, s->n_maps);
+            return RS_ERR_INVALID;
+        }
+        if (c.attempt != s->attempts[c.map_id])
             continue;
         /* R >= 2: only a commit that lists the partition says the worker holds it. */
         rmap_t *m = &r->maps[c.map_id];
@@ -258,13 +264,19 @@ static rs_status_t span_fetch(rs_reader_t *r, uint64_t off, uint64_t len)
 static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claimed_p)
 {
     rs_reader_session_t *s = r->sess;
-    rs_smsg_read_open_t o = {
-        .status = RS_OK, .shuffle_id = s->desc.shuffle_id, .partition = r->partition};
+    rs_smsg_read_open_t o = {.status = RS_OK,
+                             .shuffle_id = s->desc.shuffle_id,
+                             .partition = r->partition,
+                             .n_partitions = s->desc.n_partitions};
     int claimed = 0;
     rs_status_t st = may_claim ? rs_rd_sess_ahead_claim(s, r->conn, r->partition, &claimed) : RS_OK;
     *claimed_p = claimed;
     if (st == RS_OK && !claimed)
         st = request_retry(r, RS_SMSG_READ_OPEN, &o, &o.tag, RS_SMSG_READ_REPLY, "open");
+    if (st == RS_ERR_INVALID)
+        rs_error("reader: worker %s holds shuffle %u with another n_partitions than this "
+                 "reader's %u",
+                 r->conn->addr, s->desc.shuffle_id, s->desc.n_partitions);
     if (st != RS_OK)
         return st;
     rs_rd_sess_ahead_issue(s, r->partition); /* answered while this one is read */
@@ -377,6 +389,8 @@ static rs_status_t open_next(rs_reader_t *r, rs_status_t st)
 
 rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_reader_t **reader_p)
 {
+    if (s == NULL || reader_p == NULL)
+        return RS_ERR_INVALID;
     uint32_t w;
     if (s->lane != NULL && rs_lane_client_closed(&s->lane->base)) {
         rs_error("reader: the session's client was destroyed");
@@ -457,6 +471,8 @@ rs_status_t rs_reader_open(const rs_shuffle_desc_t *desc, uint32_t partition, ui
                            const uint32_t *attempts, const rs_reader_config_t *cfg,
                            rs_reader_t **reader_p)
 {
+    if (reader_p == NULL)
+        return RS_ERR_INVALID;
     rs_reader_session_t *s;
     rs_status_t st = rs_reader_session_open(desc, n_maps, attempts, cfg, &s);
     if (st != RS_OK)
@@ -559,12 +575,18 @@ static rs_status_t next_batch(rs_reader_t *r)
     if (r->span_i >= r->span_n) {
         if (r->conn->gen != r->conn_gen) {
             /* The connection died and another reader made a new one: our snapshot is gone. */
-            rs_error("reader: the connection to worker %s was lost", r->conn->addr);
+            if (s->replicas > 1) /* a failover may follow: not an error yet */
+                rs_warn("reader: the connection to worker %s was lost", r->conn->addr);
+            else
+                rs_error("reader: the connection to worker %s was lost", r->conn->addr);
             return RS_ERR_UNREACHABLE;
         }
         if (r->conn->local != NULL && rs_ep_status(r->conn->ep) != RS_OK) {
             /* The worker releases the snapshot of a dead connection: its pins are gone. */
-            rs_error("reader: the connection to local worker %s was lost", r->conn->addr);
+            if (s->replicas > 1)
+                rs_warn("reader: the connection to local worker %s was lost", r->conn->addr);
+            else
+                rs_error("reader: the connection to local worker %s was lost", r->conn->addr);
             return RS_ERR_UNREACHABLE;
         }
         if (r->next_mem < r->n_mem)
@@ -641,6 +663,8 @@ static rs_status_t check_commits(rs_reader_t *r)
 
 rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
 {
+    if (r == NULL || rec_p == NULL || len_p == NULL)
+        return RS_ERR_INVALID;
     if (r->error != RS_OK)
         return r->error;
     if (r->done) {
@@ -687,6 +711,8 @@ rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
 
 void rs_reader_stats(const rs_reader_t *r, rs_reader_stats_t *stats)
 {
+    if (r == NULL || stats == NULL)
+        return;
     *stats = r->stats;
 }
 

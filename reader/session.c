@@ -22,6 +22,8 @@
 
 void rs_reader_config_defaults(rs_reader_config_t *cfg)
 {
+    if (cfg == NULL)
+        return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->read_max = 16 << 20;
     cfg->wait_ms = 30000;
@@ -30,6 +32,8 @@ void rs_reader_config_defaults(rs_reader_config_t *cfg)
 
 rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg)
 {
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     rs_reader_config_t c = *cfg;
     uint64_t max = c.read_max;
     rs_status_t s;
@@ -196,7 +200,10 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
     rs_status_t st = RS_OK;
     if (c->ep == NULL && (st = rs_sproto_name_connect(s->ctx, c->addr, &c->ep)) != RS_OK) {
         c->ep = NULL;
-        rs_error("reader: cannot connect to a worker: %s", rs_strerror(st));
+        if (s->replicas > 1) /* another replica may serve: not an error yet */
+            rs_warn("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
+        else
+            rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
         return st;
     }
     rs_smsg_attach_t a = {.status = RS_OK,

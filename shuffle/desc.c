@@ -16,7 +16,7 @@ uint32_t rs_placement_default(void *arg, uint32_t shuffle_id, uint32_t partition
 
 rs_status_t rs_shuffle_place(const rs_shuffle_desc_t *desc, uint32_t partition, uint32_t *worker_p)
 {
-    if (desc == NULL || desc->n_workers == 0 || partition >= desc->n_partitions)
+    if (desc == NULL || worker_p == NULL || desc->n_workers == 0 || partition >= desc->n_partitions)
         return RS_ERR_INVALID;
     rs_placement_fn_t fn = desc->placement ? desc->placement : rs_placement_default;
     uint32_t w = fn(desc->placement_arg, desc->shuffle_id, partition, desc->n_workers);
@@ -31,7 +31,7 @@ rs_status_t rs_shuffle_place(const rs_shuffle_desc_t *desc, uint32_t partition, 
 
 rs_status_t rs_shuffle_replicas(const rs_shuffle_desc_t *desc, uint32_t *replicas_p)
 {
-    if (desc == NULL || desc->n_workers == 0)
+    if (desc == NULL || replicas_p == NULL || desc->n_workers == 0)
         return RS_ERR_INVALID;
     uint32_t r = desc->replicas;
     if (r == 0) {
@@ -53,7 +53,7 @@ rs_status_t rs_shuffle_replica(const rs_shuffle_desc_t *desc, uint32_t partition
                                uint32_t *worker_p)
 {
     uint32_t w;
-    if (desc == NULL || k >= RS_SHUFFLE_REPLICAS_MAX || k >= desc->n_workers)
+    if (desc == NULL || worker_p == NULL || k >= RS_SHUFFLE_REPLICAS_MAX || k >= desc->n_workers)
         return RS_ERR_INVALID;
     rs_status_t s = rs_shuffle_place(desc, partition, &w);
     if (s != RS_OK)

@@ -183,7 +183,7 @@ rs_status_t rs_sproto_read_open_encode(const rs_smsg_read_open_t *m, void *buf, 
     rs_w_u32(&w, m->shuffle_id);
     rs_w_u32(&w, m->partition);
     rs_w_u32(&w, m->tag);
-    rs_w_u32(&w, 0);
+    rs_w_u32(&w, m->n_partitions);
     return w_end(&w, len_p);
 }
 
@@ -197,11 +197,9 @@ rs_status_t rs_sproto_read_open_decode(const void *buf, size_t len, rs_smsg_read
     m.shuffle_id = rs_r_u32(&r);
     m.partition = rs_r_u32(&r);
     m.tag = rs_r_u32(&r);
-    uint32_t reserved = rs_r_u32(&r);
+    m.n_partitions = rs_r_u32(&r);
     if (rs_r_left(&r) != 0)
         return RS_ERR_BAD_LENGTH;
-    if (reserved != 0)
-        return RS_ERR_PROTOCOL;
     *out = m;
     return RS_OK;
 }
@@ -889,14 +887,26 @@ rs_status_t rs_sproto_decode(const void *buf, size_t len, unsigned type, rs_smsg
 rs_status_t rs_sproto_addr_split(const char *addr, char *host, size_t cap, uint16_t *port)
 {
     const char *colon = strrchr(addr, ':');
-    if (colon == NULL || (size_t)(colon - addr) >= cap || colon[1] < '0' || colon[1] > '9')
+    if (colon == NULL || colon[1] < '0' || colon[1] > '9')
+        return RS_ERR_INVALID;
+    const char *h = addr;
+    size_t hlen = (size_t)(colon - addr);
+    if (addr[0] == '[') { /* "[v6 literal]:port": the host without its brackets */
+        if (hlen < 3 || colon[-1] != ']')
+            return RS_ERR_INVALID;
+        h = addr + 1;
+        hlen -= 2;
+    } else if (memchr(addr, ':', hlen) != NULL) {
+        return RS_ERR_INVALID; /* an IPv6 literal needs its brackets: which colon ends it? */
+    }
+    if (hlen == 0 || hlen >= cap)
         return RS_ERR_INVALID;
     char *end;
     unsigned long v = strtoul(colon + 1, &end, 10);
     if (*end != '\0' || v == 0 || v > 65535)
         return RS_ERR_INVALID;
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = '\0';
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
     *port = (uint16_t)v;
     return RS_OK;
 }

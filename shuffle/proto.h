@@ -196,7 +196,8 @@ typedef struct rs_smsg_read_open {
     rs_status_t status;
     uint32_t shuffle_id;
     uint32_t partition;
-    uint32_t tag; /* echoed in the reply */
+    uint32_t tag;          /* echoed in the reply */
+    uint32_t n_partitions; /* the reader's, refused unless the shuffle's (0: not checked) */
 } rs_smsg_read_open_t;
 
 #define RS_SPROTO_INLINE UINT64_MAX /* index_off: the snapshot follows the reply */
@@ -385,7 +386,11 @@ typedef struct rs_smsg {
 /* Decodes a message that arrived as type; RS_ERR_PROTOCOL for a type outside the shuffle's. */
 rs_status_t rs_sproto_decode(const void *buf, size_t len, unsigned type, rs_smsg_t *m);
 
-/* Splits a worker's "host:port" (port 1..65535; host shorter than cap): RS_ERR_INVALID if not. */
+/*
+ * Splits a worker's "host:port" or "[IPv6 literal]:port" (the host then
+ * without its brackets; port 1..65535; host shorter than cap):
+ * RS_ERR_INVALID if not, and for an IPv6 literal without brackets.
+ */
 rs_status_t rs_sproto_addr_split(const char *addr, char *host, size_t cap, uint16_t *port);
 
 #endif

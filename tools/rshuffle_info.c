@@ -5,11 +5,20 @@
  *     -v  version and build options
  *     -d  backends and devices found (UCX transports and devices; verbs
  *         devices with ports, link layer and GIDs)
- *     -c  every RSHUFFLE_* variable: effective value, default, source, meaning
+ *     -c  every RSHUFFLE_* variable: effective value, default, source, meaning;
+ *         a value the library refuses is marked INVALID (exit status 1)
  * With no option: -v.
  */
+#include <rshuffle/broadcast.h>
 #include <rshuffle/config.h>
+#include <rshuffle/log.h>
+#include <rshuffle/pusher.h>
+#include <rshuffle/reader.h>
+#include <rshuffle/transport.h>
 #include <rshuffle/version.h>
+#include <rshuffle/worker.h>
+
+#include "rs_build_info.h" /* RS_BUILD_COMMIT, RS_BUILD_TYPE (tools/build_info.cmake) */
 
 #include <getopt.h>
 #include <stdio.h>
@@ -30,6 +39,7 @@ static void usage(FILE *out)
                  "  -v, --build    version and build options (the default)\n"
                  "  -d, --devices  backends and devices found\n"
                  "  -c, --config   every RSHUFFLE_* variable: value, default, source, meaning\n"
+                 "                 (a refused value: INVALID, and exit status 1)\n"
                  "  -h, --help     this text\n"
                  "  -V, --version  the version\n");
 }
@@ -42,6 +52,7 @@ static void print_build(void)
     printf("# backends: %s%s\n", (f & RS_FEATURE_UCX) ? "ucx " : "",
            (f & RS_FEATURE_VERBS) ? "verbs" : "");
     printf("# fault injection hooks: %s\n", (f & RS_FEATURE_FAULT_INJECTION) ? "yes" : "no");
+    printf("# commit %s, build type %s\n", RS_BUILD_COMMIT, RS_BUILD_TYPE);
 #ifdef RS_HAVE_UCX
     unsigned major, minor, release;
     ucp_get_version(&major, &minor, &release);
@@ -135,9 +146,29 @@ static int print_verbs(void)
 }
 #endif
 
+/* The backend RSHUFFLE_TRANSPORT=auto (the default) picks here: one context made and closed. */
+static int print_auto(void)
+{
+    rs_config_t cfg;
+    if (rs_config_init(&cfg) != RS_OK) {
+        printf("# backend: RSHUFFLE_* configuration invalid (see -c)\n");
+        return 1;
+    }
+    cfg.transport = RS_TRANSPORT_AUTO;
+    rs_ctx_t *ctx;
+    rs_status_t s = rs_ctx_create(&cfg, &ctx);
+    if (s != RS_OK) {
+        printf("# backend: auto finds none: %s\n", rs_strerror(s));
+        return 1;
+    }
+    printf("# backend: auto picks %s\n", rs_ctx_backend(ctx));
+    rs_ctx_destroy(ctx);
+    return 0;
+}
+
 static int print_devices(void)
 {
-    int bad = 0;
+    int bad = print_auto();
     unsigned f = rs_build_features();
     if (!(f & RS_FEATURE_UCX))
         printf("# ucx: not built (RS_WITH_UCX=OFF)\n");
@@ -162,18 +193,107 @@ static int listed(const rs_config_var_t *vars, size_t n, const char *name, size_
     return 0;
 }
 
-static void print_config(void)
+static char refusal[256]; /* the parsers' last error line: why a value was refused */
+
+static void capture(void *arg, rs_log_level_t level, const char *file, int line, const char *msg)
+{
+    (void)arg;
+    (void)file;
+    (void)line;
+    if (level == RS_LOG_ERROR)
+        snprintf(refusal, sizeof(refusal), "%s", msg);
+}
+
+/* Every configuration parser of the library over the environment as it is now. */
+static rs_status_t parse_all(void)
+{
+    static const char *const two[] = {"127.0.0.1:1", "127.0.0.1:2"};
+    rs_config_t t;
+    rs_pusher_config_t p;
+    rs_reader_config_t r;
+    rs_worker_config_t w;
+    rs_bcast_config_t b;
+    rs_shuffle_desc_t d = {.n_partitions = 1, .n_workers = 2, .workers = two};
+    uint32_t replicas;
+    rs_status_t s;
+    rs_pusher_config_defaults(&p);
+    rs_reader_config_defaults(&r);
+    rs_worker_config_defaults(&w);
+    if ((s = rs_config_init(&t)) != RS_OK || (s = rs_pusher_config_from_env(&p)) != RS_OK ||
+        (s = rs_reader_config_from_env(&r)) != RS_OK ||
+        (s = rs_worker_config_from_env(&w)) != RS_OK || (s = rs_bcast_config_init(&b)) != RS_OK)
+        return s;
+    return rs_shuffle_replicas(&d, &replicas);
+}
+
+/*
+ * Whether the library takes the value of variable name: every parser runs
+ * with that variable alone set (the others set aside for the call), so a
+ * refusal names its own variable. RS_OK, or the refusal with its line in
+ * refusal.
+ */
+static rs_status_t check_var(const char *name)
+{
+    size_t n = 0, cap = 16;
+    char **saved = malloc(cap * sizeof(*saved));
+    for (char **e = environ; saved != NULL && *e != NULL; e++) {
+        size_t len = strlen(name);
+        if (strncmp(*e, "RSHUFFLE_", 9) != 0 || (strncmp(*e, name, len) == 0 && (*e)[len] == '='))
+            continue;
+        if (n == cap) {
+            char **more = realloc(saved, 2 * cap * sizeof(*saved));
+            if (more == NULL)
+                break;
+            saved = more;
+            cap *= 2;
+        }
+        saved[n++] = strdup(*e);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char *eq = saved[i] != NULL ? strchr(saved[i], '=') : NULL;
+        if (eq != NULL) {
+            *eq = '\0';
+            unsetenv(saved[i]);
+            *eq = '=';
+        }
+    }
+    refusal[0] = '\0';
+    rs_log_set_handler(capture, NULL);
+    rs_status_t s = parse_all();
+    rs_log_set_handler(NULL, NULL);
+    for (size_t i = 0; i < n; i++) {
+        char *eq = saved[i] != NULL ? strchr(saved[i], '=') : NULL;
+        if (eq != NULL) {
+            *eq = '\0';
+            setenv(saved[i], eq + 1, 1);
+        }
+        free(saved[i]);
+    }
+    free(saved);
+    return s;
+}
+
+static int print_config(void)
 {
     const rs_config_var_t *vars;
     size_t n = rs_config_vars(&vars);
+    int bad = 0;
     printf("# %-30s %-12s %-12s %-11s %s\n", "variable", "value", "default", "source", "meaning");
     for (size_t i = 0; i < n; i++) {
         const char *env = getenv(vars[i].name);
         const char *value = env != NULL ? env : vars[i].default_value;
         if (env != NULL && strstr(vars[i].name, "TOKEN") != NULL)
             value = "(hidden)"; /* a secret: say only that it is set */
+        rs_status_t s = env != NULL ? check_var(vars[i].name) : RS_OK;
         printf("%-32s %-12s %-12s %-11s %s\n", vars[i].name, value, vars[i].default_value,
-               env != NULL ? "environment" : "default", vars[i].description);
+               s != RS_OK    ? "INVALID"
+               : env != NULL ? "environment"
+                             : "default",
+               vars[i].description);
+        if (s != RS_OK) {
+            printf("#   %s is refused: %s\n", vars[i].name, refusal[0] ? refusal : rs_strerror(s));
+            bad = 1;
+        }
     }
     for (char **e = environ; *e != NULL; e++) {
         const char *eq = strchr(*e, '=');
@@ -182,6 +302,7 @@ static void print_config(void)
             !listed(vars, n, *e, len))
             printf("# %.*s: not a variable rshuffle reads (misspelt?)\n", (int)len, *e);
     }
+    return bad;
 }
 
 int main(int argc, char **argv)
@@ -227,6 +348,6 @@ int main(int argc, char **argv)
     if (devices)
         bad = print_devices();
     if (config)
-        print_config();
+        bad |= print_config();
     return bad;
 }

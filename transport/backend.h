@@ -126,8 +126,11 @@ typedef struct rs_backend_ops {
     rs_status_t (*rkey_pack)(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
     rs_status_t (*rkey_unpack)(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
     void (*rkey_release)(rs_rkey_t *rkey);
-    /* Optional (NULL: nothing to do): rs_rkey_prepare's hint, raddr absolute, range checked. */
-    void (*rkey_prepare)(rs_rkey_t *rkey, uint64_t raddr, uint64_t len);
+    /*
+     * Optional (NULL: no): does rs_mem_alloc's memory live in shared memory
+     * (SysV, or a file in /dev/shm), so that its size must fit there too?
+     */
+    int (*mem_alloc_shm)(const rs_ctx_t *ctx);
 
     /* Sets l->port (the bound port when port was 0) and l->be. */
     rs_status_t (*listen)(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);

@@ -163,16 +163,22 @@ rs_status_t rs_ctx_renew(rs_ctx_t *ctx)
 
 const char *rs_ctx_backend(const rs_ctx_t *ctx)
 {
+    if (ctx == NULL)
+        return NULL;
     return ctx->be_ops->name;
 }
 
 const rs_config_t *rs_ctx_config(const rs_ctx_t *ctx)
 {
+    if (ctx == NULL)
+        return NULL;
     return &ctx->cfg;
 }
 
 rs_status_t rs_set_msg_handler(rs_ctx_t *ctx, unsigned type, rs_msg_cb_t cb, void *arg)
 {
+    if (ctx == NULL)
+        return RS_ERR_INVALID;
     if (type >= RS_MSG_TYPES) {
         rs_error("message type %u is not a user type (0..%d)", type, RS_MSG_TYPES - 1);
         return RS_ERR_INVALID;
@@ -186,6 +192,8 @@ rs_status_t rs_set_msg_handler(rs_ctx_t *ctx, unsigned type, rs_msg_cb_t cb, voi
 
 void rs_set_notify_handler(rs_ctx_t *ctx, rs_notify_cb_t cb, void *arg)
 {
+    if (ctx == NULL)
+        return;
     rs_tp_lock(ctx);
     ctx->notify_cb = cb;
     ctx->notify_arg = arg;
@@ -194,6 +202,8 @@ void rs_set_notify_handler(rs_ctx_t *ctx, rs_notify_cb_t cb, void *arg)
 
 void rs_set_ep_handler(rs_ctx_t *ctx, rs_ep_cb_t cb, void *arg)
 {
+    if (ctx == NULL)
+        return;
     rs_tp_lock(ctx);
     ctx->ep_cb = cb;
     ctx->ep_arg = arg;

@@ -8,7 +8,9 @@
 #include "common/clock.h"
 #include "common/log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* After an endpoint died, the backend gets this long to return its ops. */
 #define RS_EP_FAIL_GRACE_NS RS_MS_TO_NS(100)
@@ -251,7 +253,7 @@ unsigned rs_tp_eps_reap(rs_ctx_t *ctx)
     return n;
 }
 
-rs_status_t rs_tp_ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
+rs_status_t rs_tp_ep_connect_wait(rs_ep_t *ep, const char *peer, rs_ep_t **ep_p)
 {
     rs_ctx_t *ctx = ep->ctx;
     uint64_t end = rs_now_ns() + RS_MS_TO_NS(ctx->cfg.connect_timeout_ms);
@@ -287,11 +289,11 @@ rs_status_t rs_tp_ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
         if (st == RS_OK)
             st = ep->status != RS_OK ? ep->status : RS_ERR_UNREACHABLE;
         if (st == RS_ERR_TIMEOUT)
-            rs_error("connect: no handshake within %u ms", ctx->cfg.connect_timeout_ms);
+            rs_error("connect to %s: no handshake within %u ms", peer, ctx->cfg.connect_timeout_ms);
         else if (st == RS_ERR_AUTH)
-            rs_error("connect: the peer refused our job token");
+            rs_error("connect to %s: the peer refused our job token", peer);
         else
-            rs_error("connect failed: %s", rs_strerror(st));
+            rs_error("connect to %s failed: %s", peer, rs_strerror(st));
         /* Nothing of a failed connect is worth draining: cut it. */
         if (ep->state != RS_EP_DEAD) {
             ep->state = RS_EP_DEAD;
@@ -347,7 +349,13 @@ static rs_status_t connect_to(rs_ctx_t *ctx, const connect_target_t *to, rs_ep_t
         return st;
     }
     rs_tp_unlock(ctx);
-    return rs_tp_ep_connect_wait(ep, ep_p);
+    char peer[160];
+    if (to->host != NULL)
+        snprintf(peer, sizeof(peer), strchr(to->host, ':') != NULL ? "[%s]:%u" : "%s:%u", to->host,
+                 to->port);
+    else
+        snprintf(peer, sizeof(peer), "an address blob of %zu bytes", to->len);
+    return rs_tp_ep_connect_wait(ep, peer, ep_p);
 }
 
 rs_status_t rs_connect(rs_ctx_t *ctx, const char *host, uint16_t port, rs_ep_t **ep_p)
@@ -405,6 +413,8 @@ void rs_ep_close(rs_ep_t *ep)
 
 rs_status_t rs_ep_status(const rs_ep_t *ep)
 {
+    if (ep == NULL)
+        return RS_ERR_INVALID;
     rs_ep_state_t state = ep->state;
     if (state == RS_EP_READY)
         return RS_OK;
@@ -415,6 +425,8 @@ rs_status_t rs_ep_status(const rs_ep_t *ep)
 
 int rs_ep_peer_exited(rs_ep_t *ep)
 {
+    if (ep == NULL)
+        return 0;
     rs_tp_lock(ep->ctx);
     int exited = rs_tp_peer_exited(ep);
     rs_tp_unlock(ep->ctx);
@@ -423,15 +435,21 @@ int rs_ep_peer_exited(rs_ep_t *ep)
 
 size_t rs_ep_outstanding(const rs_ep_t *ep)
 {
+    if (ep == NULL)
+        return 0;
     return ep->n_ops;
 }
 
 void rs_ep_set_user(rs_ep_t *ep, void *user)
 {
+    if (ep == NULL)
+        return;
     ep->user = user;
 }
 
 void *rs_ep_user(const rs_ep_t *ep)
 {
+    if (ep == NULL)
+        return NULL;
     return ep->user;
 }

@@ -154,8 +154,8 @@ uint64_t rs_tp_close_deadline(const rs_ctx_t *ctx);
 /* Deadline scan and deferred closes, from progress. */
 unsigned rs_tp_eps_scan(rs_ctx_t *ctx, uint64_t now);
 unsigned rs_tp_eps_reap(rs_ctx_t *ctx);
-/* Waits for the client handshake of ep; closes ep on failure. */
-rs_status_t rs_tp_ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p);
+/* Waits for the client handshake of ep (peer: its address, for log lines); closes ep on failure. */
+rs_status_t rs_tp_ep_connect_wait(rs_ep_t *ep, const char *peer, rs_ep_t **ep_p);
 
 /* Early messages (msg.c): queue one, deliver those of known endpoints. */
 int rs_tp_early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,

@@ -32,6 +32,8 @@ rs_status_t rs_listen(rs_ctx_t *ctx, const char *host, uint16_t port, rs_listene
 
 uint16_t rs_listener_port(const rs_listener_t *listener)
 {
+    if (listener == NULL)
+        return 0;
     return listener->port;
 }
 

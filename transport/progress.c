@@ -46,6 +46,8 @@ void rs_tp_thread_wake(rs_ctx_t *ctx)
 
 unsigned rs_progress(rs_ctx_t *ctx)
 {
+    if (ctx == NULL)
+        return 0;
     rs_tp_lock(ctx);
     unsigned n = rs_tp_progress_locked(ctx);
     rs_tp_unlock(ctx);
@@ -61,6 +63,8 @@ static rs_status_t arm_locked(rs_ctx_t *ctx)
 
 int rs_ctx_fd(rs_ctx_t *ctx)
 {
+    if (ctx == NULL)
+        return -1;
     rs_tp_lock(ctx);
     int fd = ctx->be_ops->fd(ctx);
     rs_tp_unlock(ctx);
@@ -69,6 +73,8 @@ int rs_ctx_fd(rs_ctx_t *ctx)
 
 rs_status_t rs_ctx_arm(rs_ctx_t *ctx)
 {
+    if (ctx == NULL)
+        return RS_ERR_INVALID;
     rs_tp_lock(ctx);
     rs_status_t st = arm_locked(ctx);
     rs_tp_unlock(ctx);
@@ -87,6 +93,8 @@ static void sleep_on_fds(rs_ctx_t *ctx, int extra_fd, int ms)
 
 rs_status_t rs_wait(rs_ctx_t *ctx, int timeout_ms)
 {
+    if (ctx == NULL)
+        return RS_ERR_INVALID;
     uint64_t start = rs_now_ns();
     uint64_t end = timeout_ms < 0 ? UINT64_MAX : start + RS_MS_TO_NS(timeout_ms);
     int scan_ms = (int)(ctx->scan_period_ns / 1000000);
@@ -154,6 +162,8 @@ static void *progress_thread_main(void *arg)
 
 rs_status_t rs_progress_thread_start(rs_ctx_t *ctx)
 {
+    if (ctx == NULL)
+        return RS_ERR_INVALID;
     rs_tp_lock(ctx);
     if (ctx->thread_running) {
         rs_tp_unlock(ctx);
@@ -180,6 +190,8 @@ rs_status_t rs_progress_thread_start(rs_ctx_t *ctx)
 
 void rs_progress_thread_stop(rs_ctx_t *ctx)
 {
+    if (ctx == NULL)
+        return;
     rs_tp_lock(ctx);
     if (!ctx->thread_running) {
         rs_tp_unlock(ctx);

@@ -144,16 +144,9 @@ rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_rkey_t 
 
 uint64_t rs_rkey_len(const rs_rkey_t *rkey)
 {
+    if (rkey == NULL)
+        return 0;
     return rkey->len;
-}
-
-void rs_rkey_prepare(rs_rkey_t *rkey, uint64_t roff, uint64_t len)
-{
-    if (rkey == NULL || len == 0 || roff > rkey->len || len > rkey->len - roff)
-        return;
-    const rs_backend_ops_t *ops = rkey->ep->ctx->be_ops;
-    if (ops->rkey_prepare != NULL)
-        ops->rkey_prepare(rkey, rkey->base + roff, len);
 }
 
 void rs_rkey_destroy(rs_rkey_t *rkey)

@@ -78,15 +78,19 @@ static int parse_listen(const char *s, char *host, size_t cap, uint16_t *port)
 {
     const char *colon = s != NULL ? strrchr(s, ':') : NULL;
     uint64_t v;
-    if (colon == NULL || colon == s || (size_t)(colon - s) >= cap) {
-        fprintf(stderr, "rshuffled: bad --listen '%s': expected HOST:PORT\n", s ? s : "");
+    int bracket = s != NULL && s[0] == '['; /* "[::1]:7000" */
+    if (colon == NULL || colon == s || (size_t)(colon - s) >= cap ||
+        (bracket && (colon - s < 3 || colon[-1] != ']')) ||
+        (!bracket && memchr(s, ':', (size_t)(colon - s)) != NULL)) {
+        fprintf(stderr, "rshuffled: bad --listen '%s': expected HOST:PORT or [IPV6]:PORT\n",
+                s ? s : "");
         return -1;
     }
     if (rs_parse_uint(colon + 1, 65535, &v) != RS_OK) {
         fprintf(stderr, "rshuffled: bad port '%s' in --listen: expected 0 to 65535\n", colon + 1);
         return -1;
     }
-    snprintf(host, cap, "%.*s", (int)(colon - s), s);
+    snprintf(host, cap, "%.*s", (int)(colon - s) - 2 * bracket, s + bracket);
     *port = (uint16_t)v;
     return 0;
 }
@@ -127,8 +131,11 @@ int main(int argc, char **argv)
                 listen = v;
                 break;
             case 'm':
-                if (rs_parse_size(v, &wcfg.mem_limit) != RS_OK) {
-                    fprintf(stderr, "rshuffled: bad --mem '%s': expected a size (e.g. 512M, 4G)\n",
+                if (rs_parse_size(v, &wcfg.mem_limit) != RS_OK || wcfg.mem_limit < (1u << 20) ||
+                    wcfg.mem_limit > (1ull << 40)) {
+                    fprintf(stderr,
+                            "rshuffled: bad --mem '%s': expected a size from 1M to 1T (e.g. "
+                            "512M, 4G)\n",
                             v);
                     return 2;
                 }
@@ -144,7 +151,8 @@ int main(int argc, char **argv)
             case 'L': {
                 rs_log_level_t level;
                 if (rs_log_level_parse(v, &level) != RS_OK) {
-                    fprintf(stderr, "rshuffled: bad --log '%s'\n", v);
+                    fprintf(stderr,
+                            "rshuffled: bad --log '%s': expected error, warn, info or debug\n", v);
                     return 2;
                 }
                 rs_log_set_level(level);
@@ -198,7 +206,8 @@ int main(int argc, char **argv)
     }
     pthread_mutex_lock(&g.lock);
     g.running = 1;
-    printf("rshuffled: listening on %s:%u\n", host, rs_worker_port(w));
+    const char *v6 = strchr(host, ':') != NULL ? "[" : "";
+    printf("rshuffled: listening on %s%s%s:%u\n", v6, host, *v6 ? "]" : "", rs_worker_port(w));
     fflush(stdout);
     if (ready_fd >= 0) {
         dprintf(ready_fd, "ready %s %u\n", host, rs_worker_port(w));

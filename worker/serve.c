@@ -54,6 +54,31 @@ static void pusher_reset(rs_worker_t *w, wconn_t *c)
     c->commit_total = 0;
 }
 
+/*
+ * Is (map_id, attempt) of sh attached on another live pusher connection, or
+ * committed? Two pushers of one attempt would mix their batches under one
+ * identity: the second is refused at attach, never found out at read.
+ */
+static int attempt_taken(rs_worker_t *w, const wconn_t *self, const wshuffle_t *sh, uint32_t map_id,
+                         uint32_t attempt)
+{
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &w->conns)
+    {
+        const wconn_t *o = RS_CONTAINER_OF(pos, wconn_t, link);
+        if (o != self && o->role == RS_ROLE_PUSHER && o->sh == sh && o->map_id == map_id &&
+            o->attempt == attempt)
+            return 1;
+    }
+    rs_list_for_each_safe(pos, tmp, &sh->commits)
+    {
+        const wcommit_t *cm = RS_CONTAINER_OF(pos, wcommit_t, link);
+        if (cm->map_id == map_id && cm->attempt == attempt)
+            return 1;
+    }
+    return 0;
+}
+
 static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_worker_t *w = arg;
@@ -83,6 +108,13 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         rs_warn("worker: shuffle %u is pushed with %u replicas, refused a pusher with %u",
                 m.shuffle_id, sh->replicas, replicas);
         reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_INVALID);
+        return;
+    }
+    if (m.role == RS_ROLE_PUSHER && sh != NULL && attempt_taken(w, c, sh, m.map_id, m.attempt)) {
+        rs_warn("worker: shuffle %u map %u attempt %u is already open or committed, refused a "
+                "second pusher of it",
+                m.shuffle_id, m.map_id, m.attempt);
+        reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_EXISTS);
         return;
     }
     if (m.role == RS_ROLE_PUSHER) {
@@ -513,7 +545,11 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
     wshuffle_t *sh = NULL;
     if (s == RS_OK) {
         sh = rs_wk_store_find(&w->st, m.shuffle_id);
-        if (sh == NULL || m.partition >= sh->n_partitions) {
+        if (sh != NULL && m.n_partitions != 0 && m.n_partitions != sh->n_partitions) {
+            rs_warn("worker: shuffle %u has %u partitions, refused a reader that says %u",
+                    m.shuffle_id, sh->n_partitions, m.n_partitions);
+            s = RS_ERR_INVALID;
+        } else if (sh == NULL || m.partition >= sh->n_partitions) {
             rs_warn("worker: read of unknown shuffle %u partition %u refused", m.shuffle_id,
                     m.partition);
             s = RS_ERR_NOT_FOUND;

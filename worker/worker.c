@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "shuffle/local.h"
 #include "shuffle/name.h"
+#include "transport/mem_caps.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@
 
 void rs_worker_config_defaults(rs_worker_config_t *cfg)
 {
+    if (cfg == NULL)
+        return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->mem_limit = 256ull << 20;
     cfg->high_water_pct = 75;
@@ -33,6 +36,8 @@ void rs_worker_config_defaults(rs_worker_config_t *cfg)
 
 rs_status_t rs_worker_config_from_env(rs_worker_config_t *cfg)
 {
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     rs_worker_config_t c = *cfg;
     rs_status_t s;
     if ((s = rs_env_u64("RSHUFFLE_WORKER_MEM", 1 << 20, 1ull << 40, &c.mem_limit)) != RS_OK ||
@@ -118,6 +123,8 @@ static void *worker_main(void *arg)
 rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *wcfg,
                              rs_worker_t **worker_p)
 {
+    if (worker_p == NULL)
+        return RS_ERR_INVALID;
     rs_worker_config_t cfg;
     if (wcfg != NULL) {
         cfg = *wcfg;
@@ -149,9 +156,9 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
         s = RS_ERR_NOMEM;
         goto err_destroy_ctx;
     }
-    /* Before the arena: the UCX backend's lives in shared memory (sysv, else /dev/shm). */
+    /* Before the arena: /dev/shm must hold it too where the backend allocates it there. */
     s = rs_wk_check_mem(cfg.mem_limit, "/proc/meminfo",
-                        strcmp(rs_ctx_backend(w->ctx), "ucx") == 0 ? "/dev/shm" : NULL);
+                        rs_tp_mem_alloc_shm(w->ctx) ? "/dev/shm" : NULL);
     if (s != RS_OK)
         goto err_destroy_ctx;
     s = rs_mem_alloc(w->ctx, cfg.mem_limit, RS_MEM_REMOTE_READ | RS_MEM_REMOTE_WRITE, &w->arena_mr);
@@ -190,6 +197,8 @@ err_free_w:
 
 rs_status_t rs_worker_listen(rs_worker_t *w, const char *host, uint16_t port)
 {
+    if (w == NULL)
+        return RS_ERR_INVALID;
     if (w->listener != NULL)
         return RS_ERR_STATE;
     rs_status_t s = rs_listen(w->ctx, host, port, &w->listener);
@@ -219,11 +228,15 @@ rs_status_t rs_worker_name(rs_worker_t *w, char *buf, size_t cap)
 
 uint16_t rs_worker_port(const rs_worker_t *w)
 {
+    if (w == NULL)
+        return 0;
     return w->listener != NULL ? rs_listener_port(w->listener) : 0;
 }
 
 void rs_worker_stats(rs_worker_t *w, rs_worker_stats_t *stats)
 {
+    if (w == NULL || stats == NULL)
+        return;
     pthread_mutex_lock(&w->stats_lock);
     *stats = w->stats_copy;
     pthread_mutex_unlock(&w->stats_lock);

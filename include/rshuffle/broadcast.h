@@ -4,7 +4,9 @@
  * A process runs one broadcast node (rs_bcast_node_t): a transport context of
  * its own, a listener, and a service thread that answers peers. A source
  * publishes an object: the node cuts it into blocks kept in registered memory
- * and returns a descriptor, a few dozen bytes a driver ships inside a task.
+ * and returns a descriptor a driver ships inside a task: plain bytes, about
+ * 130 to 340 with the default address blob (an embedded object adds its
+ * own bytes, up to embed_max), never above RS_BCAST_DESC_MAX.
  * A reader's node turns the descriptor into the object's bytes:
  *
  *   - an object of at most embed_max bytes travels inside its descriptor:
@@ -234,10 +236,15 @@ RS_API rs_status_t rs_bcast_publish_mr(rs_bcast_node_t *node, rs_mr_t *mr, size_
 
 /*
  * Writes the sealed object's descriptor into buf (<= RS_BCAST_DESC_MAX
- * bytes); *len_p receives its length. RS_ERR_NO_SPACE when buflen is short.
- * RS_ERR_INVALID: NULL arguments; RS_ERR_STATE: not sealed (or destroyed).
- * *len_p is set only on RS_OK. The descriptor is plain bytes: valid in any
- * process until the object is destroyed.
+ * bytes); *len_p receives its length. RS_ERR_NO_SPACE when buflen is
+ * short: then *len_p receives the length needed and buf is untouched (buf
+ * NULL with buflen 0 asks for the length only). RS_ERR_INVALID: NULL bc or
+ * len_p, NULL buf with buflen > 0; RS_ERR_STATE: not sealed (or
+ * destroyed); *len_p is otherwise set only on RS_OK. The descriptor is
+ * plain bytes, valid in any process: until the object is destroyed, and
+ * for an embedded object (its bytes inside the descriptor) for as long as
+ * the descriptor is kept (a get of it needs no source: destroy cannot
+ * recall it).
  */
 RS_API rs_status_t rs_bcast_descriptor(const rs_bcast_t *bc, void *buf, size_t buflen,
                                        size_t *len_p);
@@ -251,7 +258,9 @@ RS_API void rs_bcast_source_stats(const rs_bcast_t *bc, rs_bcast_stats_t *stats)
 /*
  * Destroys the object: requests for it are answered RS_ERR_DESTROYED, every
  * reader that fetched it is told (holders drop their copies, later gets fail
- * with RS_ERR_DESTROYED), and its memory is released once no reply is in
+ * with RS_ERR_DESTROYED; not for an embedded object, whose bytes travel in
+ * the descriptor: a get of that descriptor needs no source and still
+ * succeeds after the destroy), and its memory is released once no reply is in
  * flight (reused for a later object, or unmapped after grace_ms). bc is
  * invalid after the call. Does not wait for the readers' answers. Getters
  * in this process holding a reference keep their bytes until they release

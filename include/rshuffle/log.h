@@ -55,7 +55,9 @@ typedef void (*rs_log_handler_t)(void *arg, rs_log_level_t level, const char *fi
 
 /*
  * Routes every log line of the process to fn(arg, ...) instead of stderr;
- * fn NULL restores the default stderr format. Lines below the level (see
+ * fn NULL restores the default stderr format. UCX's own warnings and errors
+ * come this way too, as lines starting "ucx: " (from the first UCX context
+ * on; UCX_LOG_LEVEL still decides which UCX makes). Lines below the level (see
  * rs_log_set_level) are not formatted at all; a message is cut at 1023
  * bytes. Cannot fail; thread-safe. The library keeps fn and arg by
  * reference until the next call, and a line logged by another thread while

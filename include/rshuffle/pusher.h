@@ -206,7 +206,10 @@ RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
  * 0, a replication factor above 3 or above n_workers, a placement out of
  * range, a worker string that is not "host:port", or
  * a worker that refused the attach (it holds the shuffle with another
- * n_partitions); RS_ERR_CONFIG: a bad variable (cfg NULL, or RSHUFFLE_REPLICAS), buf_len, min_buf
+ * n_partitions); RS_ERR_EXISTS: a worker has (map_id, attempt) of this
+ * shuffle open by another pusher or committed already (a second pusher of
+ * one attempt would mix its batches with the first's: open another
+ * attempt); RS_ERR_CONFIG: a bad variable (cfg NULL, or RSHUFFLE_REPLICAS), buf_len, min_buf
  * or max_inflight 0, buf_len + RS_FRAME_HEADER_SIZE over 16 MiB, or
  * pool_bytes < 4 * (buf_len + RS_PBUF_HEAD_ROOM); rs_ctx_create's errors;
  * rs_connect's (RS_ERR_REFUSED, RS_ERR_AUTH, RS_ERR_TIMEOUT,
@@ -267,9 +270,10 @@ RS_API rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const vo
 /*
  * A registered buffer of len bytes for rs_pusher_swap (len <= the pool),
  * the writer's until swapped or put back; it dies with the pusher.
- * RS_ERR_INVALID: len 0 or len + RS_FRAME_HEADER_SIZE over 16 MiB; then
- * as rs_pushq_buf_get (RS_ERR_NO_SPACE, RS_ERR_TIMEOUT, RS_ERR_NOMEM), and
- * the pusher's sticky error while it waits. *buf_p is set only on RS_OK.
+ * RS_ERR_INVALID: NULL p or buf_p, len 0 or len + RS_FRAME_HEADER_SIZE
+ * over 16 MiB; RS_ERR_STATE after rs_pusher_close; then as rs_pushq_buf_get (RS_ERR_NO_SPACE,
+ * RS_ERR_TIMEOUT, RS_ERR_NOMEM), and the pusher's sticky error while it waits. *buf_p is set only
+ * on RS_OK.
  */
 RS_API rs_status_t rs_pusher_buf_get(rs_pusher_t *p, size_t len, rs_pbuf_t **buf_p);
 
@@ -312,7 +316,9 @@ typedef struct rs_pusher_stats {
  * Map commit: flushes every partition, waits (bounded) for every write to
  * complete, sends per-partition counts to every worker and waits for their
  * answers. The first error of the pusher's life is returned (a worker that
- * died: RS_ERR_UNREACHABLE / RS_ERR_TIMEOUT; backpressure beyond the bound:
+ * died: RS_ERR_UNREACHABLE, over TCP too; over shared memory a worker
+ * killed mid-send may leave RS_ERR_TIMEOUT after peer_timeout_ms, as a
+ * silent one does; backpressure beyond the bound:
  * RS_ERR_BACKPRESSURE; a worker that answers nothing for the transport's
  * peer_timeout_ms: RS_ERR_TIMEOUT; a refused batch: its reason), else
  * RS_ERR_TIMEOUT when the writes and commits are not done within wait_ms,
@@ -325,7 +331,8 @@ typedef struct rs_pusher_stats {
  * Whatever it returns, only rs_pusher_destroy may follow: close gives the
  * lane back (buffers the writer still holds from rs_pusher_buf_get die
  * here). RS_ERR_CANCELED: the pusher's client was destroyed (nothing was
- * committed); RS_ERR_STATE: closed already.
+ * committed); RS_ERR_STATE: closed already; RS_ERR_INVALID: NULL p
+ * (nothing to close: not ignored, as a void close would).
  *
  * With R >= 2 replicas a worker lost on the way (dead, or silent for
  * peer_timeout_ms) is not an error while every partition keeps a live

@@ -32,7 +32,12 @@ typedef struct rs_shuffle_desc {
     uint32_t shuffle_id;
     uint32_t n_partitions;
     uint32_t n_workers;
-    const char *const *workers;  /* n_workers names: "host:port", or "blob:HEX" (rs_worker_name) */
+    /*
+     * n_workers names: "host:port" ("[IPv6 literal]:port"; a host that is not
+     * a numeric address goes to the system resolver, getaddrinfo), or
+     * "blob:HEX" (rs_worker_name).
+     */
+    const char *const *workers;
     rs_placement_fn_t placement; /* NULL: rs_placement_default */
     void *placement_arg;
     /*

@@ -17,6 +17,13 @@ extern "C" {
  * negative code otherwise. Output parameters are written only on RS_OK;
  * the header of a call says where that is not so (e.g. a destination
  * buffer that a failed decompression may have partly written).
+ *
+ * NULL arguments, in every public call: a call that returns a status
+ * answers a NULL handle or NULL output pointer with RS_ERR_INVALID before
+ * it touches anything else; a void call (destroy, close, release, stats,
+ * config defaults, handler setters) given NULL does nothing; a getter given
+ * a NULL handle returns its "none" value (NULL, 0, or -1 for rs_ctx_fd).
+ * tests/common/test_api_null.c holds every public call to this.
  */
 typedef enum rs_status {
     RS_OK = 0,

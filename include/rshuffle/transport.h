@@ -29,18 +29,21 @@
  * Failure
  *   A peer that dies or becomes unreachable, or an operation outstanding for
  *   longer than peer_timeout_ms, marks the endpoint dead: every outstanding
- *   operation completes with an error status (RS_ERR_UNREACHABLE or
- *   RS_ERR_TIMEOUT), the endpoint handler is told, and every later posting
+ *   operation completes with an error status (RS_ERR_UNREACHABLE for a peer
+ *   gone, RS_ERR_TIMEOUT for one silent past peer_timeout_ms), the endpoint
+ *   handler is told, and every later posting
  *   call on it returns RS_ERR_UNREACHABLE.
  *
  * UCX over TCP emulates one-sided operations with messages, so the target
  * must make progress for them to complete: run rs_progress regularly or
  * start the progress thread on every context that is a target.
  *
- * UCX 1.13 specifics: rs_listen/rs_connect go through UCX's connection
- * manager, which needs the tcp transport enabled (for shared memory use
- * UCX_TLS=posix,sysv,self,tcp: data still moves over shared memory), while
- * rs_connect_address works with any UCX_TLS. The backend turns on
+ * UCX specifics: rs_listen/rs_connect go through rshuffle's own TCP
+ * listener (the front door: a bounded hello with the job token, then the
+ * listener's UCX worker address), not UCX's connection manager, so they
+ * work with any UCX_TLS (shared memory alone included), as rs_connect_address
+ * does. host is a numeric address (an IPv6 literal with or without
+ * brackets) or a name the system resolver resolves. The backend turns on
  * UCX_POSIX_ERROR_HANDLING / UCX_SYSV_ERROR_HANDLING (unless set) because
  * every endpoint uses peer error handling. See docs/transport.md.
  */
@@ -212,16 +215,6 @@ RS_API rs_status_t rs_rkey_unpack(rs_ep_t *ep, const void *blob, size_t len, rs_
 
 /* Length of the remote region the key describes. */
 RS_API uint64_t rs_rkey_len(const rs_rkey_t *rkey);
-
-/*
- * A hint that [roff, roff + len) of the peer's region will be written or
- * read soon. Where the backend reaches the region through a mapping into
- * this process (UCX over shared memory), the range is mapped in now, in one
- * call, instead of by one page fault per page inside the later puts and
- * gets (3-15 us each on a virtual machine). A no-op elsewhere (RDMA NICs
- * need nothing of the kind) and for a range outside the key; never fails.
- */
-RS_API void rs_rkey_prepare(rs_rkey_t *rkey, uint64_t roff, uint64_t len);
 
 /* Releases an unpacked key (before its endpoint is closed). */
 RS_API void rs_rkey_destroy(rs_rkey_t *rkey);

@@ -51,7 +51,9 @@ typedef struct rs_worker rs_worker_t;
  * *tcfg and *wcfg (NULL: defaults and environment) are copied.
  * Before allocating anything it checks the host: RS_ERR_CONFIG (logged with
  * the figures) when mem_limit exceeds the memory available (MemAvailable)
- * or, with the UCX backend, the free space of /dev/shm, and when spill_dir
+ * or, where the arena is shared memory (only the UCX backend with
+ * RSHUFFLE_UCX_MEM=shared; the default is private memory), the free space
+ * of /dev/shm, and when spill_dir
  * is missing, not a directory or does not take new files (not checked in
  * sink mode, which never spills).
  * RS_ERR_CONFIG also: a bad variable (wcfg NULL), mem_limit under 1 MiB,

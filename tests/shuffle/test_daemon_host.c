@@ -196,27 +196,57 @@ static void test_mem_beyond_host(void **state)
     double t0 = now_s();
     int st = run(args, 10, err, sizeof(err));
     double took = now_s() - t0;
-    const char *const needles[] = {"memory limit", "MemAvailable", "free in /dev/shm", NULL};
+    const char *const needles[] = {"memory limit", "MemAvailable", NULL};
     expect_refused(st, err, needles);
     assert_true(took < 2.0);
     if (private_ns)
         assert_int_equal(shm_leftovers(), 0);
 }
 
-/* A /dev/shm smaller than the arena (a container's 64 MiB default): refused, naming it. */
+/*
+ * A /dev/shm smaller than the arena (a container's 64 MiB default): the
+ * default arena is private memory, so a 256 MiB worker starts; a shared-memory
+ * arena (RSHUFFLE_UCX_MEM=shared) is refused, naming /dev/shm.
+ */
 static void test_mem_beyond_dev_shm(void **state)
 {
     (void)state;
     if (!private_ns)
         skip();
     assert_int_equal(mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m"), 0);
+    const char *const big[] = {"--mem", "256M", NULL};
+    char addr[RS_SHUFFLE_ADDR_MAX];
+    daemon_pid = rsd_start(big, NULL, addr, sizeof(addr));
+    rsd_kill(&daemon_pid);
     const char *const args[] = {"--mem", "128M", NULL};
     char err[4096];
+    setenv("RSHUFFLE_UCX_MEM", "shared", 1);
     int st = run(args, 10, err, sizeof(err));
+    unsetenv("RSHUFFLE_UCX_MEM");
     assert_int_equal(umount("/dev/shm"), 0);
     /* Less than 64 MiB free by then: UCX's own segments take a few. */
     const char *const needles[] = {"memory limit 128 MiB", "MiB free in /dev/shm", NULL};
     expect_refused(st, err, needles);
+}
+
+/* Command-line errors: exit 2 at once, naming what was wrong and what is allowed. */
+static void test_command_line_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *opt, *val, *says;
+    } cases[] = {
+        {"--mem", "512K", "from 1M to 1T"},     {"--mem", "2T", "from 1M to 1T"},
+        {"--mem", "lots", "from 1M to 1T"},     {"--log", "loud", "error, warn, info or debug"},
+        {"--ready-fd", "1", "descriptor >= 3"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *const args[] = {cases[i].opt, cases[i].val, NULL};
+        char err[4096];
+        int st = run(args, 10, err, sizeof(err));
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 2 || strstr(err, cases[i].says) == NULL)
+            fail_msg("%s %s: status %#x, stderr: %s", cases[i].opt, cases[i].val, st, err);
+    }
 }
 
 static void test_spill_dir_missing(void **state)
@@ -363,6 +393,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_mem_beyond_host, teardown),
         cmocka_unit_test_teardown(test_mem_beyond_dev_shm, teardown),
+        cmocka_unit_test_teardown(test_command_line_errors, teardown),
         cmocka_unit_test_teardown(test_spill_dir_missing, teardown),
         cmocka_unit_test_teardown(test_embedded_worker_refused, teardown),
         cmocka_unit_test_teardown(test_spill_dir_not_a_dir, teardown),

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -49,10 +50,31 @@ static void test_blob_name_shuffle(void **state)
     rs_worker_destroy(w);
 }
 
+/* A worker on IPv6 loopback named by a bracketed literal, "[::1]:PORT". */
+static void test_ipv6_literal_name(void **state)
+{
+    (void)state;
+    rs_worker_t *w = worker_new();
+    rs_status_t s = rs_worker_listen(w, "::1", 0);
+    if (s != RS_OK) { /* a host without IPv6 loopback */
+        rs_worker_destroy(w);
+        skip();
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "[::1]:%u", rs_worker_port(w));
+    const char *workers[1] = {name};
+    rs_shuffle_desc_t d = {.shuffle_id = 7, .n_partitions = 4, .n_workers = 1, .workers = workers};
+    rs_pusher_t *p = sc_push(&d, 5000, 40);
+    rs_pusher_destroy(p);
+    sc_read_check(&d, 5000, 40);
+    rs_worker_destroy(w);
+}
+
 static void test_malformed_names(void **state)
 {
     (void)state;
-    static const char *const bad[] = {"blob:", "blob:abc", "blob:zz", "nohostport", "blob:0g"};
+    static const char *const bad[] = {"blob:",    "blob:abc",  "blob:zz", "nohostport", "blob:0g",
+                                      "::1:7000", "[::1:7000", "[]:7000", "[::1]7000"};
     rs_pusher_config_t pc;
     rs_pusher_config_defaults(&pc);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -69,6 +91,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blob_name_shuffle),
+        cmocka_unit_test(test_ipv6_literal_name),
         cmocka_unit_test(test_malformed_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -342,14 +342,20 @@ static void test_r1_kill_is_an_error(void **state)
     assert_int_equal(push(&d, 0, 8000, 0, NULL, 0, NULL), RS_OK);
     double t0 = now_s();
     rs_status_t s = read_all(&d, 1, 8000, 500, kill_hook, 0, NULL);
-    assert_true(s == RS_ERR_UNREACHABLE || s == RS_ERR_TIMEOUT || s == RS_ERR_REFUSED);
+    /* A killed worker is gone, not slow: never RS_ERR_TIMEOUT (that is for a silent one). */
+    assert_true(s == RS_ERR_UNREACHABLE || s == RS_ERR_REFUSED);
     assert_true(now_s() - t0 < 15.0);
     kill_all();
     start_workers(2, "32M");
     d = desc(3, 2, 1);
     t0 = now_s();
     s = push(&d, 0, 60000, 2000, kill_hook, 1, NULL);
-    assert_true(s == RS_ERR_UNREACHABLE || s == RS_ERR_TIMEOUT);
+    /* Over shared memory a kill mid-send can block the pusher's receive queue: then timed out. */
+    const char *tls = getenv("UCX_TLS");
+    if (tls != NULL && strncmp(tls, "tcp", 3) == 0)
+        assert_int_equal(s, RS_ERR_UNREACHABLE);
+    else
+        assert_true(s == RS_ERR_UNREACHABLE || s == RS_ERR_TIMEOUT);
     assert_true(now_s() - t0 < 15.0);
 }
 

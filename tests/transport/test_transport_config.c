@@ -3,12 +3,57 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include <rshuffle/log.h>
 #include <rshuffle/transport.h>
 #include "transport/internal.h"
+
+typedef struct {
+    int ucx_lines;
+    char first[512];
+} caught_t;
+
+static void catch_line(void *arg, rs_log_level_t level, const char *file, int line, const char *msg)
+{
+    caught_t *c = arg;
+    (void)level;
+    (void)file;
+    (void)line;
+    if (strncmp(msg, "ucx: ", 5) == 0 && c->ucx_lines++ == 0)
+        snprintf(c->first, sizeof(c->first), "%s", msg);
+}
+
+/* UCX's own warnings and errors reach rs_log_set_handler's callback, not stdout. */
+static void test_ucx_lines_routed(void **state)
+{
+    (void)state;
+    caught_t c = {0};
+    const char *old = getenv("UCX_TLS");
+    char *saved = old != NULL ? strdup(old) : NULL;
+    setenv("UCX_TLS", "bogus", 1);
+    rs_log_set_handler(catch_line, &c);
+    rs_config_t cfg;
+    rs_config_defaults(&cfg);
+    cfg.transport = RS_TRANSPORT_UCX;
+    cfg.log_level = RS_LOG_WARN;
+    rs_ctx_t *ctx = NULL;
+    rs_status_t s = rs_ctx_create(&cfg, &ctx);
+    rs_log_set_handler(NULL, NULL);
+    if (saved != NULL) {
+        setenv("UCX_TLS", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("UCX_TLS");
+    }
+    assert_int_not_equal(s, RS_OK);
+    assert_null(ctx);
+    assert_true(c.ucx_lines > 0);
+    assert_non_null(strstr(c.first, "bogus"));
+}
 
 static void test_bad_environment(void **state)
 {
@@ -129,9 +174,8 @@ static void test_arguments(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_environment),
-        cmocka_unit_test(test_bad_config_struct),
-        cmocka_unit_test(test_backend_selection),
+        cmocka_unit_test(test_ucx_lines_routed),  cmocka_unit_test(test_bad_environment),
+        cmocka_unit_test(test_bad_config_struct), cmocka_unit_test(test_backend_selection),
         cmocka_unit_test(test_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -169,30 +169,6 @@ static void test_ranges(void **state)
     rs_rkey_destroy(rkey);
 }
 
-/* rs_rkey_prepare is a hint: anything out of range is ignored; in range, ops then work as before.
- */
-static void test_prepare(void **state)
-{
-    fixture_t *f = *state;
-    rs_ep_t *ep = f->p.cep;
-    rs_rkey_t *rkey = tt_rkey_for(ep, f->smr);
-    unsigned char *buf = rs_mr_addr(f->cmr);
-    rs_rkey_prepare(NULL, 0, 8);
-    rs_rkey_prepare(rkey, REGION, 1);
-    rs_rkey_prepare(rkey, 8, UINT64_MAX);
-    rs_rkey_prepare(rkey, 0, 0);
-    rs_rkey_prepare(rkey, 0, REGION);
-    memset(buf, 0x5a, 4096);
-    tt_done_t ok = {0};
-    assert_int_equal(rs_put(ep, buf, 4096, f->cmr, rkey, REGION - 4096, tt_done_cb, &ok), RS_OK);
-    assert_int_equal(tt_wait_calls(f->p.cli, f->p.srv, &ok, 1, 5000), 1);
-    assert_int_equal(ok.status, RS_OK);
-    const unsigned char *dst = (const unsigned char *)rs_mr_addr(f->smr) + REGION - 4096;
-    for (int i = 0; i < 4096; i++)
-        assert_int_equal(dst[i], 0x5a);
-    rs_rkey_destroy(rkey);
-}
-
 /*
  * A key kept past its region (a stale broadcast descriptor does that): a get
  * fails with an error, it does not fault the process. The tcp run carries it
@@ -241,7 +217,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ranges, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_prepare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_get, setup, teardown),
         cmocka_unit_test_setup_teardown(test_access_rights, setup, teardown),
     };

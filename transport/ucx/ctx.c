@@ -121,6 +121,7 @@ static uint64_t ucx_host_key(void)
 
 static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
 {
+    rs_ucx_log_route(); /* before UCX parses its variables: it warns about bad ones */
     ucp_config_t *config;
     ucs_status_t s = ucp_config_read(NULL, NULL, &config);
     if (s != UCS_OK) {
@@ -388,6 +389,7 @@ const rs_backend_ops_t rs_ucx_ops = {
     .arm = ucx_arm,
     .mem_reg = rs_ucx_mem_reg,
     .mem_dereg = rs_ucx_mem_dereg,
+    .mem_alloc_shm = rs_ucx_mem_alloc_shm,
     .rkey_pack = rs_ucx_rkey_pack,
     .rkey_unpack = rs_ucx_rkey_unpack,
     .rkey_release = rs_ucx_rkey_release,

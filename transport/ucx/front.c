@@ -66,6 +66,13 @@ static rs_status_t resolve(const char *host, uint16_t port, int passive,
         rs_error("an empty host name");
         return RS_ERR_INVALID;
     }
+    char bare[INET6_ADDRSTRLEN + 8];
+    size_t n = strlen(host);
+    if (host[0] == '[' && n > 2 && n - 2 < sizeof(bare) && host[n - 1] == ']') {
+        memcpy(bare, host + 1, n - 2); /* "[::1]": the literal, as getaddrinfo takes it */
+        bare[n - 2] = '\0';
+        host = bare;
+    }
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};

@@ -77,6 +77,12 @@ static rs_status_t own_mapping(rs_ucx_mr_t *umr, size_t len)
     return RS_OK;
 }
 
+/* Only RSHUFFLE_UCX_MEM=shared allocates shared memory; our own mapping is private. */
+int rs_ucx_mem_alloc_shm(const rs_ctx_t *ctx)
+{
+    return rs_ucx_ctx(ctx)->mem_shared;
+}
+
 rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);

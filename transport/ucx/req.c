@@ -18,11 +18,11 @@ rs_status_t rs_ucx_status(ucs_status_t status)
         case UCS_ERR_CANCELED:
             return RS_ERR_CANCELED;
         case UCS_ERR_TIMED_OUT:
-        case UCS_ERR_ENDPOINT_TIMEOUT:
             return RS_ERR_TIMEOUT;
         case UCS_ERR_REJECTED:
         case UCS_ERR_NOT_CONNECTED:
             return RS_ERR_REFUSED;
+        case UCS_ERR_ENDPOINT_TIMEOUT: /* UCX's verdict on a peer gone (a killed one, over TCP) */
         case UCS_ERR_UNREACHABLE:
         case UCS_ERR_CONNECTION_RESET:
         case UCS_ERR_IO_ERROR:

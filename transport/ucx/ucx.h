@@ -247,13 +247,16 @@ ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length,
 /* am.c */
 rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void *data, size_t len);
 
+/* log.c: UCX's log lines through rshuffle's log (once per process). */
+void rs_ucx_log_route(void);
+
 /* mem.c */
 rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access);
 void rs_ucx_mem_dereg(rs_mr_t *mr);
 rs_status_t rs_ucx_rkey_pack(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
 rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
 void rs_ucx_rkey_release(rs_rkey_t *rkey);
-void rs_ucx_rkey_prepare(rs_rkey_t *rkey, uint64_t raddr, uint64_t len);
+int rs_ucx_mem_alloc_shm(const rs_ctx_t *ctx);
 
 /* amrma.c */
 rs_status_t rs_ucx_amrma_put(rs_ucx_ep_t *uep, rs_op_t *op, const void *src, size_t len,

@@ -1,0 +1,163 @@
+/*
+ * Wrong calls that used to lose records without a word, each now a clear
+ * error: a second pusher of one (map, attempt), open or committed, refused
+ * at open (RS_ERR_EXISTS); a reader whose n_maps leaves out a map that
+ * committed, and one whose descriptor has another n_partitions than the
+ * pushers', refused at open (RS_ERR_INVALID). The worker is rshuffled in
+ * a process of its own; each pusher has its own context and connection.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <rshuffle/pusher.h>
+#include <rshuffle/reader.h>
+
+#include "rshuffled_child.h"
+
+#define PARTS 4
+#define NREC  2000
+
+static pid_t daemon_pid;
+static char addr[RS_SHUFFLE_ADDR_MAX];
+static const char *workers[1] = {addr};
+
+static int setup(void **state)
+{
+    (void)state;
+    daemon_pid = rsd_start(NULL, NULL, addr, sizeof(addr));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    rsd_kill(&daemon_pid);
+    return 0;
+}
+
+static rs_shuffle_desc_t desc_of(uint32_t id, uint32_t n_partitions)
+{
+    return (rs_shuffle_desc_t){
+        .shuffle_id = id, .n_partitions = n_partitions, .n_workers = 1, .workers = workers};
+}
+
+/* Opens (map, attempt) and appends NREC records tagged with map; *p_out open. */
+static rs_status_t push_open(const rs_shuffle_desc_t *d, uint32_t map, uint32_t attempt,
+                             rs_pusher_t **p_out)
+{
+    rs_pusher_t *p = NULL;
+    rs_status_t s = rs_pusher_open(d, map, attempt, NULL, &p);
+    if (s != RS_OK)
+        return s;
+    uint8_t rec[16];
+    for (uint32_t i = 0; i < NREC && s == RS_OK; i++) {
+        memset(rec, (int)(map * 31 + attempt), sizeof(rec));
+        memcpy(rec, &i, sizeof(i));
+        s = rs_pusher_append(p, i % PARTS, rec, sizeof(rec));
+    }
+    if (s != RS_OK) {
+        rs_pusher_destroy(p);
+        return s;
+    }
+    *p_out = p;
+    return RS_OK;
+}
+
+static rs_status_t push_map(const rs_shuffle_desc_t *d, uint32_t map, uint32_t attempt)
+{
+    rs_pusher_t *p;
+    rs_status_t s = push_open(d, map, attempt, &p);
+    if (s != RS_OK)
+        return s;
+    s = rs_pusher_close(p, NULL);
+    rs_pusher_destroy(p);
+    return s;
+}
+
+/* Reads every partition with n_maps maps (attempts all 0): the worst status, records in *n. */
+static rs_status_t read_all(const rs_shuffle_desc_t *d, uint32_t n_maps, uint64_t *n)
+{
+    uint32_t attempts[4] = {0};
+    rs_reader_session_t *sess;
+    assert_true(n_maps <= 4);
+    rs_status_t s = rs_reader_session_open(d, n_maps, attempts, NULL, &sess);
+    if (s != RS_OK)
+        return s;
+    *n = 0;
+    for (uint32_t part = 0; part < d->n_partitions && s == RS_OK; part++) {
+        rs_reader_t *r;
+        if ((s = rs_reader_open_in(sess, part, &r)) != RS_OK)
+            break;
+        const void *rv;
+        uint32_t len;
+        while ((s = rs_reader_next(r, &rv, &len)) == RS_OK && rv != NULL)
+            (*n)++;
+        rs_reader_close(r);
+    }
+    rs_reader_session_close(sess);
+    return s;
+}
+
+static void test_second_pusher_of_an_attempt(void **state)
+{
+    (void)state;
+    rs_shuffle_desc_t d = desc_of(71, PARTS);
+    rs_pusher_t *first;
+    assert_int_equal(push_open(&d, 0, 0, &first), RS_OK);
+    /* Open: a second pusher of map 0 attempt 0 is refused. */
+    assert_int_equal(push_map(&d, 0, 0), RS_ERR_EXISTS);
+    assert_int_equal(rs_pusher_close(first, NULL), RS_OK);
+    rs_pusher_destroy(first);
+    /* Committed: refused too. */
+    assert_int_equal(push_map(&d, 0, 0), RS_ERR_EXISTS);
+    /* Another attempt (speculative) and another map are welcome. */
+    assert_int_equal(push_map(&d, 0, 1), RS_OK);
+    assert_int_equal(push_map(&d, 1, 0), RS_OK);
+    uint64_t n = 0;
+    assert_int_equal(read_all(&d, 2, &n), RS_OK);
+    assert_int_equal(n, 2 * NREC); /* attempt 0 of maps 0 and 1, the first pusher's bytes */
+    assert_int_equal(rs_shuffle_drop(&d, NULL), RS_OK);
+}
+
+static void test_reader_n_maps_too_small(void **state)
+{
+    (void)state;
+    rs_shuffle_desc_t d = desc_of(72, PARTS);
+    assert_int_equal(push_map(&d, 0, 0), RS_OK);
+    assert_int_equal(push_map(&d, 1, 0), RS_OK);
+    assert_int_equal(push_map(&d, 2, 0), RS_OK);
+    uint64_t n = 0;
+    assert_int_equal(read_all(&d, 2, &n), RS_ERR_INVALID); /* map 2 committed */
+    assert_int_equal(read_all(&d, 0, &n), RS_ERR_INVALID); /* every map left out */
+    assert_int_equal(read_all(&d, 3, &n), RS_OK);
+    assert_int_equal(n, 3 * NREC);
+    assert_int_equal(rs_shuffle_drop(&d, NULL), RS_OK);
+}
+
+static void test_reader_other_n_partitions(void **state)
+{
+    (void)state;
+    rs_shuffle_desc_t d = desc_of(73, PARTS);
+    assert_int_equal(push_map(&d, 0, 0), RS_OK);
+    uint64_t n = 0;
+    rs_shuffle_desc_t more = desc_of(73, 2 * PARTS), fewer = desc_of(73, PARTS - 1);
+    assert_int_equal(read_all(&more, 1, &n), RS_ERR_INVALID);
+    assert_int_equal(read_all(&fewer, 1, &n), RS_ERR_INVALID);
+    assert_int_equal(read_all(&d, 1, &n), RS_OK);
+    assert_int_equal(n, NREC);
+    assert_int_equal(rs_shuffle_drop(&d, NULL), RS_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_second_pusher_of_an_attempt),
+        cmocka_unit_test(test_reader_n_maps_too_small),
+        cmocka_unit_test(test_reader_other_n_partitions),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
