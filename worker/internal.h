@@ -72,6 +72,7 @@ struct wshuffle {
     uint32_t open_snaps; /* a dropped shuffle is freed once no snapshot */
     uint32_t pushers;    /* ... and no attached pusher connection uses it */
     uint32_t replicas;   /* R, as its first pusher said (0: none attached yet); others must agree */
+    uint64_t generation; /* the registration its first pusher named: others are refused */
     int dropped;
     int spill_fd; /* -1 until the first spill; one file per shuffle, unlinked at once */
     uint64_t spill_len;
@@ -108,6 +109,7 @@ typedef struct wconn {
     int role; /* 0 until attached */
     wshuffle_t *sh;
     uint32_t map_id, attempt;
+    uint64_t generation; /* reader: the registration it reads (its attach said) */
     wgrant_t **slots; /* by slot number */
     uint32_t n_slots;
     uint32_t *free_slots; /* free slot numbers, a stack (n_slots long) */
@@ -138,7 +140,10 @@ typedef struct rs_worker_store {
     uint64_t open_room;  /* granted bytes nothing has arrived in yet (unreleased grants) */
     rs_list_t shuffles;
     uint32_t next_snap;
-    int spill_broken; /* spilling failed once (logged once) */
+    int spill_errno;       /* the last spill's failure (0: the last spill worked, or none yet) */
+    uint64_t spill_again;  /* coarse ns: after a failure, no spill before this */
+    uint64_t spill_log_ns; /* last spill failure logged (rate limit) */
+    uint32_t spill_quiet;  /* failures not logged since */
     rs_worker_stats_t stats;
 } rs_wk_store_t;
 
@@ -203,7 +208,9 @@ void rs_wk_extent_maybe_free(rs_wk_store_t *st, extent_t *e);
 /*
  * A new grant of want bytes (+ bulk room while memory is plentiful) for
  * partition p. RS_ERR_BACKPRESSURE when even want does not fit after
- * spilling; RS_ERR_BUSY for an RS_GRANT_AHEAD request while memory is short.
+ * spilling; RS_ERR_IO when it does not fit and the last spill failed (its
+ * disk full or failing: logged by spill.c); RS_ERR_BUSY for an
+ * RS_GRANT_AHEAD request while memory is short.
  */
 rs_status_t rs_wk_store_grant(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint64_t want,
                               uint32_t flags, wgrant_t **g_p);

@@ -28,6 +28,19 @@ static wconn_t *conn_of(rs_ep_t *ep)
 
 /* ---------------------------------------------------------------- attach */
 
+/*
+ * A shuffle id is held for one registration (generation) at a time: another
+ * job's pushes would replace its commits, and its readers would be served
+ * this one's records.
+ */
+static void generation_refused(const wshuffle_t *sh, uint32_t role, uint64_t generation)
+{
+    rs_warn("worker: shuffle %u is held for generation %llu; a %s of generation %llu is refused "
+            "(RS_ERR_EXISTS) until it is dropped",
+            sh->id, (unsigned long long)sh->generation,
+            role == RS_ROLE_PUSHER ? "pusher" : "reader", (unsigned long long)generation);
+}
+
 static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_worker_t *w = arg;
@@ -44,6 +57,11 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         return;
     }
     wshuffle_t *sh = rs_wk_store_find(&w->st, m.shuffle_id);
+    if (sh != NULL && sh->generation != m.generation) {
+        generation_refused(sh, m.role, m.generation);
+        reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_EXISTS);
+        return;
+    }
     uint32_t replicas = m.replicas ? m.replicas : 1;
     if (m.role == RS_ROLE_PUSHER && sh != NULL && sh->replicas != 0 && sh->replicas != replicas) {
         /* Readers trust only the replicas the pushers wrote to: all must agree on R. */
@@ -53,11 +71,14 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         return;
     }
     if (m.role == RS_ROLE_PUSHER) {
+        int fresh = sh == NULL;
         s = rs_wk_store_attach(&w->st, m.shuffle_id, m.n_partitions, &sh);
         if (s != RS_OK) {
             reply_status(ep, RS_SMSG_ATTACH_REPLY, s);
             return;
         }
+        if (fresh)
+            sh->generation = m.generation;
         c->stats = calloc(sh->n_partitions, sizeof(*c->stats));
         if (c->stats == NULL) {
             reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_NOMEM);
@@ -70,6 +91,7 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         c->attempt = m.attempt;
     }
     c->role = (int)m.role;
+    c->generation = m.generation;
     uint8_t buf[RS_SPROTO_ATTACH_REPLY_LEN + RS_RKEY_BLOB_MAX];
     rs_smsg_attach_reply_t r = {.status = RS_OK,
                                 .arena_len = w->st.arena_len,
@@ -480,6 +502,9 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
             rs_warn("worker: read of unknown shuffle %u partition %u refused", m.shuffle_id,
                     m.partition);
             s = RS_ERR_NOT_FOUND;
+        } else if (sh->generation != c->generation) {
+            generation_refused(sh, RS_ROLE_READER, c->generation);
+            s = RS_ERR_EXISTS;
         }
     }
     void *index = NULL;

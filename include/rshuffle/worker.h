@@ -99,6 +99,7 @@ typedef struct rs_worker_stats {
     uint64_t commits;       /* map attempts committed */
     uint64_t shuffles;      /* shuffles held now */
     uint64_t stray_retires; /* retires of grants not open (a pusher's protocol slip; ignored) */
+    uint64_t spill_failures; /* spill files that could not be created or written (disk full, ...) */
 } rs_worker_stats_t;
 
 /*
