@@ -110,7 +110,8 @@ typedef struct wconn {
     wshuffle_t *sh;
     uint32_t map_id, attempt;
     uint64_t generation; /* reader: the registration it reads (its attach said) */
-    wgrant_t **slots; /* by slot number */
+    int committed;       /* pusher: its commit was accepted (gone after it: no warning) */
+    wgrant_t **slots;    /* by slot number */
     uint32_t n_slots;
     uint32_t *free_slots; /* free slot numbers, a stack (n_slots long) */
     uint32_t n_free;

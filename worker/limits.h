@@ -24,4 +24,11 @@ rs_status_t rs_wk_check_mem(uint64_t mem_limit, const char *meminfo_path, const 
  */
 rs_status_t rs_wk_check_spill_dir(const char *dir);
 
+/*
+ * Raises the soft descriptor limit to the hard one (every client costs the
+ * worker descriptors: about two over TCP) and logs what it got, at info,
+ * or at warn when the limit stays below 1024. Cannot fail.
+ */
+void rs_wk_raise_nofile(void);
+
 #endif

@@ -406,6 +406,7 @@ void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
             qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);
         rs_wk_store_commit(&w->st, c->sh, c->map_id, c->attempt, c->commit, c->commit_n);
         c->commit = NULL; /* the store owns the entries now */
+        c->committed = 1;
         grants_retire_all(w, c);
     }
     rs_wk_stats_publish(w); /* a committed map's batches show in the stats from now on */
@@ -626,8 +627,14 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
         return;
     }
     wconn_t *c = conn_of(ep);
-    if (c != NULL) {
+    if (c != NULL && c->role == RS_ROLE_PUSHER && !c->committed)
+        rs_warn("worker: pusher of shuffle %u map %u attempt %u gone before its commit (%s): "
+                "its %llu batches here stay uncommitted (readers skip them)",
+                c->sh->id, c->map_id, c->attempt, rs_strerror(status),
+                (unsigned long long)c->batches);
+    else if (c != NULL)
         rs_info("worker: peer gone (%s); its grants are released", rs_strerror(status));
+    if (c != NULL) {
         rs_wk_conn_free(w, c);
         rs_ep_set_user(ep, NULL);
     }

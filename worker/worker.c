@@ -192,6 +192,7 @@ rs_status_t rs_worker_listen(rs_worker_t *w, const char *host, uint16_t port)
 {
     if (w->listener != NULL)
         return RS_ERR_STATE;
+    rs_wk_raise_nofile();
     rs_status_t s = rs_listen(w->ctx, host, port, &w->listener);
     if (s != RS_OK)
         return s;

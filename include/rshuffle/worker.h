@@ -96,9 +96,9 @@ typedef struct rs_worker_stats {
     uint64_t backpressure;  /* grant requests answered with backpressure */
     uint64_t arena_used;    /* bytes of the arena in use now */
     uint64_t arena_peak;
-    uint64_t commits;       /* map attempts committed */
-    uint64_t shuffles;      /* shuffles held now */
-    uint64_t stray_retires; /* retires of grants not open (a pusher's protocol slip; ignored) */
+    uint64_t commits;        /* map attempts committed */
+    uint64_t shuffles;       /* shuffles held now */
+    uint64_t stray_retires;  /* retires of grants not open (a pusher's protocol slip; ignored) */
     uint64_t spill_failures; /* spill files that could not be created or written (disk full, ...) */
 } rs_worker_stats_t;
 

@@ -141,7 +141,8 @@ static int make_samples(sample_t **out)
     strict(s, 4, 12);  /* status (request), role */
     strict(s, 29, 32); /* replicas' high bytes (at most 3) */
     ADD(RS_SMSG_ATTACH);
-    rs_smsg_attach_t ar = {.status = RS_OK, .role = RS_ROLE_READER, .shuffle_id = 5, .generation = 9};
+    rs_smsg_attach_t ar = {
+        .status = RS_OK, .role = RS_ROLE_READER, .shuffle_id = 5, .generation = 9};
     assert_int_equal(rs_sproto_attach_encode(&ar, s->bytes, MSG_MAX, &s->len), RS_OK);
     strict(s, 4, 12);
     strict(s, 16, 28); /* a reader's counts */
