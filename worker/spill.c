@@ -17,12 +17,13 @@
 
 /* ---------------------------------------------------------------- spill */
 
-#define SPILL_BACKOFF_NS RS_MS_TO_NS(100)  /* after a failure: no new attempt before */
-#define SPILL_LOG_NS     RS_MS_TO_NS(1000) /* at most one failure logged per second */
+#define SPILL_BACKOFF_NS RS_MS_TO_NS(100)   /* after a failure: no new attempt before */
+#define SPILL_LOG_NS     RS_MS_TO_NS(10000) /* a failing disk: one line per 10 s at most */
 
 /*
- * Every incident is said, at most once a second (with how many were not):
- * a disk that fills, is cleaned and fills again must show each time.
+ * Every incident is said: its first failure at once, then at most one line
+ * per SPILL_LOG_NS while it lasts (with how many were not); a disk that
+ * fills, is cleaned and fills again shows each time.
  */
 static rs_status_t spill_failed(rs_wk_store_t *st, const char *what, int err)
 {
@@ -108,7 +109,13 @@ static rs_status_t spill_extent(rs_wk_store_t *st, extent_t *e)
             st->stats.spilled_bytes += we->e.len;
             e->n_batches--;
         }
-        st->spill_errno = 0; /* the disk takes data again */
+        if (st->spill_errno != 0) {
+            rs_warn("worker: spilling to %s works again (%u failures since last said)",
+                    st->cfg.spill_dir, st->spill_quiet);
+            st->spill_errno = 0;
+            st->spill_log_ns = 0; /* the next failure is a new incident: said at once */
+            st->spill_quiet = 0;
+        }
     }
     rs_wk_extent_close(st, e);
     rs_wk_extent_free(st, e);
