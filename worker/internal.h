@@ -111,6 +111,7 @@ typedef struct wconn {
     uint32_t map_id, attempt;
     uint64_t generation; /* reader: the registration it reads (its attach said) */
     int committed;       /* pusher: its commit was accepted (gone after it: no warning) */
+    int said_unknown;    /* reader: a read of an unknown shuffle was logged */
     wgrant_t **slots;    /* by slot number */
     uint32_t n_slots;
     uint32_t *free_slots; /* free slot numbers, a stack (n_slots long) */

@@ -500,8 +500,11 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
     if (s == RS_OK) {
         sh = rs_wk_store_find(&w->st, m.shuffle_id);
         if (sh == NULL || m.partition >= sh->n_partitions) {
-            rs_warn("worker: read of unknown shuffle %u partition %u refused", m.shuffle_id,
-                    m.partition);
+            /* Once per connection: a reader of a restarted worker asks for every partition. */
+            if (!c->said_unknown)
+                rs_warn("worker: read of unknown shuffle %u partition %u refused", m.shuffle_id,
+                        m.partition);
+            c->said_unknown = 1;
             s = RS_ERR_NOT_FOUND;
         } else if (sh->generation != c->generation) {
             generation_refused(sh, RS_ROLE_READER, c->generation);

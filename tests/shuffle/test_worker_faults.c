@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <rshuffle/log.h>
 #include <rshuffle/pusher.h>
 #include <rshuffle/reader.h>
 
@@ -174,6 +175,61 @@ static rs_status_t read_all(const rs_shuffle_desc_t *d, uint32_t j, uint32_t n_m
     return s;
 }
 
+/*
+ * rshuffled listening on `listen` (NULL: the test host, port 0) with an
+ * arena of mem; nofile > 0: with RLIMIT_NOFILE nofile (soft and hard), as
+ * `ulimit -n` starts it; small_disk: its spill directory (spill_dir) a 1 MiB
+ * tmpfs mounted in its own mount namespace (gone with it). Writes its
+ * "host:port" into addr. Returns its pid, or 0 when the tmpfs cannot be
+ * mounted here.
+ */
+static pid_t start_worker(const char *listen, const char *mem, int nofile, int small_disk,
+                          char *addr, size_t cap)
+{
+    const char *host = getenv("RSHUFFLE_TEST_HOST") ? getenv("RSHUFFLE_TEST_HOST") : "127.0.0.1";
+    char any[128];
+    snprintf(any, sizeof(any), "%s:0", host);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(p[1], STDOUT_FILENO);
+        close(p[0]);
+        close(p[1]);
+        struct rlimit rl = {.rlim_cur = (rlim_t)nofile, .rlim_max = (rlim_t)nofile};
+        if (nofile > 0 && setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            _exit(125);
+        if (small_disk &&
+            (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+             mount("rs-spill-test", spill_dir, "tmpfs", 0, "size=1m") != 0)) {
+            printf("nomount %s\n", strerror(errno));
+            fflush(stdout);
+            _exit(77);
+        }
+        execl(RSHUFFLED_PATH, "rshuffled", "--listen", listen != NULL ? listen : any, "--mem", mem,
+              "--spill-dir", small_disk ? spill_dir : "/tmp", (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    FILE *f = fdopen(p[0], "r");
+    char line[256] = {0};
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    if (strncmp(line, "nomount", 7) == 0) {
+        printf("cannot mount a small tmpfs here (%.*s): needs CAP_SYS_ADMIN\n",
+               (int)strcspn(line + 8, "\n"), line + 8);
+        waitpid(pid, NULL, 0);
+        return 0;
+    }
+    const char *pfx = "rshuffled: listening on ";
+    assert_memory_equal(line, pfx, strlen(pfx));
+    snprintf(addr, cap, "%.*s", (int)strcspn(line + strlen(pfx), "\n"), line + strlen(pfx));
+    return pid;
+}
+
 /* ------------------------------------------------------- a reused shuffle id */
 
 static void test_reused_id(void **state)
@@ -210,39 +266,6 @@ static void test_reused_id(void **state)
 
 #define CLIENTS 40
 #define FD_MAX  64
-
-/* rshuffled with RLIMIT_NOFILE FD_MAX (soft and hard), as `ulimit -n 64` starts it. */
-static pid_t start_limited(char *addr, size_t cap)
-{
-    const char *host = getenv("RSHUFFLE_TEST_HOST") ? getenv("RSHUFFLE_TEST_HOST") : "127.0.0.1";
-    char listen[128];
-    snprintf(listen, sizeof(listen), "%s:0", host);
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(p[1], STDOUT_FILENO);
-        close(p[0]);
-        close(p[1]);
-        struct rlimit rl = {.rlim_cur = FD_MAX, .rlim_max = FD_MAX};
-        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-            _exit(125);
-        execl(RSHUFFLED_PATH, "rshuffled", "--listen", listen, "--mem", "16M", (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    FILE *f = fdopen(p[0], "r");
-    char line[256] = {0};
-    assert_non_null(fgets(line, sizeof(line), f));
-    fclose(f);
-    const char *pfx = "rshuffled: listening on ";
-    assert_memory_equal(line, pfx, strlen(pfx));
-    snprintf(addr, cap, "%.*s", (int)strcspn(line + strlen(pfx), "\n"), line + strlen(pfx));
-    return pid;
-}
 
 /*
  * A client: opens a pusher for map m (reports the status on out), waits for
@@ -286,7 +309,7 @@ static void test_descriptor_limit_tcp(void **state)
         skip();
     }
     alarm(180);
-    pids[0] = start_limited(addr_buf[0], sizeof(addr_buf[0]));
+    pids[0] = start_worker(NULL, "16M", FD_MAX, 0, addr_buf[0], sizeof(addr_buf[0]));
     addrs[0] = addr_buf[0];
     pid_t kids[CLIENTS];
     int to[CLIENTS], from[CLIENTS];
@@ -348,52 +371,6 @@ static void test_descriptor_limit_tcp(void **state)
 
 /* ------------------------------------------------------------ a full spill disk */
 
-/*
- * rshuffled whose spill directory is a 1 MiB tmpfs mounted in its own mount
- * namespace (gone with it). Returns 0 when this host cannot mount one.
- */
-static pid_t start_small_disk(const char *mem, char *addr, size_t cap)
-{
-    const char *host = getenv("RSHUFFLE_TEST_HOST") ? getenv("RSHUFFLE_TEST_HOST") : "127.0.0.1";
-    char listen[128];
-    snprintf(listen, sizeof(listen), "%s:0", host);
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(p[1], STDOUT_FILENO);
-        close(p[0]);
-        close(p[1]);
-        if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-            mount("rs-spill-test", spill_dir, "tmpfs", 0, "size=1m") != 0) {
-            printf("nomount %s\n", strerror(errno));
-            fflush(stdout);
-            _exit(77);
-        }
-        execl(RSHUFFLED_PATH, "rshuffled", "--listen", listen, "--mem", mem, "--spill-dir",
-              spill_dir, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    FILE *f = fdopen(p[0], "r");
-    char line[256] = {0};
-    assert_non_null(fgets(line, sizeof(line), f));
-    fclose(f);
-    if (strncmp(line, "nomount", 7) == 0) {
-        printf("cannot mount a small tmpfs here (%.*s): needs CAP_SYS_ADMIN\n",
-               (int)strcspn(line + 8, "\n"), line + 8);
-        waitpid(pid, NULL, 0);
-        return 0;
-    }
-    const char *pfx = "rshuffled: listening on ";
-    assert_memory_equal(line, pfx, strlen(pfx));
-    snprintf(addr, cap, "%.*s", (int)strcspn(line + strlen(pfx), "\n"), line + strlen(pfx));
-    return pid;
-}
-
 /* 2 maps x 40,000 records of 200 bytes: 16 MB, twice an 8 MiB arena, 16 times the disk. */
 #define SPILL_N 40000
 
@@ -401,7 +378,7 @@ static void spill_setup(void)
 {
     snprintf(spill_dir, sizeof(spill_dir), "/tmp/rs-spill-full-XXXXXX");
     assert_non_null(mkdtemp(spill_dir));
-    pids[0] = start_small_disk("8M", addr_buf[0], sizeof(addr_buf[0]));
+    pids[0] = start_worker(NULL, "8M", 0, 1, addr_buf[0], sizeof(addr_buf[0]));
     if (pids[0] == 0)
         skip();
     addrs[0] = addr_buf[0];
@@ -446,6 +423,103 @@ static void test_r1_spill_disk_full(void **state)
     assert_true(dt < 20.0);         /* the spill bound (2 s), not the backpressure one (30 s) */
 }
 
+/* ------------------------------------------------------ a worker that goes */
+
+/* Log lines of this process holding each of two strings (a handler while counting). */
+static const char *log_what[2];
+static unsigned log_n[2];
+
+static void log_counter(void *arg, rs_log_level_t level, const char *file, int line,
+                        const char *msg)
+{
+    (void)arg;
+    fprintf(stderr, "[%d] %s:%d: %s\n", (int)level, file, line, msg); /* still shown */
+    for (int i = 0; i < 2; i++)
+        if (strstr(msg, log_what[i]) != NULL)
+            __atomic_add_fetch(&log_n[i], 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * R = 2, worker 0 restarted empty on its port after the push: the readers
+ * read every record from worker 1, and say so once, not once per partition.
+ */
+static void test_r2_worker_restarted_empty(void **state)
+{
+    (void)state;
+    alarm(120);
+    for (uint32_t i = 0; i < NW; i++) {
+        pids[i] = start_worker(NULL, "32M", 0, 0, addr_buf[i], sizeof(addr_buf[i]));
+        addrs[i] = addr_buf[i];
+    }
+    rs_shuffle_desc_t d = desc(0, 2, 2, 1);
+    for (uint32_t m = 0; m < 2; m++)
+        assert_int_equal(push(&d, 1, m, 4000, NULL), RS_OK);
+    rsd_kill(&pids[0]);
+    pids[0] = start_worker(addr_buf[0], "32M", 0, 0, addr_buf[0], sizeof(addr_buf[0]));
+    log_what[0] = "refused read";
+    log_what[1] = "does not hold shuffle";
+    log_n[0] = log_n[1] = 0;
+    rs_config_t was = tcfg;
+    tcfg.log_level = RS_LOG_WARN; /* the line said once is a warning (contexts set the level) */
+    rs_log_set_handler(log_counter, NULL);
+    rs_status_t s = read_all(&d, 1, 2, 4000);
+    rs_log_set_handler(NULL, NULL); /* no library thread is left: read_all closed all */
+    tcfg = was;
+    rs_log_set_level(was.log_level);
+    unsigned n[2] = {log_n[0], log_n[1]};
+    assert_int_equal(s, RS_OK);
+    printf("R = 2, worker 0 restarted empty: every record read; %u refusal lines, %u 'does not "
+           "hold' lines for %d partitions\n",
+           n[0], n[1], PARTS);
+    assert_int_equal(n[0], 0);
+    assert_int_equal(n[1], 1);
+}
+
+/*
+ * R = 1: the worker SIGTERMed while a partition is read: the partitions
+ * after it fail with RS_ERR_UNREACHABLE (the worker is gone), never a
+ * transport error.
+ */
+static void test_r1_worker_terminated_mid_read(void **state)
+{
+    (void)state;
+    alarm(120);
+    pids[0] = start_worker(NULL, "64M", 0, 0, addr_buf[0], sizeof(addr_buf[0]));
+    addrs[0] = addr_buf[0];
+    rs_shuffle_desc_t d = desc(0, 1, 1, 1);
+    assert_int_equal(push(&d, 1, 0, 20000, NULL), RS_OK);
+    rs_reader_config_t c;
+    rs_reader_config_defaults(&c);
+    c.wait_ms = 20000;
+    c.transport = &tcfg;
+    uint32_t attempts[1] = {0};
+    rs_reader_session_t *sess;
+    assert_int_equal(rs_reader_session_open(&d, 1, attempts, &c, &sess), RS_OK);
+    rs_status_t s = RS_OK;
+    uint64_t got = 0;
+    for (uint32_t part = 0; part < PARTS && s == RS_OK; part++) {
+        rs_reader_t *r;
+        s = rs_reader_open_in(sess, part, &r);
+        if (s != RS_OK)
+            break;
+        const void *rec;
+        uint32_t len;
+        while ((s = rs_reader_next(r, &rec, &len)) == RS_OK && rec != NULL) {
+            if (++got == 1000) {
+                kill(pids[0], SIGTERM);
+                waitpid(pids[0], NULL, 0);
+                pids[0] = 0;
+            }
+        }
+        rs_reader_close(r);
+    }
+    rs_reader_session_close(sess);
+    printf("R = 1, worker SIGTERMed after 1000 records: %s after %llu records\n", rs_strerror(s),
+           (unsigned long long)got);
+    assert_true(got < 20000);                /* it did not finish */
+    assert_int_equal(s, RS_ERR_UNREACHABLE); /* the worker is gone, not "transport error" */
+}
+
 int main(void)
 {
     rs_config_init(&tcfg);
@@ -456,6 +530,8 @@ int main(void)
         cmocka_unit_test_teardown(test_descriptor_limit_tcp, teardown),
         cmocka_unit_test_teardown(test_r2_spill_disk_full, teardown),
         cmocka_unit_test_teardown(test_r1_spill_disk_full, teardown),
+        cmocka_unit_test_teardown(test_r2_worker_restarted_empty, teardown),
+        cmocka_unit_test_teardown(test_r1_worker_terminated_mid_read, teardown),
     };
     const char *only = getenv("RS_TEST_ONLY");
     if (only != NULL)
