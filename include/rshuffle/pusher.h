@@ -199,7 +199,8 @@ RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
  * 0, a replication factor above 3 or above n_workers, a placement out of
  * range, a worker string that is not "host:port", or
  * a worker that refused the attach (it holds the shuffle with another
- * n_partitions); RS_ERR_CONFIG: a bad variable (cfg NULL, or RSHUFFLE_REPLICAS), buf_len, min_buf
+ * n_partitions); RS_ERR_EXISTS: a worker holds the shuffle id for another
+ * generation (rs_shuffle_desc_t.generation); RS_ERR_CONFIG: a bad variable (cfg NULL, or RSHUFFLE_REPLICAS), buf_len, min_buf
  * or max_inflight 0, buf_len + RS_FRAME_HEADER_SIZE over 16 MiB, or
  * pool_bytes < 4 * (buf_len + RS_PBUF_HEAD_ROOM); rs_ctx_create's errors;
  * rs_connect's (RS_ERR_REFUSED, RS_ERR_AUTH, RS_ERR_TIMEOUT,
@@ -284,7 +285,8 @@ typedef struct rs_pusher_stats {
  * complete, sends per-partition counts to every worker and waits for their
  * answers. The first error of the pusher's life is returned (a worker that
  * died: RS_ERR_UNREACHABLE / RS_ERR_TIMEOUT; backpressure beyond the bound:
- * RS_ERR_BACKPRESSURE; a worker that answers nothing for the transport's
+ * RS_ERR_BACKPRESSURE; a worker full whose spill failed (disk full), for
+ * 2 s: RS_ERR_IO; a worker that answers nothing for the transport's
  * peer_timeout_ms: RS_ERR_TIMEOUT; a refused batch: its reason), else
  * RS_ERR_TIMEOUT when the writes and commits are not done within wait_ms,
  * else a worker's refusal of the commit (RS_ERR_TIMEOUT: its batches did not

@@ -86,8 +86,9 @@ RS_API rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_
  * closes every connection and renews the session context's receive queue
  * (rs_ctx_renew: the dead worker may have blocked it mid-send). Also: RS_ERR_INVALID:
  * partition >= n_partitions, a placement out of range, a worker string that
- * is not "host:port"; rs_connect's errors and a refused attach;
- * RS_ERR_BAD_RKEY; rs_mem_alloc's errors for the read buffer;
+ * is not "host:port"; rs_connect's errors and a refused attach
+ * (RS_ERR_EXISTS: the worker holds the shuffle id for another
+ * generation); RS_ERR_BAD_RKEY; rs_mem_alloc's errors for the read buffer;
  * RS_ERR_BACKPRESSURE: the worker had no memory for the index within
  * wait_ms; RS_ERR_TIMEOUT; RS_ERR_UNREACHABLE (or the status that killed
  * the connection); RS_ERR_PROTOCOL: a malformed index; RS_ERR_BAD_LENGTH:
