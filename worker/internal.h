@@ -167,6 +167,10 @@ struct rs_worker {
     rs_ep_t **dead;   /* endpoints to close outside callbacks */
     size_t n_dead, cap_dead;
     uint64_t next_housekeeping;
+    uint16_t watched[8]; /* the transport's own TCP listeners, found at listen (watch.h) */
+    int n_watched;
+    uint64_t next_watch;    /* the listener watch (worker.c), coarse ns */
+    uint32_t watch_strikes; /* checks in a row that found connections nobody accepts */
 };
 
 /* serve.c */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,4 +118,16 @@ void rs_wk_raise_nofile(void)
     else
         rs_info("worker: descriptor limit %llu (raised from %llu, the hard limit)",
                 (unsigned long long)rl.rlim_cur, (unsigned long long)was);
+}
+
+void rs_wk_ignore_sigpipe(void)
+{
+    struct sigaction old;
+    if (sigaction(SIGPIPE, NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+        (old.sa_flags & SA_SIGINFO))
+        return;
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    sigemptyset(&ign.sa_mask);
+    if (sigaction(SIGPIPE, &ign, NULL) == 0)
+        rs_info("worker: SIGPIPE ignored (a peer's closed socket must not end the worker)");
 }

@@ -31,4 +31,12 @@ rs_status_t rs_wk_check_spill_dir(const char *dir);
  */
 void rs_wk_raise_nofile(void);
 
+/*
+ * SIGPIPE ignored when its action is the default: UCX's TCP transport
+ * writes to sockets whose peer closed them (measured: a client that
+ * connected to UCX's port and closed killed the worker by SIGPIPE). A
+ * handler the application installed stays. Cannot fail.
+ */
+void rs_wk_ignore_sigpipe(void);
+
 #endif

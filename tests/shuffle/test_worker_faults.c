@@ -20,13 +20,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sched.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -369,6 +374,106 @@ static void test_descriptor_limit_tcp(void **state)
     printf("a new shuffle after the storm: pushed and read in %.2f s\n", now_s() - t0);
 }
 
+/* The TCP port pid listens on besides skip (its transport's own listener), or 0. */
+static uint16_t other_listen_port(pid_t pid, uint16_t skip)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    unsigned long ino[256];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < 256) {
+        char link[64];
+        ssize_t len = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+        if (len > 0) {
+            link[len] = '\0';
+            n += sscanf(link, "socket:[%lu]", &ino[n]) == 1;
+        }
+    }
+    closedir(d);
+    uint16_t found = 0;
+    for (int t = 0; t < 2 && found == 0; t++) {
+        snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, t ? "tcp6" : "tcp");
+        FILE *f = fopen(path, "r");
+        char line[512];
+        while (f != NULL && found == 0 && fgets(line, sizeof(line), f) != NULL) {
+            unsigned port, state;
+            unsigned long inode;
+            if (sscanf(
+                    line,
+                    " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu",
+                    &port, &state, &inode) != 3 ||
+                state != 0x0a || port == skip)
+                continue;
+            for (size_t i = 0; i < n; i++)
+                if (ino[i] == inode)
+                    found = (uint16_t)port;
+        }
+        if (f != NULL)
+            fclose(f);
+    }
+    return found;
+}
+
+/*
+ * The transport's own listener made to fail anyway: raw connections to it
+ * (no front door) until the worker's descriptors run out. Afterwards a new
+ * shuffle succeeds, or the worker exits with status 3 (its watch saw the
+ * listener accept nothing); never a live worker that refuses everything.
+ */
+static void test_listener_lost_tcp(void **state)
+{
+    (void)state;
+    if (!tcp_only()) {
+        printf("over TCP only (UCX_TLS=tcp)\n");
+        skip();
+    }
+    alarm(180);
+    pids[0] = start_worker(NULL, "16M", FD_MAX, 0, addr_buf[0], sizeof(addr_buf[0]));
+    addrs[0] = addr_buf[0];
+    uint16_t front = (uint16_t)atoi(strrchr(addr_buf[0], ':') + 1);
+    uint16_t ucx_port = other_listen_port(pids[0], front);
+    assert_true(ucx_port != 0);
+    int socks[2 * FD_MAX];
+    for (int i = 0; i < 2 * FD_MAX; i++) {
+        socks[i] = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(socks[i] >= 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(ucx_port)};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        (void)connect(socks[i], (struct sockaddr *)&sa, sizeof(sa));
+    }
+    usleep(500 * 1000); /* the worker accepts what it can */
+    for (int i = 0; i < 2 * FD_MAX; i++)
+        close(socks[i]);
+    rs_shuffle_desc_t d = desc(5, 1, 1, 7);
+    double t0 = now_s();
+    int status = -1;
+    rs_status_t s = RS_ERR_TIMEOUT;
+    while (now_s() - t0 < 60.0) {
+        pid_t r = waitpid(pids[0], &status, WNOHANG);
+        if (r == pids[0]) {
+            pids[0] = 0;
+            break;
+        }
+        s = push(&d, 7, 0, 1000, NULL);
+        if (s == RS_OK)
+            break;
+        sleep(1);
+    }
+    if (pids[0] == 0) {
+        printf("the transport's listener was lost: the worker exited with status %d after %.1f s\n",
+               WIFEXITED(status) ? WEXITSTATUS(status) : -100 - WTERMSIG(status), now_s() - t0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+    } else {
+        printf("the transport's listener survived: a new shuffle succeeded after %.1f s\n",
+               now_s() - t0);
+        assert_int_equal(s, RS_OK);
+        assert_int_equal(read_all(&d, 7, 1, 1000), RS_OK);
+    }
+}
+
 /* ------------------------------------------------------------ a full spill disk */
 
 /* 2 maps x 40,000 records of 200 bytes: 16 MB, twice an 8 MiB arena, 16 times the disk. */
@@ -528,6 +633,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_reused_id, teardown),
         cmocka_unit_test_teardown(test_descriptor_limit_tcp, teardown),
+        cmocka_unit_test_teardown(test_listener_lost_tcp, teardown),
         cmocka_unit_test_teardown(test_r2_spill_disk_full, teardown),
         cmocka_unit_test_teardown(test_r1_spill_disk_full, teardown),
         cmocka_unit_test_teardown(test_r2_worker_restarted_empty, teardown),
