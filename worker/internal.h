@@ -109,10 +109,7 @@ typedef struct wconn {
     int role; /* 0 until attached */
     wshuffle_t *sh;
     uint32_t map_id, attempt;
-    uint64_t generation; /* reader: the registration it reads (its attach said) */
-    int committed;       /* pusher: its commit was accepted (gone after it: no warning) */
-    int said_unknown;    /* reader: a read of an unknown shuffle was logged */
-    wgrant_t **slots;    /* by slot number */
+    wgrant_t **slots; /* by slot number */
     uint32_t n_slots;
     uint32_t *free_slots; /* free slot numbers, a stack (n_slots long) */
     uint32_t n_free;
@@ -129,6 +126,10 @@ typedef struct wconn {
     uint64_t commit_deadline;
     int commit_pending;
     rs_list_t snaps;
+
+    uint64_t generation; /* reader: the registration it reads (its attach said) */
+    int committed;       /* pusher: its commit was accepted (gone after it: no warning) */
+    int said_unknown;    /* reader: a read of an unknown shuffle was logged */
 } wconn_t;
 
 typedef struct rs_worker_store {

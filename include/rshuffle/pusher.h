@@ -199,14 +199,17 @@ RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
  * 0, a replication factor above 3 or above n_workers, a placement out of
  * range, a worker string that is not "host:port", or
  * a worker that refused the attach (it holds the shuffle with another
- * n_partitions); RS_ERR_EXISTS: a worker holds the shuffle id for another
- * generation (rs_shuffle_desc_t.generation); RS_ERR_CONFIG: a bad variable (cfg NULL, or
- * RSHUFFLE_REPLICAS), buf_len, min_buf or max_inflight 0, buf_len + RS_FRAME_HEADER_SIZE over 16
- * MiB, or pool_bytes < 4 * (buf_len + RS_PBUF_HEAD_ROOM); rs_ctx_create's errors; rs_connect's
- * (RS_ERR_REFUSED, RS_ERR_AUTH, RS_ERR_TIMEOUT, RS_ERR_UNREACHABLE); RS_ERR_TIMEOUT: a worker did
- * not answer the attach; RS_ERR_NOMEM; rs_mem_alloc's for the pool; RS_ERR_IO. Everything opened is
- * closed again on an error; *pusher_p (not NULL) is set only on RS_OK. cfg->codec is not checked
- * here: an unknown codec fails the first batch (RS_ERR_BAD_CODEC).
+ * n_partitions); RS_ERR_CONFIG: a bad variable (cfg NULL, or RSHUFFLE_REPLICAS), buf_len, min_buf
+ * or max_inflight 0, buf_len + RS_FRAME_HEADER_SIZE over 16 MiB, or
+ * pool_bytes < 4 * (buf_len + RS_PBUF_HEAD_ROOM); rs_ctx_create's errors;
+ * rs_connect's (RS_ERR_REFUSED, RS_ERR_AUTH, RS_ERR_TIMEOUT,
+ * RS_ERR_UNREACHABLE); RS_ERR_TIMEOUT: a worker did not answer the attach;
+ * RS_ERR_NOMEM; rs_mem_alloc's for the pool; RS_ERR_IO. Everything opened
+ * is closed again on an error; *pusher_p (not NULL) is set only on RS_OK.
+ * cfg->codec is not checked here: an unknown codec fails the first batch
+ * (RS_ERR_BAD_CODEC).
+ * RS_ERR_EXISTS: a worker holds the shuffle id for another generation
+ * (rs_shuffle_desc_t.generation).
  */
 RS_API rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint32_t attempt,
                                   const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p);

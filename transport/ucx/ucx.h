@@ -124,14 +124,16 @@ typedef struct rs_ucx_ctx {
     rs_list_t closes;    /* endpoints to force-close after worker progress */
     rs_list_t zombies;   /* released endpoints whose control AMs are in flight */
 
-    rs_list_t front_socks;      /* rs_ucx_front_t: every open front-door socket */
-    rs_list_t front_dead;       /* closed ones, freed after the current event batch */
-    unsigned front_n;           /* open front-door sockets (listeners included) */
-    unsigned front_hellos;      /* accepted connections whose hello is not done */
-    uint64_t front_seen;        /* coarse time of the last front-door poll */
-    int front_kick;             /* arm saw front-door sockets ready: poll them next */
-    uint64_t front_log_ns;      /* last refusal logged (rate limit) */
-    unsigned front_quiet;       /* refusals not logged since */
+    rs_list_t front_socks; /* rs_ucx_front_t: every open front-door socket */
+    rs_list_t front_dead;  /* closed ones, freed after the current event batch */
+    unsigned front_n;      /* open front-door sockets (listeners included) */
+    unsigned front_hellos; /* accepted connections whose hello is not done */
+    uint64_t front_seen;   /* coarse time of the last front-door poll */
+    int front_kick;        /* arm saw front-door sockets ready: poll them next */
+    uint64_t front_log_ns; /* last refusal logged (rate limit) */
+    unsigned front_quiet;  /* refusals not logged since */
+
+    /* The front door's descriptor bound (front.c). */
     unsigned front_admitted;    /* clients let in whose UCX connection did not arrive yet */
     uint64_t front_admit_ns;    /* the last one let in (they expire together) */
     uint64_t front_busy_log_ns; /* last refusal for descriptors logged (rate limit) */
