@@ -379,9 +379,14 @@ static unsigned front_accept(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_front_t *lf
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* The socket stays readable: stop watching it for a while. */
-                rs_error("front door: cannot accept (%s): pausing for %u ms; UCX's own "
-                         "listener may have stopped accepting too (raise the descriptor limit)",
-                         strerror(errno), (unsigned)(RS_UCX_FRONT_PAUSE_NS / 1000000));
+                uint64_t now = rs_now_coarse_ns();
+                if (uc->front_emfile_ns == 0 || now - uc->front_emfile_ns >= RS_UCX_FRONT_LOG_NS) {
+                    rs_error("front door: cannot accept (%s): pausing for %u ms; UCX's own "
+                             "listener may have stopped accepting too (raise the descriptor "
+                             "limit)",
+                             strerror(errno), (unsigned)(RS_UCX_FRONT_PAUSE_NS / 1000000));
+                    uc->front_emfile_ns = now;
+                }
                 front_events(uc, lf, 0);
                 lf->deadline_ns = rs_now_coarse_ns() + RS_UCX_FRONT_PAUSE_NS;
             }

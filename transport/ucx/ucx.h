@@ -138,6 +138,7 @@ typedef struct rs_ucx_ctx {
     uint64_t front_admit_ns;    /* the last one let in (they expire together) */
     uint64_t front_busy_log_ns; /* last refusal for descriptors logged (rate limit) */
     unsigned front_busy_quiet;  /* such refusals not logged since */
+    uint64_t front_emfile_ns;   /* last failed accept logged (rate limit) */
 
     size_t req_size;    /* ucp request size, for requests we allocate */
     rs_list_t amo_reqs; /* free request buffers for fetch-add (see rma.c) */
