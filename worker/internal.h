@@ -13,6 +13,7 @@
 #include "common/list.h"
 #include "common/range_alloc.h"
 #include "shuffle/proto.h"
+#include "worker/watch.h"
 
 typedef struct wshuffle wshuffle_t;
 typedef struct wpart wpart_t;
@@ -168,8 +169,10 @@ struct rs_worker {
     rs_ep_t **dead;   /* endpoints to close outside callbacks */
     size_t n_dead, cap_dead;
     uint64_t next_housekeeping;
-    uint16_t watched[8]; /* the transport's own TCP listeners, found at listen (watch.h) */
+    uint16_t
+        watched[RS_WK_WATCH_MINE]; /* the TCP listeners its context opened (UCX's own: watch.h) */
     int n_watched;
+    int counted;            /* in the process's count of listening workers (the watch needs 1) */
     uint64_t next_watch;    /* the listener watch (worker.c), coarse ns */
     uint32_t watch_strikes; /* checks in a row that found connections nobody accepts */
 };

@@ -11,7 +11,8 @@
 
 #include <stdint.h>
 
-#define RS_WK_WATCH_PORTS 8
+#define RS_WK_WATCH_PORTS 64 /* listeners of the process scanned at most */
+#define RS_WK_WATCH_MINE  8  /* of them a worker's context opened, watched at most */
 
 /* A listening TCP socket of this process: its port and accept queue's length. */
 typedef struct rs_wk_listening {

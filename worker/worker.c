@@ -10,6 +10,7 @@
 #include "shuffle/name.h"
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,19 +29,27 @@
  * a worker that looks alive but refuses everyone is worse than none. It
  * exits with status 3, for its supervisor to restart it.
  */
+static atomic_int listening_workers; /* the watch runs only in a process with one */
+
 static void listen_watch(rs_worker_t *w, uint64_t now)
 {
-    if (w->n_watched <= 0 || now < w->next_watch)
+    if (w->listener == NULL || w->n_watched <= 0 || now < w->next_watch ||
+        atomic_load(&listening_workers) != 1)
         return;
     w->next_watch = now + W_WATCH_NS;
     rs_wk_listening_t v[RS_WK_WATCH_PORTS];
     int n = rs_wk_listening(rs_listener_port(w->listener), v);
-    if (n < 0)
-        return;
+    if (n < 0 || n == RS_WK_WATCH_PORTS)
+        return; /* cannot be told (or more listeners than scanned: ours may be past them) */
+    uint32_t waiting = 0;
+    uint16_t port = 0;
     for (int i = 0; i < w->n_watched; i++) {
         int found = 0;
-        for (int j = 0; j < n && !found; j++)
+        for (int j = 0; j < n && !found; j++) {
             found = v[j].port == w->watched[i];
+            if (found && v[j].waiting > 0)
+                waiting = v[j].waiting, port = v[j].port;
+        }
         if (!found) {
             rs_error("worker: the transport's listener on port %u is gone (descriptors ran "
                      "out?): no new peer can reach this worker; exiting with status 3",
@@ -48,11 +57,6 @@ static void listen_watch(rs_worker_t *w, uint64_t now)
             _exit(3);
         }
     }
-    uint32_t waiting = 0;
-    uint16_t port = 0;
-    for (int j = 0; j < n; j++)
-        if (v[j].waiting > 0)
-            waiting = v[j].waiting, port = v[j].port;
     if (waiting == 0) {
         w->watch_strikes = 0;
         return;
@@ -192,9 +196,20 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
         return RS_ERR_NOMEM;
     rs_list_init(&w->conns);
     pthread_mutex_init(&w->stats_lock, NULL);
+    /* The listeners the context opens (UCX's own TCP ones) are watched once it listens. */
+    rs_wk_listening_t before[RS_WK_WATCH_PORTS], after[RS_WK_WATCH_PORTS];
+    int n_before = rs_wk_listening(0, before);
     rs_status_t s = rs_ctx_create(tcfg, &w->ctx);
     if (s != RS_OK)
         goto err_free_w;
+    int n_after = n_before >= 0 ? rs_wk_listening(0, after) : -1;
+    for (int i = 0; i < n_after && w->n_watched < RS_WK_WATCH_MINE; i++) {
+        int old = 0;
+        for (int j = 0; j < n_before && !old; j++)
+            old = before[j].port == after[i].port;
+        if (!old && strcmp(rs_ctx_backend(w->ctx), "ucx") == 0)
+            w->watched[w->n_watched++] = after[i].port;
+    }
     w->msg_buf = malloc(rs_ctx_config(w->ctx)->msg_max);
     if (w->msg_buf == NULL) {
         s = RS_ERR_NOMEM;
@@ -249,14 +264,8 @@ rs_status_t rs_worker_listen(rs_worker_t *w, const char *host, uint16_t port)
     if (s != RS_OK)
         return s;
     /* Readers of this process then read its partitions in place (not an error if it fails). */
-    /* UCX's own TCP listeners, if any, from now on watched (housekeeping). */
-    if (strcmp(rs_ctx_backend(w->ctx), "ucx") == 0) {
-        rs_wk_listening_t v[RS_WK_WATCH_PORTS];
-        int n = rs_wk_listening(rs_listener_port(w->listener), v);
-        for (int i = 0; i < n; i++)
-            w->watched[i] = v[i].port;
-        w->n_watched = n > 0 ? n : 0;
-    }
+    w->counted = 1;
+    atomic_fetch_add(&listening_workers, 1);
     s = rs_sproto_local_register(host, rs_listener_port(w->listener), w->rkey, w->rkey_len,
                                  w->st.arena, w->st.arena_len, &w->local);
     if (s != RS_OK)
@@ -295,6 +304,8 @@ void rs_worker_destroy(rs_worker_t *w)
     if (w == NULL)
         return;
     rs_sproto_local_unregister(w->local);
+    if (w->counted)
+        atomic_fetch_sub(&listening_workers, 1);
     w->stop = 1;
     if (w->thread_started)
         pthread_join(w->thread, NULL);
