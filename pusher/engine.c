@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A worker full and unable to spill (disk full): given up after this at most. */
+#define RS_PUSH_SPILL_FAIL_MS 2000
+
 void rs_push_fail(rs_pusher_t *p, rs_status_t status, const char *why)
 {
     int expected = RS_OK;
@@ -778,7 +781,7 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
         drop_pending(w);
         return;
     }
-    int backpressure = 0, granted = 0, busy = 0;
+    int backpressure = 0, granted = 0, busy = 0, spill_failed = 0;
     for (uint32_t i = 0; i < r.n; i++) {
         rs_grant_t g = rs_sproto_grant_get(&r, i);
         if (g.partition >= p->desc.n_partitions) {
@@ -790,9 +793,10 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
         int ahead = pp->ahead_out;
         pp->in_req = 0;
         pp->ahead_out = 0;
-        if (g.status == RS_ERR_BACKPRESSURE) {
+        if (g.status == RS_ERR_BACKPRESSURE || g.status == RS_ERR_IO) {
             backpressure = 1;
-            needs_grant(w, g.partition, pp); /* asked again after retry_ms */
+            spill_failed |= g.status == RS_ERR_IO; /* full, and its spill disk takes nothing */
+            needs_grant(w, g.partition, pp);       /* asked again after retry_ms */
             continue;
         }
         if (g.status == RS_ERR_BUSY) { /* no grant ahead while the worker is short */
@@ -829,8 +833,25 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
         p->stats.backpressure++;
         if (w->bp_since == 0)
             w->bp_since = now;
-        if (now - w->bp_since > RS_MS_TO_NS(p->cfg.backpressure_ms)) {
-            rs_push_fail(p, RS_ERR_BACKPRESSURE, "worker memory full for too long");
+        /* A worker that cannot spill will not free memory: a shorter bound. */
+        uint32_t bound = p->cfg.backpressure_ms;
+        if (spill_failed && bound > RS_PUSH_SPILL_FAIL_MS)
+            bound = RS_PUSH_SPILL_FAIL_MS;
+        if (now - w->bp_since > RS_MS_TO_NS(bound)) {
+            /* With R >= 2 a replica that cannot take its partitions' data is a lost one. */
+            rs_status_t why = spill_failed ? RS_ERR_IO : RS_ERR_BACKPRESSURE;
+            if (p->replicas >= 2) {
+                worker_lost(w, why,
+                            spill_failed ? "full, and its spill failed (disk full: its log "
+                                           "names the directory)"
+                                         : "memory full for too long");
+                return;
+            }
+            rs_push_fail(p, why,
+                         spill_failed ? "worker memory full and its spill failed (no space left "
+                                        "on its spill disk, or an I/O error: its log names the "
+                                        "directory)"
+                                      : "worker memory full for too long");
             drop_pending(w);
             return;
         }

@@ -90,7 +90,8 @@ static rs_status_t attach_send(rs_pusher_t *p, pworker_t *w)
                           .n_partitions = p->desc.n_partitions,
                           .map_id = p->map_id,
                           .attempt = p->attempt,
-                          .replicas = p->replicas};
+                          .replicas = p->replicas,
+                          .generation = p->desc.generation};
     uint8_t buf[RS_SPROTO_ATTACH_LEN];
     size_t len;
     s = rs_sproto_attach_encode(&m, buf, sizeof(buf), &len);

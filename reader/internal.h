@@ -59,6 +59,7 @@ typedef struct rconn {
     const char *addr;
     uint32_t gen; /* counts (re)connections: a reader's snapshot lives on one of them */
     int lost;     /* R >= 2: the worker died or went silent; the session does not try it again */
+    int said_unknown; /* R >= 2: "does not hold the shuffle" logged once for it */
     /* A worker of this process: its arena, read in place (NULL: remote, read by rs_get). */
     const uint8_t *local;
     uint64_t local_len;

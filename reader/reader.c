@@ -217,9 +217,17 @@ static rs_status_t request_retry(rs_reader_t *r, unsigned type, const void *m, u
         if (st == RS_OK)
             st = rs_rd_sess_request(s, r->conn, type, buf, len, reply_type, tag, what);
         if (st != RS_ERR_BACKPRESSURE || rs_now_coarse_ns() >= deadline) {
-            if (st != RS_OK)
+            if (st == RS_ERR_NOT_FOUND && s->replicas > 1) {
+                /* A worker restarted empty answers so for every partition: said once. */
+                if (!r->conn->said_unknown)
+                    rs_warn("reader: worker %s does not hold shuffle %u (restarted empty?): its "
+                            "partitions are read from their other replicas",
+                            r->conn->addr, s->desc.shuffle_id);
+                r->conn->said_unknown = 1;
+            } else if (st != RS_OK) {
                 rs_error("reader: worker %s refused %s of shuffle %u partition %u: %s",
                          r->conn->addr, what, s->desc.shuffle_id, r->partition, rs_strerror(st));
+            }
             return st;
         }
         uint32_t retry_ms = 10;

@@ -209,7 +209,8 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
     rs_smsg_attach_t a = {.status = RS_OK,
                           .role = RS_ROLE_READER,
                           .shuffle_id = s->desc.shuffle_id,
-                          .replicas = s->replicas};
+                          .replicas = s->replicas,
+                          .generation = s->desc.generation};
     uint8_t buf[RS_SPROTO_ATTACH_LEN];
     size_t len;
     st = rs_sproto_attach_encode(&a, buf, sizeof(buf), &len);

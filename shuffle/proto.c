@@ -75,6 +75,7 @@ rs_status_t rs_sproto_attach_encode(const rs_smsg_attach_t *m, void *buf, size_t
     rs_w_u32(&w, m->map_id);
     rs_w_u32(&w, m->attempt);
     rs_w_u32(&w, m->replicas);
+    rs_w_u64(&w, m->generation);
     return w_end(&w, len_p);
 }
 
@@ -91,6 +92,7 @@ rs_status_t rs_sproto_attach_decode(const void *buf, size_t len, rs_smsg_attach_
     m.map_id = rs_r_u32(&r);
     m.attempt = rs_r_u32(&r);
     m.replicas = rs_r_u32(&r);
+    m.generation = rs_r_u64(&r);
     if (rs_r_left(&r) != 0)
         return RS_ERR_BAD_LENGTH;
     if (m.replicas > RS_SHUFFLE_REPLICAS_MAX)

@@ -42,7 +42,7 @@ enum {
 };
 
 /* 3: with R >= 2 a commit lists every partition the worker holds (RS_SNAP_C_HOLDER). */
-#define RS_SPROTO_VERSION 3
+#define RS_SPROTO_VERSION 4
 #define RS_SPROTO_ALIGN   64u                 /* grants, batches and arena offsets are multiples */
 #define RS_STAGE_MAX      ((uint64_t)8 << 20) /* spilled bytes staged per SPILL_LOAD at most */
 /* A map numbers its batches from 0; a worker refuses seq >= this (its seen-bitmap bound). */
@@ -90,7 +90,7 @@ enum { RS_SNAP_C_HOLDER = 1 };
 
 /* Wire sizes: the fixed part of each message, and one entry of a list. */
 #define RS_SPROTO_HDR_LEN          8u /* u16 version, u16 type, i32 status */
-#define RS_SPROTO_ATTACH_LEN       32u
+#define RS_SPROTO_ATTACH_LEN       40u
 #define RS_SPROTO_ATTACH_REPLY_LEN 24u /* the arena's packed rkey follows */
 #define RS_SPROTO_GRANT_REQ_LEN    16u /* rs_grant_want_t entries follow */
 #define RS_SPROTO_GRANT_WANT_LEN   32u
@@ -122,6 +122,7 @@ typedef struct rs_smsg_attach {
     uint32_t map_id;       /* pusher; reader: 0 */
     uint32_t attempt;      /* pusher; reader: 0 */
     uint32_t replicas;     /* the sender's replication factor, 0..3 (0: not said, taken as 1) */
+    uint64_t generation;   /* the registration's identity (rs_shuffle_desc_t.generation) */
 } rs_smsg_attach_t;
 
 /* A refusal is the header alone (arena_len and rkey empty). */

@@ -72,8 +72,9 @@ int rs_tp_front_hello_parse(const unsigned char *buf, size_t len, rs_tp_front_he
 size_t rs_tp_front_reply_build(unsigned char *buf, unsigned status, const void *addr,
                                size_t addr_len)
 {
-    if (status == RS_FRONT_ACCEPT ? addr_len == 0 || addr_len > RS_ADDR_BLOB_MAX
-                                  : status != RS_FRONT_REFUSE || addr_len != 0)
+    if (status == RS_FRONT_ACCEPT
+            ? addr_len == 0 || addr_len > RS_ADDR_BLOB_MAX
+            : (status != RS_FRONT_REFUSE && status != RS_FRONT_BUSY) || addr_len != 0)
         return 0;
     put32(buf, RS_FRONT_MAGIC);
     put16(buf + 4, RS_FRONT_VERSION);
@@ -90,7 +91,7 @@ int rs_tp_front_reply_parse(const unsigned char *buf, size_t len, rs_tp_front_re
         return RS_FRONT_MALFORMED;
     if (len >= 8) {
         unsigned status = get16(buf + 6);
-        if (status != RS_FRONT_ACCEPT && status != RS_FRONT_REFUSE)
+        if (status != RS_FRONT_ACCEPT && status != RS_FRONT_REFUSE && status != RS_FRONT_BUSY)
             return RS_FRONT_MALFORMED;
     }
     if (len < RS_FRONT_REPLY_HDR)

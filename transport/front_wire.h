@@ -6,9 +6,9 @@
  *     u32 magic "RSFD", u16 version, u16 token length (<= RS_JOB_TOKEN_MAX),
  *     the token bytes. Nothing follows.
  *   reply (listener -> client), little-endian:
- *     u32 magic "RSFD", u16 version, u16 status (RS_FRONT_ACCEPT or
- *     RS_FRONT_REFUSE), u32 address length (accept: 1..RS_ADDR_BLOB_MAX;
- *     refuse: 0), the address bytes. Nothing follows.
+ *     u32 magic "RSFD", u16 version, u16 status (RS_FRONT_ACCEPT,
+ *     RS_FRONT_REFUSE or RS_FRONT_BUSY), u32 address length (accept:
+ *     1..RS_ADDR_BLOB_MAX; otherwise 0), the address bytes. Nothing follows.
  *
  * Every field is fixed-size or bounded; the decoders are incremental (feed
  * them every byte received so far) and strict (a byte more than the message
@@ -31,7 +31,8 @@
 
 enum {
     RS_FRONT_ACCEPT = 0,
-    RS_FRONT_REFUSE = 1,
+    RS_FRONT_REFUSE = 1, /* another job token */
+    RS_FRONT_BUSY = 2,   /* the listener takes no more clients now (descriptors) */
 };
 
 /* Decoder results besides a complete message's length (> 0). */

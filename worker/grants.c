@@ -43,6 +43,8 @@ static rs_status_t extent_new(rs_wk_store_t *st, wpart_t *part, uint64_t want, u
         rs_wk_store_spill(st, want);
         s = rs_wk_arena_get(st, size = len = want, &off);
     }
+    if (s != RS_OK && st->spill_errno != 0)
+        return RS_ERR_IO; /* full, and the disk takes nothing: waiting will not help */
     if (s != RS_OK) {
         st->stats.backpressure++;
         return RS_ERR_BACKPRESSURE;

@@ -13,6 +13,7 @@
 #include "common/list.h"
 #include "common/range_alloc.h"
 #include "shuffle/proto.h"
+#include "worker/watch.h"
 
 typedef struct wshuffle wshuffle_t;
 typedef struct wpart wpart_t;
@@ -72,6 +73,7 @@ struct wshuffle {
     uint32_t open_snaps; /* a dropped shuffle is freed once no snapshot */
     uint32_t pushers;    /* ... and no attached pusher connection uses it */
     uint32_t replicas;   /* R, as its first pusher said (0: none attached yet); others must agree */
+    uint64_t generation; /* the registration its first pusher named: others are refused */
     int dropped;
     int spill_fd; /* -1 until the first spill; one file per shuffle, unlinked at once */
     uint64_t spill_len;
@@ -125,6 +127,10 @@ typedef struct wconn {
     uint64_t commit_deadline;
     int commit_pending;
     rs_list_t snaps;
+
+    uint64_t generation; /* reader: the registration it reads (its attach said) */
+    int committed;       /* pusher: its commit was accepted (gone after it: no warning) */
+    int said_unknown;    /* reader: a read of an unknown shuffle was logged */
 } wconn_t;
 
 typedef struct rs_worker_store {
@@ -138,7 +144,10 @@ typedef struct rs_worker_store {
     uint64_t open_room;  /* granted bytes nothing has arrived in yet (unreleased grants) */
     rs_list_t shuffles;
     uint32_t next_snap;
-    int spill_broken; /* spilling failed once (logged once) */
+    int spill_errno;       /* the last spill's failure (0: the last spill worked, or none yet) */
+    uint64_t spill_again;  /* coarse ns: after a failure, no spill before this */
+    uint64_t spill_log_ns; /* last spill failure logged (rate limit) */
+    uint32_t spill_quiet;  /* failures not logged since */
     rs_worker_stats_t stats;
 } rs_wk_store_t;
 
@@ -160,6 +169,12 @@ struct rs_worker {
     rs_ep_t **dead;   /* endpoints to close outside callbacks */
     size_t n_dead, cap_dead;
     uint64_t next_housekeeping;
+    uint16_t
+        watched[RS_WK_WATCH_MINE]; /* the TCP listeners its context opened (UCX's own: watch.h) */
+    int n_watched;
+    int counted;            /* in the process's count of listening workers (the watch needs 1) */
+    uint64_t next_watch;    /* the listener watch (worker.c), coarse ns */
+    uint32_t watch_strikes; /* checks in a row that found connections nobody accepts */
 };
 
 /* serve.c */
@@ -203,7 +218,9 @@ void rs_wk_extent_maybe_free(rs_wk_store_t *st, extent_t *e);
 /*
  * A new grant of want bytes (+ bulk room while memory is plentiful) for
  * partition p. RS_ERR_BACKPRESSURE when even want does not fit after
- * spilling; RS_ERR_BUSY for an RS_GRANT_AHEAD request while memory is short.
+ * spilling; RS_ERR_IO when it does not fit and the last spill failed (its
+ * disk full or failing: logged by spill.c); RS_ERR_BUSY for an
+ * RS_GRANT_AHEAD request while memory is short.
  */
 rs_status_t rs_wk_store_grant(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint64_t want,
                               uint32_t flags, wgrant_t **g_p);

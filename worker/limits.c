@@ -5,9 +5,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -90,4 +92,42 @@ rs_status_t rs_wk_check_spill_dir(const char *dir)
     unlink(path);
     close(fd);
     return RS_OK;
+}
+
+void rs_wk_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur != rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            rs_warn("worker: cannot raise the descriptor limit from %llu to %llu: %s",
+                    (unsigned long long)was, (unsigned long long)rl.rlim_max, strerror(errno));
+            rl.rlim_cur = was;
+        }
+    }
+    if (rl.rlim_cur == RLIM_INFINITY)
+        rs_info("worker: descriptor limit: unlimited");
+    else if (rl.rlim_cur < 1024)
+        rs_warn("worker: descriptor limit %llu (raised from %llu, the hard limit): about %llu "
+                "clients over TCP before new ones are refused",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)was,
+                (unsigned long long)(rl.rlim_cur * 7 / 8 / 3));
+    else
+        rs_info("worker: descriptor limit %llu (raised from %llu, the hard limit)",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)was);
+}
+
+void rs_wk_ignore_sigpipe(void)
+{
+    struct sigaction old;
+    if (sigaction(SIGPIPE, NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+        (old.sa_flags & SA_SIGINFO))
+        return;
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    sigemptyset(&ign.sa_mask);
+    if (sigaction(SIGPIPE, &ign, NULL) == 0)
+        rs_info("worker: SIGPIPE ignored (a peer's closed socket must not end the worker)");
 }

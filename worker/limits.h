@@ -25,4 +25,19 @@ rs_status_t rs_wk_check_mem(uint64_t mem_limit, const char *meminfo_path, const 
  */
 rs_status_t rs_wk_check_spill_dir(const char *dir);
 
+/*
+ * Raises the soft descriptor limit to the hard one (every client costs the
+ * worker descriptors: about two over TCP) and logs what it got, at info,
+ * or at warn when the limit stays below 1024. Cannot fail.
+ */
+void rs_wk_raise_nofile(void);
+
+/*
+ * SIGPIPE ignored when its action is the default: UCX's TCP transport
+ * writes to sockets whose peer closed them (measured: a client that
+ * connected to UCX's port and closed killed the worker by SIGPIPE). A
+ * handler the application installed stays. Cannot fail.
+ */
+void rs_wk_ignore_sigpipe(void);
+
 #endif

@@ -79,6 +79,19 @@ static int attempt_taken(rs_worker_t *w, const wconn_t *self, const wshuffle_t *
     return 0;
 }
 
+/*
+ * A shuffle id is held for one registration (generation) at a time: another
+ * job's pushes would replace its commits, and its readers would be served
+ * this one's records.
+ */
+static void generation_refused(const wshuffle_t *sh, uint32_t role, uint64_t generation)
+{
+    rs_warn("worker: shuffle %u is held for generation %llu; a %s of generation %llu is refused "
+            "(RS_ERR_EXISTS) until it is dropped",
+            sh->id, (unsigned long long)sh->generation,
+            role == RS_ROLE_PUSHER ? "pusher" : "reader", (unsigned long long)generation);
+}
+
 static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_worker_t *w = arg;
@@ -102,6 +115,11 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
     if (c->role == RS_ROLE_PUSHER)
         pusher_reset(w, c);
     wshuffle_t *sh = rs_wk_store_find(&w->st, m.shuffle_id);
+    if (sh != NULL && sh->generation != m.generation) {
+        generation_refused(sh, m.role, m.generation);
+        reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_EXISTS);
+        return;
+    }
     uint32_t replicas = m.replicas ? m.replicas : 1;
     if (m.role == RS_ROLE_PUSHER && sh != NULL && sh->replicas != 0 && sh->replicas != replicas) {
         /* Readers trust only the replicas the pushers wrote to: all must agree on R. */
@@ -118,11 +136,14 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         return;
     }
     if (m.role == RS_ROLE_PUSHER) {
+        int fresh = sh == NULL;
         s = rs_wk_store_attach(&w->st, m.shuffle_id, m.n_partitions, &sh);
         if (s != RS_OK) {
             reply_status(ep, RS_SMSG_ATTACH_REPLY, s);
             return;
         }
+        if (fresh)
+            sh->generation = m.generation;
         c->stats = calloc(sh->n_partitions, sizeof(*c->stats));
         if (c->stats == NULL) {
             reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_NOMEM);
@@ -135,6 +156,7 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         c->attempt = m.attempt;
     }
     c->role = (int)m.role;
+    c->generation = m.generation;
     uint8_t buf[RS_SPROTO_ATTACH_REPLY_LEN + RS_RKEY_BLOB_MAX];
     rs_smsg_attach_reply_t r = {.status = RS_OK,
                                 .arena_len = w->st.arena_len,
@@ -449,6 +471,7 @@ void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
             qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);
         rs_wk_store_commit(&w->st, c->sh, c->map_id, c->attempt, c->commit, c->commit_n);
         c->commit = NULL; /* the store owns the entries now */
+        c->committed = 1;
         grants_retire_all(w, c);
     }
     int committed = s == RS_OK;
@@ -550,9 +573,15 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
                     m.shuffle_id, sh->n_partitions, m.n_partitions);
             s = RS_ERR_INVALID;
         } else if (sh == NULL || m.partition >= sh->n_partitions) {
-            rs_warn("worker: read of unknown shuffle %u partition %u refused", m.shuffle_id,
-                    m.partition);
+            /* Once per connection: a reader of a restarted worker asks for every partition. */
+            if (!c->said_unknown)
+                rs_warn("worker: read of unknown shuffle %u partition %u refused", m.shuffle_id,
+                        m.partition);
+            c->said_unknown = 1;
             s = RS_ERR_NOT_FOUND;
+        } else if (sh->generation != c->generation) {
+            generation_refused(sh, RS_ROLE_READER, c->generation);
+            s = RS_ERR_EXISTS;
         }
     }
     void *index = NULL;
@@ -674,8 +703,14 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
         return;
     }
     wconn_t *c = conn_of(ep);
-    if (c != NULL) {
+    if (c != NULL && c->role == RS_ROLE_PUSHER && !c->committed)
+        rs_warn("worker: pusher of shuffle %u map %u attempt %u gone before its commit (%s): "
+                "its %llu batches here stay uncommitted (readers skip them)",
+                c->sh->id, c->map_id, c->attempt, rs_strerror(status),
+                (unsigned long long)c->batches);
+    else if (c != NULL)
         rs_info("worker: peer gone (%s); its grants are released", rs_strerror(status));
+    if (c != NULL) {
         rs_wk_conn_free(w, c);
         rs_ep_set_user(ep, NULL);
     }

@@ -5,6 +5,7 @@
  */
 #include "worker/internal.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -16,6 +17,31 @@
 
 /* ---------------------------------------------------------------- spill */
 
+#define SPILL_BACKOFF_NS RS_MS_TO_NS(100)   /* after a failure: no new attempt before */
+#define SPILL_LOG_NS     RS_MS_TO_NS(10000) /* a failing disk: one line per 10 s at most */
+
+/*
+ * Every incident is said: its first failure at once, then at most one line
+ * per SPILL_LOG_NS while it lasts (with how many were not); a disk that
+ * fills, is cleaned and fills again shows each time.
+ */
+static rs_status_t spill_failed(rs_wk_store_t *st, const char *what, int err)
+{
+    uint64_t now = rs_now_coarse_ns();
+    st->spill_errno = err;
+    st->spill_again = now + SPILL_BACKOFF_NS;
+    st->stats.spill_failures++;
+    if (st->spill_log_ns != 0 && now - st->spill_log_ns < SPILL_LOG_NS) {
+        st->spill_quiet++;
+        return RS_ERR_IO;
+    }
+    rs_error("worker: spill failed: %s at %s (%s, errno %d; %u more failures since last said)",
+             strerror(err), st->cfg.spill_dir, what, err, st->spill_quiet);
+    st->spill_log_ns = now;
+    st->spill_quiet = 0;
+    return RS_ERR_IO;
+}
+
 /* One append-only file per shuffle: its partitions' batches by offset (a file per partition
  * made 1,009 files for a 1,009-partition shuffle, and creating them cost more than writing). */
 static rs_status_t spill_open(rs_wk_store_t *st, wshuffle_t *sh)
@@ -26,13 +52,8 @@ static rs_status_t spill_open(rs_wk_store_t *st, wshuffle_t *sh)
     snprintf(path, sizeof(path), "%s/rshuffle-%d-%u.XXXXXX", st->cfg.spill_dir, (int)getpid(),
              sh->id);
     int fd = mkstemp(path);
-    if (fd < 0) {
-        if (!st->spill_broken)
-            rs_error("worker: cannot create a spill file in %s: %s", st->cfg.spill_dir,
-                     strerror(errno));
-        st->spill_broken = 1;
-        return RS_ERR_IO;
-    }
+    if (fd < 0)
+        return spill_failed(st, "creating a spill file", errno);
     unlink(path); /* the data lives as long as the descriptor: nothing left after a crash */
     sh->spill_fd = fd;
     return RS_OK;
@@ -45,12 +66,8 @@ static rs_status_t write_all(rs_wk_store_t *st, int fd, const void *buf, size_t 
         ssize_t n = pwrite(fd, p, len, (off_t)off);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
-            if (!st->spill_broken)
-                rs_error("worker: spill write failed: %s", n < 0 ? strerror(errno) : "short write");
-            st->spill_broken = 1;
-            return RS_ERR_IO;
-        }
+        if (n <= 0)
+            return spill_failed(st, "writing", n < 0 ? errno : ENOSPC); /* 0: nothing fits */
         p += n;
         len -= (size_t)n;
         off += (uint64_t)n;
@@ -92,6 +109,13 @@ static rs_status_t spill_extent(rs_wk_store_t *st, extent_t *e)
             st->stats.spilled_bytes += we->e.len;
             e->n_batches--;
         }
+        if (st->spill_errno != 0) {
+            rs_warn("worker: spilling to %s works again (%u failures since last said)",
+                    st->cfg.spill_dir, st->spill_quiet);
+            st->spill_errno = 0;
+            st->spill_log_ns = 0; /* the next failure is a new incident: said at once */
+            st->spill_quiet = 0;
+        }
     }
     rs_wk_extent_close(st, e);
     rs_wk_extent_free(st, e);
@@ -124,6 +148,8 @@ void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need)
 {
     if (st->cfg.sink || spill_done(st, need))
         return;
+    if (st->spill_errno != 0 && rs_now_coarse_ns() < st->spill_again)
+        return; /* a failing disk is not written to on every grant */
     trim(st);
     rs_list_t *spos, *stmp;
     rs_list_for_each_safe(spos, stmp, &st->shuffles)

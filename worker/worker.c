@@ -1,6 +1,7 @@
 /* The worker's lifecycle, configuration and thread. */
 #include "worker/internal.h"
 #include "worker/limits.h"
+#include "worker/watch.h"
 
 #include "common/clock.h"
 #include "common/env.h"
@@ -10,12 +11,65 @@
 #include "transport/mem_caps.h"
 
 #include <sched.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define W_WAIT_MS  10      /* housekeeping (commit deadlines, spill) at least this often */
-#define W_SPIN_NS  50000   /* keep polling this long after the last event before sleeping */
-#define W_HOUSE_NS 1000000 /* housekeeping at most this often while busy */
+#define W_WAIT_MS       10      /* housekeeping (commit deadlines, spill) at least this often */
+#define W_SPIN_NS       50000   /* keep polling this long after the last event before sleeping */
+#define W_HOUSE_NS      1000000 /* housekeeping at most this often while busy */
+#define W_WATCH_NS      2000000000ull /* the listener watch this often */
+#define W_WATCH_STRIKES 4             /* checks in a row with connections nobody accepts */
+
+/*
+ * The transport's own TCP listeners (UCX's), as found once the worker
+ * listens: one that no longer listens, or whose connections stay
+ * unaccepted for W_WATCH_STRIKES checks, has stopped for good (an accept of
+ * UCX's found no descriptor): no new peer can reach this worker again, and
+ * a worker that looks alive but refuses everyone is worse than none. It
+ * exits with status 3, for its supervisor to restart it.
+ */
+static atomic_int listening_workers; /* the watch runs only in a process with one */
+
+static void listen_watch(rs_worker_t *w, uint64_t now)
+{
+    if (w->listener == NULL || w->n_watched <= 0 || now < w->next_watch ||
+        atomic_load(&listening_workers) != 1)
+        return;
+    w->next_watch = now + W_WATCH_NS;
+    rs_wk_listening_t v[RS_WK_WATCH_PORTS];
+    int n = rs_wk_listening(rs_listener_port(w->listener), v);
+    if (n < 0 || n == RS_WK_WATCH_PORTS)
+        return; /* cannot be told (or more listeners than scanned: ours may be past them) */
+    uint32_t waiting = 0;
+    uint16_t port = 0;
+    for (int i = 0; i < w->n_watched; i++) {
+        int found = 0;
+        for (int j = 0; j < n && !found; j++) {
+            found = v[j].port == w->watched[i];
+            if (found && v[j].waiting > 0)
+                waiting = v[j].waiting, port = v[j].port;
+        }
+        if (!found) {
+            rs_error("worker: the transport's listener on port %u is gone (descriptors ran "
+                     "out?): no new peer can reach this worker; exiting with status 3",
+                     w->watched[i]);
+            _exit(3);
+        }
+    }
+    if (waiting == 0) {
+        w->watch_strikes = 0;
+        return;
+    }
+    if (++w->watch_strikes < W_WATCH_STRIKES)
+        return;
+    rs_error("worker: the transport's listener on port %u has accepted nothing for %u s (%u "
+             "connections waiting; descriptors ran out?): no new peer can reach this worker; "
+             "exiting with status 3",
+             port, (unsigned)(W_WATCH_STRIKES * (W_WATCH_NS / 1000000000ull)), waiting);
+    _exit(3);
+}
 
 void rs_worker_config_defaults(rs_worker_config_t *cfg)
 {
@@ -89,6 +143,7 @@ static void housekeeping(rs_worker_t *w)
     if (w->st.ra.used > w->st.high_water)
         rs_wk_store_spill(&w->st, 0);
     rs_wk_stats_publish(w);
+    listen_watch(w, now);
 }
 
 /*
@@ -148,9 +203,20 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
         return RS_ERR_NOMEM;
     rs_list_init(&w->conns);
     pthread_mutex_init(&w->stats_lock, NULL);
+    /* The listeners the context opens (UCX's own TCP ones) are watched once it listens. */
+    rs_wk_listening_t before[RS_WK_WATCH_PORTS], after[RS_WK_WATCH_PORTS];
+    int n_before = rs_wk_listening(0, before);
     rs_status_t s = rs_ctx_create(tcfg, &w->ctx);
     if (s != RS_OK)
         goto err_free_w;
+    int n_after = n_before >= 0 ? rs_wk_listening(0, after) : -1;
+    for (int i = 0; i < n_after && w->n_watched < RS_WK_WATCH_MINE; i++) {
+        int old = 0;
+        for (int j = 0; j < n_before && !old; j++)
+            old = before[j].port == after[i].port;
+        if (!old && strcmp(rs_ctx_backend(w->ctx), "ucx") == 0)
+            w->watched[w->n_watched++] = after[i].port;
+    }
     w->msg_buf = malloc(rs_ctx_config(w->ctx)->msg_max);
     if (w->msg_buf == NULL) {
         s = RS_ERR_NOMEM;
@@ -201,10 +267,14 @@ rs_status_t rs_worker_listen(rs_worker_t *w, const char *host, uint16_t port)
         return RS_ERR_INVALID;
     if (w->listener != NULL)
         return RS_ERR_STATE;
+    rs_wk_raise_nofile();
+    rs_wk_ignore_sigpipe();
     rs_status_t s = rs_listen(w->ctx, host, port, &w->listener);
     if (s != RS_OK)
         return s;
     /* Readers of this process then read its partitions in place (not an error if it fails). */
+    w->counted = 1;
+    atomic_fetch_add(&listening_workers, 1);
     s = rs_sproto_local_register(host, rs_listener_port(w->listener), w->rkey, w->rkey_len,
                                  w->st.arena, w->st.arena_len, &w->local);
     if (s != RS_OK)
@@ -247,6 +317,8 @@ void rs_worker_destroy(rs_worker_t *w)
     if (w == NULL)
         return;
     rs_sproto_local_unregister(w->local);
+    if (w->counted)
+        atomic_fetch_sub(&listening_workers, 1);
     w->stop = 1;
     if (w->thread_started)
         pthread_join(w->thread, NULL);

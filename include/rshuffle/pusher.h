@@ -218,6 +218,8 @@ RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
  * is closed again on an error; *pusher_p (not NULL) is set only on RS_OK.
  * cfg->codec is not checked here: an unknown codec fails the first batch
  * (RS_ERR_BAD_CODEC).
+ * RS_ERR_EXISTS: a worker holds the shuffle id for another generation
+ * (rs_shuffle_desc_t.generation).
  */
 RS_API rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint32_t attempt,
                                   const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p);
@@ -319,7 +321,8 @@ typedef struct rs_pusher_stats {
  * died: RS_ERR_UNREACHABLE, over TCP too; over shared memory a worker
  * killed mid-send may leave RS_ERR_TIMEOUT after peer_timeout_ms, as a
  * silent one does; backpressure beyond the bound:
- * RS_ERR_BACKPRESSURE; a worker that answers nothing for the transport's
+ * RS_ERR_BACKPRESSURE; a worker full whose spill failed (disk full), for
+ * 2 s: RS_ERR_IO; a worker that answers nothing for the transport's
  * peer_timeout_ms: RS_ERR_TIMEOUT; a refused batch: its reason), else
  * RS_ERR_TIMEOUT when the writes and commits are not done within wait_ms,
  * else a worker's refusal of the commit (RS_ERR_TIMEOUT: its batches did not

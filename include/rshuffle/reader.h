@@ -107,7 +107,8 @@ RS_API rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuff
  * is not "host:port", a map at or above the session's n_maps that committed
  * at the worker (its records would be lost: n_maps is too small), a worker
  * that holds the shuffle with another n_partitions than desc's (logged);
- * rs_connect's errors and a refused attach;
+ * rs_connect's errors and a refused attach (RS_ERR_EXISTS: the worker holds
+ * the shuffle id for another generation);
  * RS_ERR_BAD_RKEY; rs_mem_alloc's errors for the read buffer;
  * RS_ERR_BACKPRESSURE: the worker had no memory for the index within
  * wait_ms; RS_ERR_TIMEOUT; RS_ERR_UNREACHABLE (or the status that killed

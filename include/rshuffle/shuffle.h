@@ -53,6 +53,17 @@ typedef struct rs_shuffle_desc {
      * designated initializers keep R = 1.
      */
     uint32_t replicas;
+    /*
+     * The registration's identity: one value per job's use of shuffle_id,
+     * the same in all its mappers and readers (a job nonce, a generation
+     * counter). A worker holds a shuffle id for one generation at a time:
+     * pushers and readers of another get RS_ERR_EXISTS until the held one
+     * is dropped, so a reused id never serves another job's records. 0 is a
+     * generation like any other (descriptors that never set it keep
+     * working together, and a reused id is then not told apart). Added
+     * last, so designated initializers keep 0.
+     */
+    uint64_t generation;
 } rs_shuffle_desc_t;
 
 /* The default placement: (partition + shuffle_id) % n_workers (n_workers must be > 0). */

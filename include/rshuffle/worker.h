@@ -69,7 +69,12 @@ RS_API rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_con
  * Accepts pushers and readers on host:port (0: any free port, see
  * rs_worker_port); host is not kept. Once per worker: RS_ERR_STATE when it
  * already listens; else rs_listen's errors. rs_worker_port: the port, 0
- * before a successful rs_worker_listen.
+ * before a successful rs_worker_listen. Process-wide effects: the soft
+ * descriptor limit is raised to the hard one, and SIGPIPE is ignored when
+ * its action is the default. From then on, when the transport's own TCP
+ * listener stops (UCX's, after an accept of its found no descriptor: no new
+ * peer could ever reach the worker), the process exits with status 3
+ * (logged; docs/operations.md).
  */
 RS_API rs_status_t rs_worker_listen(rs_worker_t *worker, const char *host, uint16_t port);
 RS_API uint16_t rs_worker_port(const rs_worker_t *worker);
@@ -98,9 +103,10 @@ typedef struct rs_worker_stats {
     uint64_t backpressure;  /* grant requests answered with backpressure */
     uint64_t arena_used;    /* bytes of the arena in use now */
     uint64_t arena_peak;
-    uint64_t commits;       /* map attempts committed */
-    uint64_t shuffles;      /* shuffles held now */
-    uint64_t stray_retires; /* retires of grants not open (a pusher's protocol slip; ignored) */
+    uint64_t commits;        /* map attempts committed */
+    uint64_t shuffles;       /* shuffles held now */
+    uint64_t stray_retires;  /* retires of grants not open (a pusher's protocol slip; ignored) */
+    uint64_t spill_failures; /* spill files that could not be created or written (disk full, ...) */
 } rs_worker_stats_t;
 
 /*

@@ -69,7 +69,8 @@ static void fuzz_reply(const uint8_t *buf, size_t len)
     CHECK(r == RS_FRONT_INCOMPLETE || r == RS_FRONT_MALFORMED || (r > 0 && (size_t)r == len));
     CHECK(len <= RS_FRONT_REPLY_MAX || r == RS_FRONT_MALFORMED);
     if (r > 0) {
-        CHECK(rep.status == RS_FRONT_ACCEPT || rep.status == RS_FRONT_REFUSE);
+        CHECK(rep.status == RS_FRONT_ACCEPT || rep.status == RS_FRONT_REFUSE ||
+              rep.status == RS_FRONT_BUSY);
         CHECK(rep.status == RS_FRONT_ACCEPT ? rep.addr_len > 0 && rep.addr_len <= RS_ADDR_BLOB_MAX
                                             : rep.addr_len == 0 && rep.addr == NULL);
         CHECK(RS_FRONT_REPLY_HDR + rep.addr_len == len);

@@ -41,4 +41,6 @@ void hello_corpus(void (*emit)(void *user, const uint8_t *seed, size_t len), voi
     }
     size_t n = rs_tp_front_reply_build(buf, RS_FRONT_REFUSE, NULL, 0);
     emit_mode(emit, user, FUZZ_FRONT_REPLY, buf, n);
+    n = rs_tp_front_reply_build(buf, RS_FRONT_BUSY, NULL, 0);
+    emit_mode(emit, user, FUZZ_FRONT_REPLY, buf, n);
 }

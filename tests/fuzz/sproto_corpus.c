@@ -45,7 +45,10 @@ void sproto_corpus(emit_fn emit, void *user)
     rs_smsg_attach_t at = {.role = RS_ROLE_PUSHER, .shuffle_id = 2, .n_partitions = 8, .map_id = 1};
     st = rs_sproto_attach_encode(&at, b, cap, &len);
     out(emit, user, seed, M(RS_SMSG_ATTACH), st, len);
-    rs_smsg_attach_t ar = {.role = RS_ROLE_READER, .shuffle_id = 2};
+    at.generation = 0x8000000000000001ull; /* a registration's identity, high bit set */
+    st = rs_sproto_attach_encode(&at, b, cap, &len);
+    out(emit, user, seed, M(RS_SMSG_ATTACH), st, len);
+    rs_smsg_attach_t ar = {.role = RS_ROLE_READER, .shuffle_id = 2, .generation = 7};
     st = rs_sproto_attach_encode(&ar, b, cap, &len);
     out(emit, user, seed, M(RS_SMSG_ATTACH), st, len);
     rs_smsg_attach_reply_t rep = {.arena_len = 1 << 20, .rkey = key, .rkey_len = sizeof(key)};

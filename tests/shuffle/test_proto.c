@@ -135,12 +135,14 @@ static int make_samples(sample_t **out)
                            .n_partitions = 16,
                            .map_id = 3,
                            .attempt = 1,
-                           .replicas = 2};
+                           .replicas = 2,
+                           .generation = 0x0123456789abcdefull};
     assert_int_equal(rs_sproto_attach_encode(&at, s->bytes, MSG_MAX, &s->len), RS_OK);
     strict(s, 4, 12);  /* status (request), role */
     strict(s, 29, 32); /* replicas' high bytes (at most 3) */
     ADD(RS_SMSG_ATTACH);
-    rs_smsg_attach_t ar = {.status = RS_OK, .role = RS_ROLE_READER, .shuffle_id = 5};
+    rs_smsg_attach_t ar = {
+        .status = RS_OK, .role = RS_ROLE_READER, .shuffle_id = 5, .generation = 9};
     assert_int_equal(rs_sproto_attach_encode(&ar, s->bytes, MSG_MAX, &s->len), RS_OK);
     strict(s, 4, 12);
     strict(s, 16, 28); /* a reader's counts */
@@ -523,6 +525,14 @@ static void test_ranges(void **state)
     /* ... and a replication factor above 3, in ATTACH and in ATTACH_REPLY */
     assert_int_equal(patched(RS_SMSG_ATTACH, b, len, 28, 3), RS_OK);
     assert_int_equal(patched(RS_SMSG_ATTACH, b, len, 28, 4), RS_ERR_PROTOCOL);
+    /* ... and the generation round-trips whole (64 bits, any value). */
+    at.generation = 0xfedcba9876543210ull;
+    assert_int_equal(rs_sproto_attach_encode(&at, b, sizeof(b), &len), RS_OK);
+    assert_int_equal(len, RS_SPROTO_ATTACH_LEN);
+    rs_smsg_attach_t at_back;
+    assert_int_equal(rs_sproto_attach_decode(b, len, &at_back), RS_OK);
+    assert_true(at_back.generation == 0xfedcba9876543210ull);
+    assert_int_equal(rs_sproto_attach_decode(b, len - 1, &at_back), RS_ERR_TRUNCATED);
     /* ATTACH_REPLY: a key of 0 or too many bytes. */
     rs_smsg_attach_reply_t ar = {.arena_len = 1, .rkey = rkey_bytes, .rkey_len = 0};
     assert_int_equal(rs_sproto_attach_reply_encode(&ar, b, sizeof(b), &len), RS_OK);

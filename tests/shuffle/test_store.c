@@ -11,6 +11,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -340,6 +343,44 @@ static void test_grants_under_pressure(void **state)
     fx_fini(&fx);
 }
 
+/*
+ * A spill directory that takes no file: each incident counted (and
+ * logged), a full data area then answered RS_ERR_IO (waiting would not
+ * help) instead of backpressure, and spilling resumes once the directory
+ * takes files again, the next failure being a new incident.
+ */
+static void test_spill_failure(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fx_init(&fx, 1, 50);
+    char dir[] = "/tmp/rs-store-spill-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    snprintf(fx.st.cfg.spill_dir, sizeof(fx.st.cfg.spill_dir), "%s", dir);
+    assert_int_equal(rmdir(dir), 0); /* mkstemp now fails: ENOENT */
+    uint32_t n = 0;
+    rs_status_t s = RS_OK;
+    for (int round = 0; round < 1000 && s == RS_OK; round++)
+        s = fill_grant(&fx, 0, 0, &n);
+    assert_int_equal(s, RS_ERR_IO);
+    assert_true(fx.st.stats.spill_failures >= 1);
+    assert_int_equal(fx.st.spill_errno, ENOENT);
+    assert_int_equal(fx.st.stats.spilled_bytes, 0);
+    /* Within the back-off no new attempt is made. */
+    uint64_t failures = fx.st.stats.spill_failures;
+    rs_wk_store_spill(&fx.st, 1024);
+    assert_int_equal(fx.st.stats.spill_failures, failures);
+    /* The directory back: after the back-off the spill works and room comes back. */
+    assert_int_equal(mkdir(dir, 0700), 0);
+    usleep(150 * 1000);
+    assert_int_equal(fill_grant(&fx, 0, 0, &n), RS_OK);
+    assert_true(fx.st.stats.spilled_bytes > 0);
+    assert_int_equal(fx.st.spill_errno, 0);
+    assert_int_equal(fx.st.spill_log_ns, 0); /* the next failure is said at once */
+    fx_fini(&fx);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     alarm(60); /* a hung test is a failed test */
@@ -350,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_open_when_full),
         cmocka_unit_test(test_stage_when_pinned_full),
         cmocka_unit_test(test_grants_under_pressure),
+        cmocka_unit_test(test_spill_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,6 +50,14 @@ static rs_status_t attach_copy(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, void *local, 
         }
         if (n < 0 && (errno == EPERM || errno == ENOSYS) && done == 0)
             return RS_ERR_UNSUPPORTED;
+        if (n < 0 && errno == EFAULT) {
+            /* Inside the key's range, so the peer unmapped it: it is exiting (or exited). */
+            rs_error("cross-memory %s of process %d: its memory is gone (the peer is shutting "
+                     "down or exited)",
+                     write ? "write" : "read", (int)k->attach_pid);
+            rs_ucx_ep_mark_failed(uep, UCS_ERR_UNREACHABLE);
+            return RS_ERR_UNREACHABLE;
+        }
         rs_error("cross-memory %s of %zu bytes at 0x%llx failed: %s", write ? "write" : "read", len,
                  (unsigned long long)raddr, n < 0 ? strerror(errno) : "no progress");
         return RS_ERR_TRANSPORT;

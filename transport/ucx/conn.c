@@ -243,6 +243,11 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
     rs_ucx_ep_t *uep = NULL;
 
     if (req->addr_len > 0) {
+        /* Descriptors nearly out: a connection back could cost UCX its listener. */
+        if (rs_ucx_front_conn_arrived(ctx)) {
+            rs_ucx_front_conn_refused(ctx);
+            return;
+        }
         /* UCX parses this address: only peers that reached our worker get here. */
         uep = uep_new(ctx);
         if (uep == NULL)

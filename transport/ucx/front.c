@@ -14,13 +14,24 @@
  * accepted connections wait for their hello; a new one evicts the oldest,
  * so a flood cannot exhaust descriptors, and a real client, whose hello
  * follows its connect within a round trip, still gets in.
+ *
+ * Descriptors: every client costs this process a few (UCX's socket for it,
+ * its connection back, about two over TCP), and UCX stops accepting for
+ * good on its own listener when an accept finds none left. So a client is
+ * let in only while the descriptors in use, those it and the clients let
+ * in just before will take, and a reserve stay below the soft limit;
+ * otherwise its hello is answered RS_FRONT_BUSY (RS_ERR_REFUSED at the
+ * client, with a line saying why) and the refusal logged, once per second
+ * at most.
  */
 #include "transport/ucx/ucx.h"
 
 #include "common/clock.h"
 #include "common/log.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -28,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,6 +49,8 @@
 #define RS_UCX_FRONT_PAUSE_NS     RS_MS_TO_NS(100)  /* out of descriptors: accept again after */
 #define RS_UCX_FRONT_LOG_NS       RS_MS_TO_NS(1000) /* at most one refusal logged per second */
 #define RS_UCX_FRONT_BUF          (RS_FRONT_REPLY_MAX + 1) /* + 1: a byte too many is seen */
+#define RS_UCX_FRONT_FDS_CLIENT   3  /* descriptors a client may take here (2 over TCP, 1 spare) */
+#define RS_UCX_FRONT_FDS_RESERVE  16 /* kept free at least (spill files, logs, UCX), or 1/8 */
 
 typedef enum {
     F_LISTEN,  /* the listening socket; deadline_ns: paused until */
@@ -200,6 +214,82 @@ void rs_ucx_front_close_all(rs_ucx_ctx_t *uc)
     close(uc->front_ep);
 }
 
+/* --------------------------------------------------------- descriptors */
+
+/* Descriptors open in this process (-1: unknown, no /proc). */
+static long fds_open(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return -1;
+    long n = 0;
+    while (readdir(d) != NULL)
+        n++;
+    closedir(d);
+    return n - 3; /* ".", ".." and the directory's own */
+}
+
+/* The soft limit (-1: unlimited or unknown). */
+static long fds_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return -1;
+    return (long)rl.rlim_cur;
+}
+
+static long fds_reserve(long limit)
+{
+    return limit / 8 > RS_UCX_FRONT_FDS_RESERVE ? limit / 8 : RS_UCX_FRONT_FDS_RESERVE;
+}
+
+/*
+ * Descriptors free below the soft limit, less the reserve and what the
+ * clients let in ahead will take (LONG_MAX: no limit known).
+ */
+static long fds_room(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
+{
+    long limit = fds_limit(), open = fds_open();
+    if (limit < 0 || open < 0)
+        return LONG_MAX;
+    uint64_t now = rs_now_coarse_ns();
+    if (uc->front_admitted > 0 &&
+        now - uc->front_admit_ns > RS_MS_TO_NS(rs_tp_ctx_cfg(ctx)->connect_timeout_ms))
+        uc->front_admitted = 0; /* they connected (or never will) */
+    return limit - open - fds_reserve(limit) - (long)uc->front_admitted * RS_UCX_FRONT_FDS_CLIENT;
+}
+
+int rs_ucx_front_conn_arrived(rs_ctx_t *ctx)
+{
+    rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
+    if (uc->front_admitted > 0)
+        uc->front_admitted--;
+    long limit = fds_limit(), open = fds_open();
+    return limit >= 0 && open >= 0 && limit - open < fds_reserve(limit) / 2;
+}
+
+static void front_busy_log(rs_ucx_ctx_t *uc, const char *who)
+{
+    uint64_t now = rs_now_coarse_ns();
+    if (uc->front_busy_log_ns != 0 && now - uc->front_busy_log_ns < RS_UCX_FRONT_LOG_NS) {
+        uc->front_busy_quiet++;
+        return;
+    }
+    long limit = fds_limit(), open = fds_open();
+    rs_warn("refusing %s: %ld of %ld descriptors in use, %u clients let in still connecting (a "
+            "client takes about %d, %ld are kept free; raise the limit, ulimit -n, for more "
+            "clients; %u more refused since last said)",
+            who, open, limit, uc->front_admitted, RS_UCX_FRONT_FDS_CLIENT,
+            limit >= 0 ? fds_reserve(limit) : 0, uc->front_busy_quiet);
+    uc->front_busy_log_ns = now;
+    uc->front_busy_quiet = 0;
+}
+
+void rs_ucx_front_conn_refused(rs_ctx_t *ctx)
+{
+    front_busy_log(rs_ucx_ctx(ctx), "a connection by address");
+}
+
 /* ------------------------------------------------------------ listener */
 
 rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port)
@@ -243,6 +333,12 @@ rs_status_t rs_ucx_listen(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uin
     l->port = sa->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)sa)->sin6_port)
                                         : ntohs(((const struct sockaddr_in *)sa)->sin_port);
     l->be = f;
+    long limit = fds_limit(), open = fds_open();
+    if (limit >= 0 && open >= 0)
+        rs_info("front door on port %u: %ld of %ld descriptors in use: room for about %ld "
+                "clients (%d descriptors each, %ld kept free) before new ones are refused",
+                l->port, open, limit, (limit - open - fds_reserve(limit)) / RS_UCX_FRONT_FDS_CLIENT,
+                RS_UCX_FRONT_FDS_CLIENT, fds_reserve(limit));
     return RS_OK;
 }
 
@@ -277,13 +373,27 @@ static int evict_oldest(rs_ucx_ctx_t *uc)
 static unsigned front_accept(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_front_t *lf)
 {
     unsigned n = 0;
+    /* Sockets waiting for a hello take descriptors too: half the reserve at most. */
+    long room = fds_room(ctx, uc), hellos_max = RS_UCX_FRONT_HELLOS_MAX;
+    if (room != LONG_MAX) {
+        long limit = fds_limit();
+        long spare = room + (limit >= 0 ? fds_reserve(limit) / 2 : 0);
+        if (spare < hellos_max - (long)uc->front_hellos)
+            hellos_max = (long)uc->front_hellos + (spare > 1 ? spare : 1);
+    }
     for (int i = 0; i < RS_UCX_FRONT_ACCEPT_BATCH && lf->fd >= 0; i++) {
         int fd = accept4(lf->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* The socket stays readable: stop watching it for a while. */
-                rs_warn("front door: cannot accept (errno %d): pausing for %u ms", errno,
-                        (unsigned)(RS_UCX_FRONT_PAUSE_NS / 1000000));
+                uint64_t now = rs_now_coarse_ns();
+                if (uc->front_emfile_ns == 0 || now - uc->front_emfile_ns >= RS_UCX_FRONT_LOG_NS) {
+                    rs_error("front door: cannot accept (%s): pausing for %u ms; UCX's own "
+                             "listener may have stopped accepting too (raise the descriptor "
+                             "limit)",
+                             strerror(errno), (unsigned)(RS_UCX_FRONT_PAUSE_NS / 1000000));
+                    uc->front_emfile_ns = now;
+                }
                 front_events(uc, lf, 0);
                 lf->deadline_ns = rs_now_coarse_ns() + RS_UCX_FRONT_PAUSE_NS;
             }
@@ -292,7 +402,7 @@ static unsigned front_accept(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_front_t *lf
             break;
         }
         n++;
-        if (uc->front_hellos >= RS_UCX_FRONT_HELLOS_MAX && !evict_oldest(uc)) {
+        if ((long)uc->front_hellos >= hellos_max && !evict_oldest(uc)) {
             close_fd(fd, 1);
             continue;
         }
@@ -357,7 +467,14 @@ static void front_hello_recv(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
     }
     const char *token = rs_tp_ctx_cfg(ctx)->job_token;
     if (rs_tp_front_token_equal(hello.token, hello.token_len, token, strlen(token))) {
-        f->len = rs_tp_front_reply_build(f->buf, RS_FRONT_ACCEPT, uc->addr, uc->addr_len);
+        if (fds_room(ctx, uc) < RS_UCX_FRONT_FDS_CLIENT) {
+            front_busy_log(uc, "a client");
+            f->len = rs_tp_front_reply_build(f->buf, RS_FRONT_BUSY, NULL, 0);
+        } else {
+            uc->front_admitted++;
+            uc->front_admit_ns = rs_now_coarse_ns();
+            f->len = rs_tp_front_reply_build(f->buf, RS_FRONT_ACCEPT, uc->addr, uc->addr_len);
+        }
     } else {
         front_refusal_log(uc);
         f->len = rs_tp_front_reply_build(f->buf, RS_FRONT_REFUSE, NULL, 0);
@@ -475,6 +592,11 @@ static void client_recv(rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
     }
     if (reply.status == RS_FRONT_REFUSE) {
         client_fail(uc, f, RS_ERR_AUTH, "the listener refused our job token");
+        return;
+    }
+    if (reply.status == RS_FRONT_BUSY) {
+        rs_warn("a listener refused us: it takes no more clients now (at its descriptor limit)");
+        client_fail(uc, f, RS_ERR_REFUSED, "the listener is at its descriptor limit");
         return;
     }
     rs_ucx_ep_t *uep = f->uep;

@@ -133,6 +133,13 @@ typedef struct rs_ucx_ctx {
     uint64_t front_log_ns; /* last refusal logged (rate limit) */
     unsigned front_quiet;  /* refusals not logged since */
 
+    /* The front door's descriptor bound (front.c). */
+    unsigned front_admitted;    /* clients let in whose UCX connection did not arrive yet */
+    uint64_t front_admit_ns;    /* the last one let in (they expire together) */
+    uint64_t front_busy_log_ns; /* last refusal for descriptors logged (rate limit) */
+    unsigned front_busy_quiet;  /* such refusals not logged since */
+    uint64_t front_emfile_ns;   /* last failed accept logged (rate limit) */
+
     size_t req_size;    /* ucp request size, for requests we allocate */
     rs_list_t amo_reqs; /* free request buffers for fetch-add (see rma.c) */
 
@@ -232,6 +239,13 @@ rs_status_t rs_ucx_front_connect(rs_ucx_ep_t *uep, const char *host, uint16_t po
 void rs_ucx_front_drop_ep(rs_ucx_ep_t *uep);
 /* 1 when a front-door socket has something ready (no syscall without sockets). */
 int rs_ucx_front_ready(rs_ucx_ctx_t *uc);
+/*
+ * A client's UCX connection arrived (conn.c): it no longer counts as let in
+ * ahead. Returns 1 when descriptors are so short that it must be refused.
+ */
+int rs_ucx_front_conn_arrived(rs_ctx_t *ctx);
+/* Logs (rate-limited) a connection refused because descriptors are short. */
+void rs_ucx_front_conn_refused(rs_ctx_t *ctx);
 /* Handles what the front door's sockets have ready, and deadlines. */
 unsigned rs_ucx_front_progress(rs_ctx_t *ctx);
 /*

@@ -45,9 +45,15 @@ static uint32_t h_env_ms(const char *name, uint32_t dflt)
     return (uint32_t)strtoul(v, NULL, 10);
 }
 
+uint32_t h_time_scale(void)
+{
+    uint32_t k = h_env_ms("RSHUFFLE_TEST_TIME_SCALE", 1);
+    return k < 1 ? 1 : k > 8 ? 8 : k;
+}
+
 uint32_t h_slack_ms(void)
 {
-    return h_env_ms("RSHUFFLE_TEST_SLACK_MS", 1500);
+    return h_env_ms("RSHUFFLE_TEST_SLACK_MS", 1500) * h_time_scale();
 }
 
 uint64_t h_now_ms(void)
@@ -382,7 +388,7 @@ int h_setup(void **state)
     (void)state;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGALRM, h_on_alarm);
-    alarm(h_env_ms("RSHUFFLE_TEST_ALARM_S", 120));
+    alarm(h_env_ms("RSHUFFLE_TEST_ALARM_S", 120) * h_time_scale());
     return 0;
 }
 
@@ -431,7 +437,7 @@ int h_role_main(int argc, char **argv)
             continue;
         h_role_name = r->name;
         signal(SIGPIPE, SIG_IGN);
-        alarm(h_env_ms("RSHUFFLE_TEST_ALARM_S", 120) + 30);
+        alarm(h_env_ms("RSHUFFLE_TEST_ALARM_S", 120) * h_time_scale() + 30);
         h_chan_t ch = {.rd = 3, .wr = 4};
         int rc = r->fn(&ch, argc - 3, argv + 3);
         close(3);
