@@ -160,12 +160,15 @@ struct rs_worker {
     rs_ep_t **dead;   /* endpoints to close outside callbacks */
     size_t n_dead, cap_dead;
     uint64_t next_housekeeping;
+    volatile int draining; /* rs_worker_drain: no new shuffles or maps */
 };
 
 /* serve.c */
 rs_status_t rs_wk_handlers(rs_worker_t *w);
 void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out);
 void rs_wk_conn_free(rs_worker_t *w, wconn_t *c);
+/* info.c: the INFO request's handler */
+void rs_wk_on_info(void *arg, rs_ep_t *ep, const void *data, size_t len);
 /* worker.c */
 void rs_wk_defer_close(rs_worker_t *w, rs_ep_t *ep);
 /* Publishes the counters for rs_worker_stats. */
