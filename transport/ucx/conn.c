@@ -214,6 +214,7 @@ rs_status_t rs_ucx_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob,
     rs_ucx_ep_t *uep = client_new(ctx, ep);
     if (uep == NULL)
         return RS_ERR_NOMEM;
+    ep->stage = "UCX wire-up";
     rs_status_t st = rs_ucx_connect_uep(uep, blob, len);
     if (st != RS_OK)
         client_unlink(ep, uep);
