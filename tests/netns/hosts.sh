@@ -65,7 +65,8 @@ hosts_up() {
 # host_run a|b CMD...: in the host's network namespace, with its hostname
 # (UTS namespace) and a /sys of that network namespace (UCX lists its
 # devices there), /sys/fs/cgroup kept (slurmd needs it). A private mount
-# namespace: HOST_BIND="SRC:DST ..." bind-mounts besides.
+# namespace: HOST_BIND="SRC:DST ..." bind-mounts besides. HOST_EXEC=1 execs
+# (for "HOST_EXEC=1 host_run ... &": then $! is the command's own pid).
 host_run() {
     local h=$1 ns name cg
     shift
@@ -75,7 +76,7 @@ host_run() {
     local binds="" b
     for b in ${HOST_BIND:-}; do binds="$binds mount --bind '${b%%:*}' '${b#*:}';"; done
     # shellcheck disable=SC2016
-    nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
+    ${HOST_EXEC:+exec} nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
         sh -c 'set -e; hostname "$0"; '"$binds"'
                if [ -d /sys/fs/cgroup ]; then mount --rbind /sys/fs/cgroup "$1"; fi
                umount -l /sys; mount -t sysfs sysfs /sys
