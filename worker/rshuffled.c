@@ -16,6 +16,8 @@
  * cannot back, a spill directory that takes no files, an address that
  * cannot be listened on), 2 for a bad command line or environment.
  */
+#include "sd_notify.h"
+
 #include <rshuffle/worker.h>
 
 #include <rshuffle/version.h>
@@ -92,6 +94,7 @@ static void drain(rs_worker_t *w, int sig, uint64_t timeout_s)
     if (timeout_s == 0)
         return;
     rs_worker_drain(w);
+    (void)rsd_notify("STOPPING=1\nSTATUS=draining");
     rs_worker_stats_t st;
     rs_worker_stats(w, &st);
     fprintf(stderr, "rshuffled: signal %d, draining (%llu shuffles held, at most %llu s)\n", sig,
@@ -266,6 +269,10 @@ int main(int argc, char **argv)
         dprintf(ready_fd, "ready %s %u\n", host, rs_worker_port(w));
         close(ready_fd);
     }
+    char state[200];
+    snprintf(state, sizeof(state), "READY=1\nSTATUS=listening on %s:%u", host, rs_worker_port(w));
+    if (rsd_notify(state) != 0)
+        fprintf(stderr, "rshuffled: cannot tell NOTIFY_SOCKET that it is ready\n");
     while (g.signals == 0)
         pthread_cond_wait(&g.cond, &g.lock);
     int sig = g.sig;
