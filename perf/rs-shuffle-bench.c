@@ -1090,8 +1090,7 @@ int main(int argc, char **argv)
         printf("worker arena peak %.1f MiB; workers started in %.3f s (%.0f MiB arenas)\n",
                (double)wst_sum.arena_peak / (1 << 20), t.start_s, (double)o.worker_mem / (1 << 20));
     else
-        printf("%u running workers (their counters: rshuffle_info --worker HOST:PORT)\n",
-               o.n_ext);
+        printf("%u running workers (their counters: rshuffle_info --worker HOST:PORT)\n", o.n_ext);
     if (o.killed)
         printf("replicas %u: worker 0 SIGKILLed %.3f s into the %s\n", o.replicas, o.kill_s,
                o.kill_phase == 1 ? "push" : "read");

@@ -36,7 +36,7 @@ enum {
     RS_SMSG_READ_CLOSE = 27,   /* reader: done with a snapshot */
     RS_SMSG_DROP = 28,         /* anyone: free a shuffle's storage */
     RS_SMSG_DROP_REPLY = 29,
-    RS_SMSG_RECLAIM = 30, /* worker -> pusher: memory is short, give back unused grant room */
+    RS_SMSG_RECLAIM = 30,    /* worker -> pusher: memory is short, give back unused grant room */
     RS_SMSG_INFO = 31,       /* anyone: the worker's state (rshuffle_info --worker) */
     RS_SMSG_INFO_REPLY = 32, /* worker: counters, shuffles held, connections */
     RS_SMSG_FIRST = 16,
@@ -414,7 +414,7 @@ typedef struct rs_smsg_info_reply {
     rs_status_t status;
     rs_info_counters_t c;
     uint32_t n_shuffles, n_conns;
-    uint32_t flags; /* RS_INFO_* */
+    uint32_t flags;                  /* RS_INFO_* */
     const uint8_t *shuffles, *conns; /* decoded: the validated entries */
 } rs_smsg_info_reply_t;
 

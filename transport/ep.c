@@ -294,8 +294,7 @@ rs_status_t rs_tp_ep_connect_wait(rs_ep_t *ep, rs_ep_t **ep_p)
         else if (st == RS_ERR_AUTH)
             rs_error("connect to %s: the peer refused our job token", ep->peer_name);
         else
-            rs_error("connect to %s failed at %s: %s", ep->peer_name, ep->stage,
-                     rs_strerror(st));
+            rs_error("connect to %s failed at %s: %s", ep->peer_name, ep->stage, rs_strerror(st));
         /* Nothing of a failed connect is worth draining: cut it. */
         if (ep->state != RS_EP_DEAD) {
             ep->state = RS_EP_DEAD;

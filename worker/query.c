@@ -102,8 +102,7 @@ rs_status_t rs_worker_query(const char *worker, const rs_config_t *tcfg, rs_work
     if (s == RS_OK)
         s = rs_msg_send(ep, RS_SMSG_INFO, buf, len, NULL, NULL);
     uint64_t deadline = rs_now_coarse_ns() + RS_MS_TO_NS(rs_ctx_config(ctx)->connect_timeout_ms);
-    while (s == RS_OK && !q.answered && rs_ep_status(ep) == RS_OK &&
-           rs_now_coarse_ns() < deadline)
+    while (s == RS_OK && !q.answered && rs_ep_status(ep) == RS_OK && rs_now_coarse_ns() < deadline)
         rs_wait(ctx, 10);
     if (s == RS_OK && !q.answered && rs_ep_status(ep) != RS_OK)
         s = RS_ERR_UNREACHABLE;

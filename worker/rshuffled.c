@@ -107,12 +107,12 @@ static void drain(rs_worker_t *w, int sig, uint64_t timeout_s)
         rs_worker_stats(w, &st);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        const char *why = st.shuffles == 0        ? "every shuffle dropped"
-                          : g.signals > 1         ? "second signal"
-                          : now.tv_sec > end.tv_sec ||
-                                  (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)
-                              ? "drain timeout"
-                              : NULL;
+        const char *why =
+            st.shuffles == 0 ? "every shuffle dropped"
+            : g.signals > 1  ? "second signal"
+            : now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)
+                ? "drain timeout"
+                : NULL;
         if (why != NULL) {
             fprintf(stderr, "rshuffled: drain over (%s; %llu shuffles held)\n", why,
                     (unsigned long long)st.shuffles);
@@ -168,11 +168,15 @@ int main(int argc, char **argv)
     if (rs_config_init(&tcfg) != RS_OK)
         return 2;
     static const struct option longopts[] = {
-        {"listen", required_argument, NULL, 'l'},    {"mem", required_argument, NULL, 'm'},
-        {"spill-dir", required_argument, NULL, 's'}, {"log", required_argument, NULL, 'L'},
-        {"ready-fd", required_argument, NULL, 'r'},  {"help", no_argument, NULL, 'h'},
+        {"listen", required_argument, NULL, 'l'},
+        {"mem", required_argument, NULL, 'm'},
+        {"spill-dir", required_argument, NULL, 's'},
+        {"log", required_argument, NULL, 'L'},
+        {"ready-fd", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
         {"drain-timeout", required_argument, NULL, 'D'},
-        {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     int ready_fd = -1, c;
     uint64_t drain_s = 30;

@@ -120,8 +120,8 @@ static void test_query_and_drop_drains(void **state)
     static const char *const args[] = {"--mem", "64M", "--log", "error", NULL};
     pids[0] = rsd_start(args, NULL, addr, sizeof(addr));
     const char *workers[1] = {addr};
-    rs_shuffle_desc_t d = {.shuffle_id = 5, .n_partitions = PARTS, .n_workers = 1,
-                           .workers = workers};
+    rs_shuffle_desc_t d = {
+        .shuffle_id = 5, .n_partitions = PARTS, .n_workers = 1, .workers = workers};
     uint64_t bytes = 0, batches = 0;
     for (uint32_t m = 0; m < 3; m++)
         push_map(&d, m, 5000, &bytes, &batches);
@@ -194,11 +194,8 @@ static void test_drain_readers_fail_over(void **state)
     for (int i = 0; i < 2; i++)
         pids[i] = rsd_start(args, NULL, addrs[i], sizeof(addrs[i]));
     const char *workers[2] = {addrs[0], addrs[1]};
-    rs_shuffle_desc_t d = {.shuffle_id = 6,
-                           .n_partitions = PARTS,
-                           .n_workers = 2,
-                           .workers = workers,
-                           .replicas = 2};
+    rs_shuffle_desc_t d = {
+        .shuffle_id = 6, .n_partitions = PARTS, .n_workers = 2, .workers = workers, .replicas = 2};
     const uint64_t per_map = 40000, total = 2 * per_map;
     uint64_t bytes = 0, batches = 0;
     for (uint32_t m = 0; m < 2; m++)
@@ -221,7 +218,7 @@ static void test_drain_readers_fail_over(void **state)
     took = now_s() - t0;
     fprintf(stderr, "worker 0: exit %d %.2f s after SIGTERM (drain timeout 3 s)\n", st, took);
     assert_int_equal(st, 0);
-    assert_true(took >= 2.9); /* it held a shuffle: the whole drain timeout */
+    assert_true(took >= 2.9);                     /* it held a shuffle: the whole drain timeout */
     for (uint32_t part = 5; part < PARTS; part++) /* worker 0 gone: its replica answers */
         got += read_part(sess, part, seen, total);
     rs_reader_session_close(sess);

@@ -56,9 +56,8 @@ uint64_t rs_ucx_place_key(void)
     return key;
 }
 
-rs_status_t rs_ucx_addr_pack(uint64_t place_key, const void *full, size_t full_len,
-                             const void *net, size_t net_len, unsigned char **blob_p,
-                             size_t *len_p)
+rs_status_t rs_ucx_addr_pack(uint64_t place_key, const void *full, size_t full_len, const void *net,
+                             size_t net_len, unsigned char **blob_p, size_t *len_p)
 {
     size_t len = ADDR_HDR + full_len + net_len;
     if (full_len == 0 || len > RS_ADDR_BLOB_MAX) {
@@ -83,8 +82,7 @@ rs_status_t rs_ucx_addr_pack(uint64_t place_key, const void *full, size_t full_l
     return RS_OK;
 }
 
-rs_status_t rs_ucx_addr_pick(uint64_t place_key, const void *blob, size_t len,
-                             const void **addr_p)
+rs_status_t rs_ucx_addr_pick(uint64_t place_key, const void *blob, size_t len, const void **addr_p)
 {
     rs_rbuf_t r;
     rs_rbuf_init(&r, blob, len);

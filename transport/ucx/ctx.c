@@ -184,8 +184,8 @@ static rs_status_t ucx_worker_blob(rs_ucx_ctx_t *uc, ucx_worker_t *w, size_t ful
     ucs_status_t s = ucp_worker_query(w->worker, &wa);
     const void *net = s == UCS_OK ? wa.address : NULL;
     size_t net_len = s == UCS_OK ? wa.address_length : 0;
-    rs_status_t st = rs_ucx_addr_pack(uc->place_key, w->addr, full_len, net, net_len, &w->blob,
-                                      &w->blob_len);
+    rs_status_t st =
+        rs_ucx_addr_pack(uc->place_key, w->addr, full_len, net, net_len, &w->blob, &w->blob_len);
     if (s == UCS_OK)
         ucp_worker_release_address(w->worker, wa.address);
     return st;

@@ -245,17 +245,15 @@ rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len);
 /* addr.c: the address blob. This process's place key (0: unknown). */
 uint64_t rs_ucx_place_key(void);
 /* Packs both addresses (net_len 0: none) into a new blob: RS_ERR_NO_SPACE, RS_ERR_NOMEM. */
-rs_status_t rs_ucx_addr_pack(uint64_t place_key, const void *full, size_t full_len,
-                             const void *net, size_t net_len, unsigned char **blob_p,
-                             size_t *len_p);
+rs_status_t rs_ucx_addr_pack(uint64_t place_key, const void *full, size_t full_len, const void *net,
+                             size_t net_len, unsigned char **blob_p, size_t *len_p);
 /*
  * The UCX address in blob to connect by: the full one where the blob's
  * place key is ours, else the network-only one (the full one if it has
  * none). RS_ERR_BAD_MAGIC: not such a blob (a bare UCX address);
  * RS_ERR_BAD_VERSION, RS_ERR_BAD_LENGTH. *addr_p points into blob.
  */
-rs_status_t rs_ucx_addr_pick(uint64_t place_key, const void *blob, size_t len,
-                             const void **addr_p);
+rs_status_t rs_ucx_addr_pick(uint64_t place_key, const void *blob, size_t len, const void **addr_p);
 
 /* recv.c */
 ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length, void *data,
