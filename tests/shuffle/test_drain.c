@@ -141,6 +141,12 @@ static void test_query_and_drop_drains(void **state)
     assert_int_equal(in->draining, 0);
     assert_int_equal(in->truncated, 0);
     assert_true(in->n_conns >= 1); /* this query's own connection at least */
+    fprintf(stderr,
+            "rs_worker_query: shuffle 5 holds %u maps, %llu batches, %llu bytes; pushed "
+            "3 maps, %llu batches, %llu bytes\n",
+            in->shuffles[0].maps_committed, (unsigned long long)in->shuffles[0].batches,
+            (unsigned long long)in->shuffles[0].bytes, (unsigned long long)batches,
+            (unsigned long long)bytes);
     rs_worker_info_free(in);
 
     /* The tool says the same. */
