@@ -80,3 +80,13 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/rshuffleConfigVersion.cma
                                  COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/rshuffleConfig.cmake
               ${PROJECT_BINARY_DIR}/rshuffleConfigVersion.cmake DESTINATION ${rs_cmake_dir})
+
+# The systemd unit of rshuffled (worker/systemd), its ExecStart in the
+# installed bindir: made at install time, so --prefix and DESTDIR hold.
+if(TARGET rshuffled)
+    install(CODE "
+        set(RS_BINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
+        configure_file(\"${PROJECT_SOURCE_DIR}/worker/systemd/rshuffled.service.in\"
+                       \"${PROJECT_BINARY_DIR}/rshuffled.service\" @ONLY)")
+    install(FILES ${PROJECT_BINARY_DIR}/rshuffled.service DESTINATION lib/systemd/system)
+endif()

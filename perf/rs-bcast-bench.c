@@ -50,6 +50,7 @@ typedef struct opts {
     uint64_t block_size;
     rs_transport_kind_t transport;
     char host[RS_BCAST_HOST_MAX + 1];
+    int host_given; /* host set: --host, RSHUFFLE_TEST_HOST, or under MPI launch_host's pick */
 } opts_t;
 
 /* A reader's answer to one get. */
@@ -100,7 +101,8 @@ static rs_bcast_node_t *make_node(const opts_t *o, rs_bcast_mode_t mode)
     bc.block_size = o->block_size;
     bc.mode = mode;
     bc.timeout_ms = 60000;
-    snprintf(bc.host, sizeof(bc.host), "%s", o->host);
+    if (o->host_given) /* else RSHUFFLE_BCAST_HOST, or the default */
+        snprintf(bc.host, sizeof(bc.host), "%s", o->host);
     return rs_bcast_node_create(&tc, &bc, &node) == RS_OK ? node : NULL;
 }
 
@@ -377,6 +379,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
     o->block_size = 4u << 20;
     o->transport = RS_TRANSPORT_UCX;
     snprintf(o->host, sizeof(o->host), "%s", h != NULL && *h ? h : "127.0.0.1");
+    o->host_given = h != NULL && *h;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int n;
@@ -424,6 +427,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
                 return -1;
         } else if (strcmp(a, "--host") == 0) {
             snprintf(o->host, sizeof(o->host), "%s", val);
+            o->host_given = 1;
         } else {
             usage();
             return -1;
@@ -502,6 +506,11 @@ int main(int argc, char **argv)
     if (o.mpi & 1) { /* rank 0 the source, the others readers */
         launch_start("rs-bcast-bench", "mpi", &argc, &argv);
         launched = 1;
+        /* hostport addresses: one the other ranks reach (every rank takes part) */
+        if (!o.host_given && getenv("RSHUFFLE_BCAST_HOST") == NULL) {
+            launch_host(o.host, sizeof(o.host));
+            o.host_given = 1;
+        }
         snprintf(pout.launcher, sizeof(pout.launcher), "mpi");
         pout.ranks = launch_size();
         if (launch_size() < 2 || launch_size() > MAX_READERS + 1) {

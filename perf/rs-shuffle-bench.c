@@ -773,7 +773,11 @@ static int parse_args(int argc, char **argv)
             setenv("UCX_TLS", "posix,sysv,cma,self,tcp", 1);
         else if (strcmp(o.tls, "tcp") == 0)
             setenv("UCX_TLS", "tcp,self", 1);
-        if (strncmp(o.host, "127.", 4) == 0)
+        /* lo only when every worker is on loopback: --host is not used with --worker-addr */
+        int loopback = strncmp(o.host, "127.", 4) == 0;
+        for (uint32_t i = 0; i < o.n_ext; i++)
+            loopback = (i == 0 || loopback) && strncmp(addrs[i], "127.", 4) == 0;
+        if (loopback)
             setenv("UCX_NET_DEVICES", "lo", 0);
     }
     return 0;
@@ -934,6 +938,12 @@ static int run_split(totals_t *t)
         }
     }
     t->t2 = perf_now_s();
+    if (o.n_ext > 0) { /* running workers keep a shuffle until it is dropped */
+        rs_shuffle_desc_t d = desc();
+        rs_status_t s = rs_shuffle_drop(&d, NULL);
+        if (s != RS_OK) /* the records were verified: a worker that went is no failure here */
+            fprintf(stderr, "rs-shuffle-bench: dropping the shuffle: %s\n", rs_strerror(s));
+    }
 
     for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++) {
         kill(wpid[i], SIGTERM);
@@ -1197,9 +1207,11 @@ static void put_results(const totals_t *t, uint64_t bytes, uint64_t lost, uint64
     perf_u64(&pout, "bad", bad);
     perf_u64(&pout, "replicas", o.replicas);
     perf_u64(&pout, "killed", o.killed);
-    perf_u64(&pout, "spilled_bytes", t->wst.spilled_bytes);
-    perf_u64(&pout, "stray_retires", t->wst.stray_retires);
-    perf_num(&pout, "start_s", t->start_s, 4);
+    if (o.n_ext == 0) { /* the forked workers' counters; running ones are not read */
+        perf_u64(&pout, "spilled_bytes", t->wst.spilled_bytes);
+        perf_u64(&pout, "stray_retires", t->wst.stray_retires);
+        perf_num(&pout, "start_s", t->start_s, 4);
+    }
     perf_u64(&pout, "tasks", o.tasks);
     perf_u64(&pout, "threads", o.threads);
     if (o.task_mode) { /* per task, microseconds */
@@ -1284,10 +1296,16 @@ int main(int argc, char **argv)
         failed = 1;
     double push_s = t.t1 - t.t0, read_s = t.t2 - t.t1, secs = t.t2 - t.t0;
     uint64_t bytes = o.sink ? pushed_bytes : total * REC_LEN;
-    double push_gbps = push_s > 0 ? (double)bytes * 8 / push_s / 1e9 : 0;
-    double read_gbps = read_s > 0 && !o.sink ? (double)t.read_bytes * 8 / read_s / 1e9 : 0;
-    double gbps = secs > 0 ? (double)bytes * 8 / secs / 1e9 : 0;
-    double map_gbps = t.map_s > 0 ? (double)bytes * 8 / t.map_s / 1e9 : 0;
+    /* A failed run moved less than bytes: no rates (0 in the JSON, "-" in the text). */
+    double push_gbps = push_s > 0 && !failed ? (double)bytes * 8 / push_s / 1e9 : 0;
+    double read_gbps =
+        read_s > 0 && !o.sink && !failed ? (double)t.read_bytes * 8 / read_s / 1e9 : 0;
+    double gbps = secs > 0 && !failed ? (double)bytes * 8 / secs / 1e9 : 0;
+    double map_gbps = t.map_s > 0 && !failed ? (double)bytes * 8 / t.map_s / 1e9 : 0;
+    char rate[4][32];
+    const double rates_of[4] = {push_gbps, read_gbps, gbps, map_gbps};
+    for (int i = 0; i < 4; i++)
+        snprintf(rate[i], sizeof(rate[i]), failed ? "-" : "%.2f Gbit/s", rates_of[i]);
     const char *layout = o.colocated ? "colocated" : "split";
     uint32_t procs =
         o.colocated ? o.workers : o.workers + o.mappers * (o.speculative ? 2 : 1) + o.reducers;
@@ -1296,16 +1314,21 @@ int main(int argc, char **argv)
            failed ? "FAILED" : "verified", o.transport, o.tls, rs_codec_name(o.codec),
            (double)bytes / (1 << 30), (unsigned long long)(o.sink ? 0 : total), layout, procs,
            o.mappers, o.speculative ? " (x2 attempts)" : "", o.workers, o.reducers, o.partitions);
-    printf("push %.3f s (%.2f Gbit/s), read %.3f s (%.2f Gbit/s), total %.3f s (%.2f Gbit/s); "
-           "lost %llu, duplicates %llu, bad %llu, spilled %.1f MiB, backpressure %llu\n",
-           push_s, push_gbps, read_s, read_gbps, secs, gbps, (unsigned long long)lost,
-           (unsigned long long)dups, (unsigned long long)bad,
-           (double)wst_sum.spilled_bytes / (1 << 20), (unsigned long long)wst_sum.backpressure);
-    printf("pushers: %.3f s in the slowest mapper (%.2f Gbit/s), %llu batches, %llu grant "
-           "requests; worker arena peak %.1f MiB; workers started in %.3f s (%.0f MiB arenas)\n",
-           t.map_s, map_gbps, (unsigned long long)t.map_batches,
-           (unsigned long long)t.grant_requests, (double)wst_sum.arena_peak / (1 << 20), t.start_s,
-           (double)o.worker_mem / (1 << 20));
+    printf("push %.3f s (%s), read %.3f s (%s), total %.3f s (%s); lost %llu, duplicates %llu, "
+           "bad %llu",
+           push_s, rate[0], read_s, rate[1], secs, rate[2], (unsigned long long)lost,
+           (unsigned long long)dups, (unsigned long long)bad);
+    if (o.n_ext == 0)
+        printf(", spilled %.1f MiB, backpressure %llu", (double)wst_sum.spilled_bytes / (1 << 20),
+               (unsigned long long)wst_sum.backpressure);
+    printf("\npushers: %.3f s in the slowest mapper (%s), %llu batches, %llu grant requests; ",
+           t.map_s, rate[3], (unsigned long long)t.map_batches,
+           (unsigned long long)t.grant_requests);
+    if (o.n_ext == 0)
+        printf("worker arena peak %.1f MiB; workers started in %.3f s (%.0f MiB arenas)\n",
+               (double)wst_sum.arena_peak / (1 << 20), t.start_s, (double)o.worker_mem / (1 << 20));
+    else
+        printf("%u running workers (their counters: rshuffle_info --worker HOST:PORT)\n", o.n_ext);
     if (o.killed)
         printf("replicas %u: worker 0 SIGKILLed %.3f s into the %s\n", o.replicas, o.kill_s,
                o.kill_phase == 1 ? "push" : "read");

@@ -813,6 +813,183 @@ rs_status_t rs_sproto_snap_decode(const void *buf, size_t len, rs_snap_hdr_t *ou
     return RS_OK;
 }
 
+/* -------------------------------------------------------------------- info */
+
+rs_status_t rs_sproto_info_encode(const rs_smsg_info_t *m, void *buf, size_t cap, size_t *len_p)
+{
+    rs_wbuf_t w;
+    rs_wbuf_init(&w, buf, cap);
+    w_hdr(&w, RS_SMSG_INFO, m->status);
+    rs_w_u32(&w, m->flags);
+    rs_w_u32(&w, 0);
+    return w_end(&w, len_p);
+}
+
+rs_status_t rs_sproto_info_decode(const void *buf, size_t len, rs_smsg_info_t *out)
+{
+    rs_rbuf_t r;
+    rs_smsg_info_t m;
+    rs_status_t s = r_begin(&r, buf, len, RS_SPROTO_INFO_LEN, RS_SMSG_INFO, 1, &m.status);
+    if (s != RS_OK)
+        return s;
+    m.flags = rs_r_u32(&r);
+    uint32_t reserved = rs_r_u32(&r);
+    if (rs_r_left(&r) != 0)
+        return RS_ERR_BAD_LENGTH;
+    if (m.flags != 0 || reserved != 0)
+        return RS_ERR_PROTOCOL;
+    *out = m;
+    return RS_OK;
+}
+
+size_t rs_sproto_info_reply_len(uint32_t n_shuffles, uint32_t n_conns)
+{
+    return RS_SPROTO_INFO_REPLY_LEN + (size_t)n_shuffles * RS_SPROTO_INFO_SHUFFLE_LEN +
+           (size_t)n_conns * RS_SPROTO_INFO_CONN_LEN;
+}
+
+rs_status_t rs_sproto_info_shuffle_put(void *buf, size_t cap, uint32_t i,
+                                       const rs_info_shuffle_t *e)
+{
+    uint8_t *p = entry_at(buf, cap, RS_SPROTO_INFO_REPLY_LEN, i, RS_SPROTO_INFO_SHUFFLE_LEN);
+    if (p == NULL)
+        return RS_ERR_NO_SPACE;
+    rs_wbuf_t w;
+    rs_wbuf_init(&w, p, RS_SPROTO_INFO_SHUFFLE_LEN);
+    rs_w_u32(&w, e->shuffle_id);
+    rs_w_u32(&w, e->n_partitions);
+    rs_w_u32(&w, e->maps);
+    rs_w_u32(&w, e->replicas);
+    rs_w_u32(&w, e->flags);
+    rs_w_u32(&w, e->open_snaps);
+    rs_w_u64(&w, e->bytes);
+    rs_w_u64(&w, e->batches);
+    rs_w_u64(&w, e->spilled_bytes);
+    return RS_OK;
+}
+
+rs_status_t rs_sproto_info_conn_put(void *buf, size_t cap, uint32_t n_shuffles, uint32_t i,
+                                    const rs_info_conn_t *e)
+{
+    uint8_t *p =
+        entry_at(buf, cap, rs_sproto_info_reply_len(n_shuffles, 0), i, RS_SPROTO_INFO_CONN_LEN);
+    if (p == NULL)
+        return RS_ERR_NO_SPACE;
+    rs_wbuf_t w;
+    rs_wbuf_init(&w, p, RS_SPROTO_INFO_CONN_LEN);
+    rs_w_u32(&w, e->role);
+    rs_w_u32(&w, e->shuffle_id);
+    rs_w_u32(&w, e->map_id);
+    rs_w_u32(&w, e->attempt);
+    rs_w_u32(&w, e->snaps);
+    rs_w_u32(&w, e->open_grants);
+    rs_w_u64(&w, e->batches);
+    return RS_OK;
+}
+
+rs_status_t rs_sproto_info_reply_encode(const rs_smsg_info_reply_t *m, void *buf, size_t cap,
+                                        size_t *len_p)
+{
+    rs_wbuf_t w;
+    if (m->status != RS_OK) {
+        rs_wbuf_init(&w, buf, cap);
+        w_hdr(&w, RS_SMSG_INFO_REPLY, m->status);
+        return w_end(&w, len_p);
+    }
+    size_t len = rs_sproto_info_reply_len(m->n_shuffles, m->n_conns);
+    if (buf == NULL || len > cap)
+        return RS_ERR_NO_SPACE;
+    rs_wbuf_init(&w, buf, RS_SPROTO_INFO_REPLY_LEN);
+    w_hdr(&w, RS_SMSG_INFO_REPLY, m->status);
+    const uint64_t *c = &m->c.batches;
+    for (unsigned i = 0; i < sizeof(m->c) / sizeof(uint64_t); i++)
+        rs_w_u64(&w, c[i]);
+    rs_w_u32(&w, m->n_shuffles);
+    rs_w_u32(&w, m->n_conns);
+    rs_w_u32(&w, m->flags);
+    rs_w_u32(&w, 0);
+    *len_p = len;
+    return RS_OK;
+}
+
+rs_info_shuffle_t rs_sproto_info_shuffle_get(const rs_smsg_info_reply_t *m, uint32_t i)
+{
+    rs_rbuf_t r;
+    rs_info_shuffle_t e;
+    rs_rbuf_init(&r, m->shuffles + (size_t)i * RS_SPROTO_INFO_SHUFFLE_LEN,
+                 RS_SPROTO_INFO_SHUFFLE_LEN);
+    e.shuffle_id = rs_r_u32(&r);
+    e.n_partitions = rs_r_u32(&r);
+    e.maps = rs_r_u32(&r);
+    e.replicas = rs_r_u32(&r);
+    e.flags = rs_r_u32(&r);
+    e.open_snaps = rs_r_u32(&r);
+    e.bytes = rs_r_u64(&r);
+    e.batches = rs_r_u64(&r);
+    e.spilled_bytes = rs_r_u64(&r);
+    return e;
+}
+
+rs_info_conn_t rs_sproto_info_conn_get(const rs_smsg_info_reply_t *m, uint32_t i)
+{
+    rs_rbuf_t r;
+    rs_info_conn_t e;
+    rs_rbuf_init(&r, m->conns + (size_t)i * RS_SPROTO_INFO_CONN_LEN, RS_SPROTO_INFO_CONN_LEN);
+    e.role = rs_r_u32(&r);
+    e.shuffle_id = rs_r_u32(&r);
+    e.map_id = rs_r_u32(&r);
+    e.attempt = rs_r_u32(&r);
+    e.snaps = rs_r_u32(&r);
+    e.open_grants = rs_r_u32(&r);
+    e.batches = rs_r_u64(&r);
+    return e;
+}
+
+rs_status_t rs_sproto_info_reply_decode(const void *buf, size_t len, rs_smsg_info_reply_t *out)
+{
+    rs_rbuf_t r;
+    rs_smsg_info_reply_t m;
+    memset(&m, 0, sizeof(m));
+    rs_status_t s = r_begin(&r, buf, len, RS_SPROTO_HDR_LEN, RS_SMSG_INFO_REPLY, 0, &m.status);
+    if (s != RS_OK)
+        return s;
+    if (m.status != RS_OK) {
+        if (rs_r_left(&r) != 0)
+            return RS_ERR_BAD_LENGTH;
+        *out = m;
+        return RS_OK;
+    }
+    if (len < RS_SPROTO_INFO_REPLY_LEN)
+        return RS_ERR_TRUNCATED;
+    uint64_t *c = &m.c.batches;
+    for (unsigned i = 0; i < sizeof(m.c) / sizeof(uint64_t); i++)
+        c[i] = rs_r_u64(&r);
+    m.n_shuffles = rs_r_u32(&r);
+    m.n_conns = rs_r_u32(&r);
+    m.flags = rs_r_u32(&r);
+    uint32_t reserved = rs_r_u32(&r);
+    if (rs_sproto_info_reply_len(m.n_shuffles, m.n_conns) != len)
+        return RS_ERR_BAD_LENGTH;
+    if ((m.flags & ~(uint32_t)RS_INFO_FLAGS_ALL) != 0 || reserved != 0)
+        return RS_ERR_PROTOCOL;
+    m.shuffles = rs_r_take(&r, (size_t)m.n_shuffles * RS_SPROTO_INFO_SHUFFLE_LEN);
+    m.conns = rs_r_take(&r, (size_t)m.n_conns * RS_SPROTO_INFO_CONN_LEN);
+    for (uint32_t i = 0; i < m.n_shuffles; i++) {
+        rs_info_shuffle_t e = rs_sproto_info_shuffle_get(&m, i);
+        if (e.n_partitions == 0 || e.replicas > RS_SHUFFLE_REPLICAS_MAX ||
+            (e.flags & ~(uint32_t)RS_INFO_SH_DROPPED) != 0)
+            return RS_ERR_PROTOCOL;
+    }
+    for (uint32_t i = 0; i < m.n_conns; i++) {
+        rs_info_conn_t e = rs_sproto_info_conn_get(&m, i);
+        if (e.role > RS_ROLE_READER ||
+            (e.role != RS_ROLE_PUSHER && (e.map_id != RS_INFO_NONE || e.attempt != 0)))
+            return RS_ERR_PROTOCOL;
+    }
+    *out = m;
+    return RS_OK;
+}
+
 /* ---------------------------------------------------------------- any type */
 
 rs_status_t rs_sproto_decode(const void *buf, size_t len, unsigned type, rs_smsg_t *out)
@@ -869,6 +1046,14 @@ rs_status_t rs_sproto_decode(const void *buf, size_t len, unsigned type, rs_smsg
         case RS_SMSG_DROP:
             s = rs_sproto_drop_decode(buf, len, &m.u.drop);
             m.status = m.u.drop.status;
+            break;
+        case RS_SMSG_INFO:
+            s = rs_sproto_info_decode(buf, len, &m.u.info);
+            m.status = m.u.info.status;
+            break;
+        case RS_SMSG_INFO_REPLY:
+            s = rs_sproto_info_reply_decode(buf, len, &m.u.info_reply);
+            m.status = m.u.info_reply.status;
             break;
         case RS_SMSG_COMMIT_REPLY:
         case RS_SMSG_DROP_REPLY:

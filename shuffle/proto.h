@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <rshuffle/status.h>
 
-/* Message types 16..30 of the transport's user range belong to the shuffle (32..63 stay free). */
+/* Message types 16..32 of the transport's user range belong to the shuffle (33..63 stay free). */
 enum {
     RS_SMSG_ATTACH = 16,       /* pusher/reader -> worker */
     RS_SMSG_ATTACH_REPLY = 17, /* worker: arena rkey */
@@ -36,9 +36,11 @@ enum {
     RS_SMSG_READ_CLOSE = 27,   /* reader: done with a snapshot */
     RS_SMSG_DROP = 28,         /* anyone: free a shuffle's storage */
     RS_SMSG_DROP_REPLY = 29,
-    RS_SMSG_RECLAIM = 30, /* worker -> pusher: memory is short, give back unused grant room */
+    RS_SMSG_RECLAIM = 30,    /* worker -> pusher: memory is short, give back unused grant room */
+    RS_SMSG_INFO = 31,       /* anyone: the worker's state (rshuffle_info --worker) */
+    RS_SMSG_INFO_REPLY = 32, /* worker: counters, shuffles held, connections */
     RS_SMSG_FIRST = 16,
-    RS_SMSG_LAST = 30,
+    RS_SMSG_LAST = 32,
 };
 
 /* 3: with R >= 2 a commit lists every partition the worker holds (RS_SNAP_C_HOLDER). */
@@ -108,6 +110,10 @@ enum { RS_SNAP_C_HOLDER = 1 };
 #define RS_SPROTO_SNAP_HDR_LEN     16u
 #define RS_SPROTO_SNAP_COMMIT_LEN  32u
 #define RS_SPROTO_SNAP_ENTRY_LEN   32u
+#define RS_SPROTO_INFO_LEN         16u
+#define RS_SPROTO_INFO_REPLY_LEN   112u /* shuffle entries, then connection entries follow */
+#define RS_SPROTO_INFO_SHUFFLE_LEN 48u
+#define RS_SPROTO_INFO_CONN_LEN    32u
 
 /*
  * In every message, status is what the header carries: RS_OK in requests
@@ -362,6 +368,76 @@ rs_status_t rs_sproto_snap_decode(const void *buf, size_t len, rs_snap_hdr_t *h)
 rs_snap_commit_t rs_sproto_snap_commit_get(const rs_snap_hdr_t *h, uint32_t i);
 rs_snap_entry_t rs_sproto_snap_entry_get(const rs_snap_hdr_t *h, uint32_t i);
 
+/* ------------------------------------------------------------------ info */
+
+/* An INFO request: flags must be 0 (none defined yet). */
+typedef struct rs_smsg_info {
+    rs_status_t status;
+    uint32_t flags;
+} rs_smsg_info_t;
+
+enum {
+    RS_INFO_DRAINING = 1,  /* the worker refuses new shuffles and maps */
+    RS_INFO_TRUNCATED = 2, /* more shuffles or connections than one message holds */
+    RS_INFO_FLAGS_ALL = 3,
+};
+enum { RS_INFO_SH_DROPPED = 1 };
+#define RS_INFO_NONE UINT32_MAX /* a connection's shuffle_id/map_id when it has none */
+
+typedef struct rs_info_counters {
+    uint64_t batches, bytes, refused, spilled_bytes, spill_files, backpressure;
+    uint64_t arena_used, arena_peak, arena_len, commits, stray_retires;
+} rs_info_counters_t;
+
+typedef struct rs_info_shuffle {
+    uint32_t shuffle_id;
+    uint32_t n_partitions; /* >= 1 */
+    uint32_t maps;         /* map attempts committed */
+    uint32_t replicas;     /* 0..3 */
+    uint32_t flags;        /* RS_INFO_SH_* */
+    uint32_t open_snaps;
+    uint64_t bytes;   /* frame bytes committed */
+    uint64_t batches; /* batches committed */
+    uint64_t spilled_bytes;
+} rs_info_shuffle_t;
+
+typedef struct rs_info_conn {
+    uint32_t role;       /* 0 (not attached), RS_ROLE_PUSHER or RS_ROLE_READER */
+    uint32_t shuffle_id; /* RS_INFO_NONE: none */
+    uint32_t map_id;     /* pusher; RS_INFO_NONE otherwise */
+    uint32_t attempt;    /* pusher; 0 otherwise */
+    uint32_t snaps;      /* open snapshots (reader) */
+    uint32_t open_grants;
+    uint64_t batches; /* arrivals from this pusher */
+} rs_info_conn_t;
+
+/* A refusal (status != RS_OK) is the header alone. */
+typedef struct rs_smsg_info_reply {
+    rs_status_t status;
+    rs_info_counters_t c;
+    uint32_t n_shuffles, n_conns;
+    uint32_t flags;                  /* RS_INFO_* */
+    const uint8_t *shuffles, *conns; /* decoded: the validated entries */
+} rs_smsg_info_reply_t;
+
+rs_status_t rs_sproto_info_encode(const rs_smsg_info_t *m, void *buf, size_t cap, size_t *len_p);
+rs_status_t rs_sproto_info_decode(const void *buf, size_t len, rs_smsg_info_t *m);
+
+/*
+ * The list pattern with two lists: put shuffles (i < n_shuffles), then
+ * connections (i < n_conns, after n_shuffles shuffles), then the fixed part.
+ */
+size_t rs_sproto_info_reply_len(uint32_t n_shuffles, uint32_t n_conns);
+rs_status_t rs_sproto_info_shuffle_put(void *buf, size_t cap, uint32_t i,
+                                       const rs_info_shuffle_t *e);
+rs_status_t rs_sproto_info_conn_put(void *buf, size_t cap, uint32_t n_shuffles, uint32_t i,
+                                    const rs_info_conn_t *e);
+rs_status_t rs_sproto_info_reply_encode(const rs_smsg_info_reply_t *m, void *buf, size_t cap,
+                                        size_t *len_p);
+rs_status_t rs_sproto_info_reply_decode(const void *buf, size_t len, rs_smsg_info_reply_t *m);
+rs_info_shuffle_t rs_sproto_info_shuffle_get(const rs_smsg_info_reply_t *m, uint32_t i);
+rs_info_conn_t rs_sproto_info_conn_get(const rs_smsg_info_reply_t *m, uint32_t i);
+
 /* ------------------------------------------------------------- any type */
 
 /* One decoded message of any shuffle type. */
@@ -381,6 +457,8 @@ typedef struct rs_smsg {
         rs_smsg_spill_reply_t spill_reply;
         rs_smsg_read_close_t read_close;
         rs_smsg_drop_t drop;
+        rs_smsg_info_t info;
+        rs_smsg_info_reply_t info_reply;
     } u; /* the member of type (none for the header-only types) */
 } rs_smsg_t;
 

@@ -7,7 +7,8 @@ add_custom_target(rs_build_info
                           -DOUT=${CMAKE_BINARY_DIR}/tools/rs_build_info.h
                           -DTYPE=${CMAKE_BUILD_TYPE} -P ${PROJECT_SOURCE_DIR}/tools/build_info.cmake
                   BYPRODUCTS ${CMAKE_BINARY_DIR}/tools/rs_build_info.h VERBATIM)
-add_executable(rshuffle_info ${PROJECT_SOURCE_DIR}/tools/rshuffle_info.c)
+add_executable(rshuffle_info ${PROJECT_SOURCE_DIR}/tools/rshuffle_info.c
+                             ${PROJECT_SOURCE_DIR}/tools/info_worker.c)
 add_dependencies(rshuffle_info rs_build_info)
 target_include_directories(rshuffle_info PRIVATE ${CMAKE_BINARY_DIR}/tools)
 target_link_libraries(rshuffle_info PRIVATE rshuffle)

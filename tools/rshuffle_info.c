@@ -1,14 +1,17 @@
 /*
  * rshuffle_info: what this rshuffle is and sees, like ucx_info.
  *
- *   rshuffle_info [-v] [-d] [-c] [--help] [--version]
+ *   rshuffle_info [-v] [-d] [-c] [--worker HOST:PORT [--json]] [--help] [--version]
  *     -v  version and build options
  *     -d  backends and devices found (UCX transports and devices; verbs
  *         devices with ports, link layer and GIDs)
  *     -c  every RSHUFFLE_* variable: effective value, default, source, meaning;
  *         a value the library refuses is marked INVALID (exit status 1)
+ *     --worker  a live worker's state (tools/info_worker.c)
  * With no option: -v.
  */
+#include "info_worker.h"
+
 #include <rshuffle/broadcast.h>
 #include <rshuffle/config.h>
 #include <rshuffle/log.h>
@@ -40,6 +43,7 @@ static void usage(FILE *out)
                  "  -d, --devices  backends and devices found\n"
                  "  -c, --config   every RSHUFFLE_* variable: value, default, source, meaning\n"
                  "                 (a refused value: INVALID, and exit status 1)\n"
+                 "  --worker HOST:PORT  a live worker's state (RSHUFFLE_JOB_TOKEN); --json\n"
                  "  -h, --help     this text\n"
                  "  -V, --version  the version\n");
 }
@@ -310,9 +314,11 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"build", no_argument, NULL, 'v'},   {"devices", no_argument, NULL, 'd'},
         {"config", no_argument, NULL, 'c'},  {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, 'V'}, {"worker", required_argument, NULL, 'W'},
+        {"json", no_argument, NULL, 'J'},    {NULL, 0, NULL, 0},
     };
-    int build = 0, devices = 0, config = 0, c;
+    int build = 0, devices = 0, config = 0, json = 0, c;
+    const char *worker = NULL;
     while ((c = getopt_long(argc, argv, "vdchV", longopts, NULL)) != -1) {
         switch (c) {
             case 'v':
@@ -323,6 +329,12 @@ int main(int argc, char **argv)
                 break;
             case 'c':
                 config = 1;
+                break;
+            case 'W':
+                worker = optarg;
+                break;
+            case 'J':
+                json = 1;
                 break;
             case 'h':
                 usage(stdout);
@@ -339,6 +351,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "rshuffle_info: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
         return 2;
+    }
+    if (worker != NULL || json) {
+        if (worker == NULL || build || devices || config) {
+            fprintf(stderr, "rshuffle_info: --json goes with --worker, which goes alone\n");
+            return 2;
+        }
+        return rs_info_worker(worker, json);
     }
     if (!build && !devices && !config)
         build = 1;

@@ -70,6 +70,9 @@ struct rs_ep {
     rs_status_t status;    /* RS_OK until the endpoint dies */
     int accepted;          /* created by a listener (server side) */
     rs_status_t hs_result; /* client: handshake outcome, RS_ERR_BUSY while pending */
+    /* client: the step a connect is at, named in its error (a backend names its own steps) */
+    const char *stage;
+    char peer_name[80]; /* client: "host:port" or "an address blob", for the same */
     void *user;
     void *be; /* backend private */
 };

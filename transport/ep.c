@@ -86,6 +86,7 @@ void rs_tp_ep_connected(rs_ep_t *ep)
     if (ep->state != RS_EP_CONNECTING)
         return;
     ep->state = RS_EP_HANDSHAKE;
+    ep->stage = "handshake";
     rs_tp_hs_start_client(ep);
 }
 
@@ -289,11 +290,12 @@ rs_status_t rs_tp_ep_connect_wait(rs_ep_t *ep, const char *peer, rs_ep_t **ep_p)
         if (st == RS_OK)
             st = ep->status != RS_OK ? ep->status : RS_ERR_UNREACHABLE;
         if (st == RS_ERR_TIMEOUT)
-            rs_error("connect to %s: no handshake within %u ms", peer, ctx->cfg.connect_timeout_ms);
+            rs_error("connect to %s: no handshake within %u ms (at %s)", peer,
+                     ctx->cfg.connect_timeout_ms, ep->stage);
         else if (st == RS_ERR_AUTH)
             rs_error("connect to %s: the peer refused our job token", peer);
         else
-            rs_error("connect to %s failed: %s", peer, rs_strerror(st));
+            rs_error("connect to %s failed at %s: %s", peer, ep->stage, rs_strerror(st));
         /* Nothing of a failed connect is worth draining: cut it. */
         if (ep->state != RS_EP_DEAD) {
             ep->state = RS_EP_DEAD;
@@ -339,11 +341,16 @@ static rs_status_t connect_to(rs_ctx_t *ctx, const connect_target_t *to, rs_ep_t
         return RS_ERR_NOMEM;
     }
     RS_EP_PRIV(ep)->hs_client = 1;
-    if (to->host != NULL)
+    ep->stage = "connect";
+    if (to->host != NULL) {
+        snprintf(ep->peer_name, sizeof(ep->peer_name), "%s:%u", to->host, to->port);
         st = ctx->be_ops->connect(ctx, ep, to->host, to->port);
-    else
+    } else {
+        snprintf(ep->peer_name, sizeof(ep->peer_name), "an address blob (%zu bytes)", to->len);
         st = ctx->be_ops->connect_address(ctx, ep, to->blob, to->len);
+    }
     if (st != RS_OK) {
+        rs_error("connect to %s failed at %s: %s", ep->peer_name, ep->stage, rs_strerror(st));
         rs_tp_ep_free(ep);
         rs_tp_unlock(ctx);
         return st;

@@ -175,12 +175,15 @@ struct rs_worker {
     int counted;            /* in the process's count of listening workers (the watch needs 1) */
     uint64_t next_watch;    /* the listener watch (worker.c), coarse ns */
     uint32_t watch_strikes; /* checks in a row that found connections nobody accepts */
+    volatile int draining; /* rs_worker_drain: no new shuffles or maps */
 };
 
 /* serve.c */
 rs_status_t rs_wk_handlers(rs_worker_t *w);
 void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out);
 void rs_wk_conn_free(rs_worker_t *w, wconn_t *c);
+/* info.c: the INFO request's handler */
+void rs_wk_on_info(void *arg, rs_ep_t *ep, const void *data, size_t len);
 /* worker.c */
 void rs_wk_defer_close(rs_worker_t *w, rs_ep_t *ep);
 /* Publishes the counters for rs_worker_stats. */

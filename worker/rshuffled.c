@@ -2,17 +2,22 @@
  * rshuffled: the shuffle worker as a daemon.
  *
  *   rshuffled --listen HOST:PORT [--mem BYTES] [--spill-dir DIR] [--log LEVEL]
- *             [--ready-fd N] [--help] [--version]
+ *             [--ready-fd N] [--drain-timeout SECONDS] [--help] [--version]
  *
  * Flags override the RSHUFFLE_WORKER_* / RSHUFFLE_LOG environment. Prints
  * "rshuffled: listening on HOST:PORT" once ready (PORT 0 picks a free port);
  * with --ready-fd N it also writes "ready HOST PORT\n" to descriptor N and
- * closes it, the machine-readable signal a launcher waits for. Shuts down
- * cleanly on SIGTERM or SIGINT, at any time. Exit status: 0
- * after a signal, 1 when the worker cannot start (limits the host cannot
- * back, a spill directory that takes no files, an address that cannot be
- * listened on), 2 for a bad command line or environment.
+ * closes it, the machine-readable signal a launcher waits for. SIGTERM or
+ * SIGINT drains it (docs/operations.md, "Draining a worker"): no new
+ * shuffles or maps, reads of what it holds go on until every shuffle is
+ * dropped or --drain-timeout seconds pass (30; 0: stop at once); a second
+ * signal stops it at once. Exit status: 0 after a drain (ended or timed
+ * out) or a second signal, 1 when the worker cannot start (limits the host
+ * cannot back, a spill directory that takes no files, an address that
+ * cannot be listened on), 2 for a bad command line or environment.
  */
+#include "sd_notify.h"
+
 #include <rshuffle/worker.h>
 
 #include <rshuffle/version.h>
@@ -23,18 +28,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: rshuffled --listen HOST:PORT [--mem BYTES] [--spill-dir DIR]\n"
-            "                 [--log error|warn|info|debug] [--ready-fd N]\n"
+            "                 [--log error|warn|info|debug] [--ready-fd N] [--drain-timeout S]\n"
             "  -l, --listen HOST:PORT  address to listen on (port 0: any free port)\n"
             "  -m, --mem BYTES         the registered arena (RSHUFFLE_WORKER_MEM)\n"
             "  -s, --spill-dir DIR     spill files (RSHUFFLE_WORKER_SPILL_DIR)\n"
             "      --log LEVEL         log level (RSHUFFLE_LOG)\n"
             "      --ready-fd N        write \"ready HOST PORT\" to descriptor N once listening\n"
+            "      --drain-timeout S   on SIGTERM, serve reads at most S seconds more (30)\n"
             "  -h, --help              this text\n"
             "  -V, --version           the version\n");
 }
@@ -44,33 +51,81 @@ static void usage(FILE *out)
  * process at once, since the arena's allocation cannot be interrupted (it
  * makes gigabytes resident) and nothing the worker holds then outlives the
  * process (its shared memory is unlinked or marked for removal when made);
- * once running, it hands the signal to main for an orderly shutdown.
+ * once running, it hands each signal to main: the first drains, the next
+ * stops.
  */
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     sigset_t set;
-    int running; /* start-up is over: a signal now means shut down */
-    int sig;     /* the signal received once running */
+    int running; /* start-up is over: a signal now means drain, then stop */
+    int sig;     /* the first signal received once running */
+    int signals; /* how many */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static void *signal_main(void *arg)
 {
     (void)arg;
-    int sig = 0;
-    while (sigwait(&g.set, &sig) != 0)
-        ;
-    pthread_mutex_lock(&g.lock);
-    if (!g.running) {
-        static const char msg[] = "rshuffled: signal during start-up, exiting\n";
-        ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-        (void)n;
-        _exit(0);
+    for (;;) {
+        int sig = 0;
+        while (sigwait(&g.set, &sig) != 0)
+            ;
+        pthread_mutex_lock(&g.lock);
+        if (!g.running) {
+            static const char msg[] = "rshuffled: signal during start-up, exiting\n";
+            ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+            (void)n;
+            _exit(0);
+        }
+        if (g.signals++ == 0)
+            g.sig = sig;
+        pthread_cond_signal(&g.cond);
+        pthread_mutex_unlock(&g.lock);
     }
-    g.sig = sig;
-    pthread_cond_signal(&g.cond);
-    pthread_mutex_unlock(&g.lock);
     return NULL;
+}
+
+/*
+ * The first signal's drain: until the worker holds no shuffle, timeout_s
+ * passed or a second signal came (checked every 50 ms).
+ */
+static void drain(rs_worker_t *w, int sig, uint64_t timeout_s)
+{
+    if (timeout_s == 0)
+        return;
+    rs_worker_drain(w);
+    (void)rsd_notify("STOPPING=1\nSTATUS=draining");
+    rs_worker_stats_t st;
+    rs_worker_stats(w, &st);
+    fprintf(stderr, "rshuffled: signal %d, draining (%llu shuffles held, at most %llu s)\n", sig,
+            (unsigned long long)st.shuffles, (unsigned long long)timeout_s);
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += (time_t)timeout_s;
+    pthread_mutex_lock(&g.lock);
+    for (;;) {
+        rs_worker_stats(w, &st);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        const char *why =
+            st.shuffles == 0 ? "every shuffle dropped"
+            : g.signals > 1  ? "second signal"
+            : now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)
+                ? "drain timeout"
+                : NULL;
+        if (why != NULL) {
+            fprintf(stderr, "rshuffled: drain over (%s; %llu shuffles held)\n", why,
+                    (unsigned long long)st.shuffles);
+            break;
+        }
+        struct timespec t; /* the condition variable's clock */
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += 50 * 1000 * 1000;
+        if (t.tv_nsec >= 1000000000L)
+            t.tv_sec++, t.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&g.cond, &g.lock, &t);
+    }
+    pthread_mutex_unlock(&g.lock);
 }
 
 /* HOST:PORT with a non-empty host and a port in [0, 65535]; the rest is an error. */
@@ -117,12 +172,18 @@ int main(int argc, char **argv)
     if (rs_config_init(&tcfg) != RS_OK)
         return 2;
     static const struct option longopts[] = {
-        {"listen", required_argument, NULL, 'l'},    {"mem", required_argument, NULL, 'm'},
-        {"spill-dir", required_argument, NULL, 's'}, {"log", required_argument, NULL, 'L'},
-        {"ready-fd", required_argument, NULL, 'r'},  {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0},
+        {"listen", required_argument, NULL, 'l'},
+        {"mem", required_argument, NULL, 'm'},
+        {"spill-dir", required_argument, NULL, 's'},
+        {"log", required_argument, NULL, 'L'},
+        {"ready-fd", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {"drain-timeout", required_argument, NULL, 'D'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     int ready_fd = -1, c;
+    uint64_t drain_s = 30;
     uint64_t v64;
     while ((c = getopt_long(argc, argv, "l:m:s:hV", longopts, NULL)) != -1) {
         const char *v = optarg;
@@ -166,6 +227,14 @@ int main(int argc, char **argv)
                     return 2;
                 }
                 ready_fd = (int)v64;
+                break;
+            case 'D':
+                if (rs_parse_uint(v, 86400, &drain_s) != RS_OK) {
+                    fprintf(stderr,
+                            "rshuffled: bad --drain-timeout '%s': expected seconds, 0 to 86400\n",
+                            v);
+                    return 2;
+                }
                 break;
             case 'h':
                 usage(stdout);
@@ -213,17 +282,23 @@ int main(int argc, char **argv)
         dprintf(ready_fd, "ready %s %u\n", host, rs_worker_port(w));
         close(ready_fd);
     }
-    while (g.sig == 0)
+    char state[200];
+    snprintf(state, sizeof(state), "READY=1\nSTATUS=listening on %s:%u", host, rs_worker_port(w));
+    if (rsd_notify(state) != 0)
+        fprintf(stderr, "rshuffled: cannot tell NOTIFY_SOCKET that it is ready\n");
+    while (g.signals == 0)
         pthread_cond_wait(&g.cond, &g.lock);
     int sig = g.sig;
     pthread_mutex_unlock(&g.lock);
-    pthread_join(sig_thread, NULL);
+    drain(w, sig, drain_s);
     rs_worker_stats_t st;
     rs_worker_stats(w, &st);
     fprintf(stderr,
-            "rshuffled: signal %d, shutting down (%llu batches, %llu bytes, %llu spilled)\n", sig,
-            (unsigned long long)st.batches, (unsigned long long)st.bytes,
-            (unsigned long long)st.spilled_bytes);
+            "rshuffled: signal %d, shutting down (%llu batches, %llu bytes, %llu spilled, "
+            "%llu refused, %llu stray retires, arena peak %llu)\n",
+            sig, (unsigned long long)st.batches, (unsigned long long)st.bytes,
+            (unsigned long long)st.spilled_bytes, (unsigned long long)st.refused,
+            (unsigned long long)st.stray_retires, (unsigned long long)st.arena_peak);
     rs_worker_destroy(w);
     return 0;
 }

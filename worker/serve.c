@@ -128,6 +128,12 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_INVALID);
         return;
     }
+    if (m.role == RS_ROLE_PUSHER && w->draining) {
+        /* Draining (rs_worker_drain): what it holds is read, nothing new is taken. */
+        rs_info("worker: draining, refused map %u of shuffle %u", m.map_id, m.shuffle_id);
+        reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_STATE);
+        return;
+    }
     if (m.role == RS_ROLE_PUSHER && sh != NULL && attempt_taken(w, c, sh, m.map_id, m.attempt)) {
         rs_warn("worker: shuffle %u map %u attempt %u is already open or committed, refused a "
                 "second pusher of it",
@@ -730,6 +736,7 @@ rs_status_t rs_wk_handlers(rs_worker_t *w)
         {RS_SMSG_SPILL_LOAD, on_spill_load},
         {RS_SMSG_READ_CLOSE, on_read_close},
         {RS_SMSG_DROP, on_drop},
+        {RS_SMSG_INFO, rs_wk_on_info},
     };
     for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++) {
         rs_status_t s = rs_set_msg_handler(w->ctx, h[i].type, h[i].cb, w);

@@ -312,6 +312,12 @@ void rs_worker_stats(rs_worker_t *w, rs_worker_stats_t *stats)
     pthread_mutex_unlock(&w->stats_lock);
 }
 
+void rs_worker_drain(rs_worker_t *w)
+{
+    if (w != NULL)
+        w->draining = 1; /* read by the worker thread at each pusher's attach */
+}
+
 void rs_worker_destroy(rs_worker_t *w)
 {
     if (w == NULL)

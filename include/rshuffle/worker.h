@@ -116,6 +116,67 @@ typedef struct rs_worker_stats {
 RS_API void rs_worker_stats(rs_worker_t *worker, rs_worker_stats_t *stats);
 
 /*
+ * Starts draining (decommission), from any thread; cannot fail, a second
+ * call changes nothing. A draining worker refuses new pushers (a new
+ * shuffle or a new map attempt: RS_ERR_STATE at rs_pusher_open), lets the
+ * pushers already attached finish and commit, and keeps serving reads of
+ * what it holds. rs_worker_stats' shuffles counts what it still holds: at 0
+ * (every shuffle dropped) it can be destroyed without a reader noticing.
+ */
+RS_API void rs_worker_drain(rs_worker_t *worker);
+
+/* A shuffle a worker holds, as rs_worker_query reports it. */
+typedef struct rs_worker_shuffle_info {
+    uint32_t shuffle_id;
+    uint32_t n_partitions;
+    uint32_t maps_committed; /* map attempts committed */
+    uint32_t replicas;       /* R its pushers gave (0: no pusher attached yet) */
+    int dropped;             /* dropped, kept until its open snapshots close */
+    uint32_t open_snapshots;
+    uint64_t bytes;   /* frame bytes committed */
+    uint64_t batches; /* batches committed */
+    uint64_t spilled_bytes;
+} rs_worker_shuffle_info_t;
+
+/* One connection of a worker. */
+typedef struct rs_worker_conn_info {
+    int role;            /* 0 not attached yet, 1 pusher, 2 reader */
+    uint32_t shuffle_id; /* the pusher's, a reader's first open snapshot's; UINT32_MAX: none */
+    uint32_t map_id;     /* pusher only (else UINT32_MAX) */
+    uint32_t attempt;    /* pusher only */
+    uint32_t open_snapshots;
+    uint32_t open_grants;
+    uint64_t batches; /* pusher: batches that arrived from it */
+} rs_worker_conn_info_t;
+
+typedef struct rs_worker_info {
+    rs_worker_stats_t stats; /* as of the answer (shuffles: those held) */
+    uint64_t arena_len;      /* the registered arena, bytes */
+    uint64_t spill_files;    /* open spill files (one per shuffle that spilled) */
+    int draining;            /* rs_worker_drain was called (rshuffled: SIGTERM) */
+    int truncated; /* more shuffles or connections than one message holds: the first ones */
+    uint32_t n_shuffles, n_conns;
+    rs_worker_shuffle_info_t *shuffles;
+    rs_worker_conn_info_t *conns;
+} rs_worker_info_t;
+
+/*
+ * Asks a running worker, by name ("host:port" or a "blob:" name, as in
+ * rs_shuffle_desc_t.workers), for its state: one INFO request over its
+ * own transport context (tcfg NULL: defaults and environment; its
+ * job_token must be the worker's). Waits at most connect_timeout_ms for
+ * the answer. Errors: RS_ERR_INVALID (NULL arguments, a bad name),
+ * rs_ctx_create's and rs_connect's (RS_ERR_AUTH: wrong token), RS_ERR_TIMEOUT
+ * (no answer in time), RS_ERR_UNREACHABLE (the connection died), the
+ * worker's refusal or a decoder's status for a malformed answer, RS_ERR_NOMEM.
+ * *info_p (set only on RS_OK) is the caller's: rs_worker_info_free.
+ */
+RS_API rs_status_t rs_worker_query(const char *worker, const rs_config_t *tcfg,
+                                   rs_worker_info_t **info_p);
+/* Frees what rs_worker_query returned; NULL is ignored. */
+RS_API void rs_worker_info_free(rs_worker_info_t *info);
+
+/*
  * Stops the thread, closes every endpoint, removes spill files and frees
  * everything: the shuffles it held are gone (pushers and readers still
  * connected see their connection die). NULL is ignored.

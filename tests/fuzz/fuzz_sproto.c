@@ -99,6 +99,21 @@ static rs_status_t reencode(const rs_smsg_t *m, uint8_t *out, size_t cap, size_t
             return rs_sproto_read_close_encode(&m->u.read_close, out, cap, n);
         case RS_SMSG_DROP:
             return rs_sproto_drop_encode(&m->u.drop, out, cap, n);
+        case RS_SMSG_INFO:
+            return rs_sproto_info_encode(&m->u.info, out, cap, n);
+        case RS_SMSG_INFO_REPLY:
+            for (uint32_t i = 0; i < m->u.info_reply.n_shuffles; i++) {
+                rs_info_shuffle_t e = rs_sproto_info_shuffle_get(&m->u.info_reply, i);
+                CHECK(e.n_partitions > 0 && (e.flags & ~(uint32_t)RS_INFO_SH_DROPPED) == 0);
+                CHECK(rs_sproto_info_shuffle_put(out, cap, i, &e) == RS_OK);
+            }
+            for (uint32_t i = 0; i < m->u.info_reply.n_conns; i++) {
+                rs_info_conn_t e = rs_sproto_info_conn_get(&m->u.info_reply, i);
+                CHECK(e.role <= RS_ROLE_READER);
+                CHECK(rs_sproto_info_conn_put(out, cap, m->u.info_reply.n_shuffles, i, &e) ==
+                      RS_OK);
+            }
+            return rs_sproto_info_reply_encode(&m->u.info_reply, out, cap, n);
         default:
             return rs_sproto_status_encode(m->type, m->status, out, cap, n);
     }
@@ -112,6 +127,12 @@ static void fuzz_msg(unsigned type, const uint8_t *in, size_t len)
     if (st != RS_OK)
         return;
     CHECK(m.type == type && len >= RS_SPROTO_HDR_LEN);
+    if (type == RS_SMSG_INFO_REPLY) {
+        check_inside(in, len, m.u.info_reply.shuffles,
+                     (size_t)m.u.info_reply.n_shuffles * RS_SPROTO_INFO_SHUFFLE_LEN);
+        check_inside(in, len, m.u.info_reply.conns,
+                     (size_t)m.u.info_reply.n_conns * RS_SPROTO_INFO_CONN_LEN);
+    }
     if (type == RS_SMSG_ATTACH_REPLY)
         check_inside(in, len, m.u.attach_reply.rkey, m.u.attach_reply.rkey_len);
     if (type == RS_SMSG_READ_REPLY && m.u.read_reply.index_off == RS_SPROTO_INLINE) {
@@ -130,10 +151,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    unsigned mode = data[0] % 16u;
+    unsigned mode = data[0] % 32u;
     if (mode == FUZZ_SPROTO_SNAP)
         fuzz_snap(data + 1, size - 1);
-    else
+    else if (mode <= RS_SMSG_LAST - RS_SMSG_FIRST)
         fuzz_msg(RS_SMSG_FIRST + mode, data + 1, size - 1);
     return 0;
 }

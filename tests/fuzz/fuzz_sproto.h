@@ -6,10 +6,11 @@
 #include <stdint.h>
 
 /*
- * Input: one mode byte, then the bytes the mode decodes. Mode % 16 picks
- * the message type 16 + mode % 16 (16..30); 15 picks a partition snapshot.
+ * Input: one mode byte, then the bytes the mode decodes. Mode % 32 picks
+ * the message type 16 + mode % 32 (16..32); 31 picks a partition snapshot
+ * (17..30 nothing).
  */
-#define FUZZ_SPROTO_SNAP 15u
+#define FUZZ_SPROTO_SNAP 31u
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -133,6 +133,27 @@ void sproto_corpus(emit_fn emit, void *user)
     st = rs_sproto_status_encode(RS_SMSG_RECLAIM, RS_OK, b, cap, &len);
     out(emit, user, seed, M(RS_SMSG_RECLAIM), st, len);
 
+    rs_smsg_info_t iq = {.status = RS_OK};
+    st = rs_sproto_info_encode(&iq, b, cap, &len);
+    out(emit, user, seed, M(RS_SMSG_INFO), st, len);
+    rs_info_shuffle_t ish = {
+        .shuffle_id = 2, .n_partitions = 8, .maps = 2, .replicas = 1, .bytes = 640, .batches = 10};
+    rs_info_conn_t icn = {.role = RS_ROLE_PUSHER, .shuffle_id = 2, .map_id = 1, .batches = 10};
+    rs_info_conn_t icr = {
+        .role = RS_ROLE_READER, .shuffle_id = 2, .map_id = RS_INFO_NONE, .snaps = 1};
+    rs_sproto_info_shuffle_put(b, cap, 0, &ish);
+    rs_sproto_info_conn_put(b, cap, 1, 0, &icn);
+    rs_sproto_info_conn_put(b, cap, 1, 1, &icr);
+    rs_smsg_info_reply_t irp = {.c = {.batches = 10, .bytes = 640, .arena_len = 1 << 20},
+                                .n_shuffles = 1,
+                                .n_conns = 2,
+                                .flags = RS_INFO_DRAINING};
+    st = rs_sproto_info_reply_encode(&irp, b, cap, &len);
+    out(emit, user, seed, M(RS_SMSG_INFO_REPLY), st, len);
+    irp.status = RS_ERR_PROTOCOL;
+    st = rs_sproto_info_reply_encode(&irp, b, cap, &len);
+    out(emit, user, seed, M(RS_SMSG_INFO_REPLY), st, len);
+
     len = snap(b, cap, 3, 5);
     out(emit, user, seed, FUZZ_SPROTO_SNAP, RS_OK, len);
 #undef M

@@ -327,7 +327,10 @@ static void test_sigterm_during_startup(void **state)
     }
 }
 
-/* A worker that held a shuffle and spilled: SIGTERM, exit 0, no spill file or segment left. */
+/*
+ * A worker that held a shuffle and spilled: SIGTERM (it drains: still up),
+ * then SIGINT (stop now): exit 0, no spill file or segment left.
+ */
 static void test_sigterm_running_frees_everything(void **state)
 {
     (void)state;
@@ -351,6 +354,9 @@ static void test_sigterm_running_frees_everything(void **state)
     rs_pusher_destroy(p);
     assert_int_equal(kill(daemon_pid, SIGTERM), 0);
     int st;
+    usleep(300000);
+    assert_int_equal(waitpid(daemon_pid, &st, WNOHANG), 0); /* draining: the shuffle is held */
+    assert_int_equal(kill(daemon_pid, SIGINT), 0);
     double t0 = now_s();
     for (;;) {
         pid_t r = waitpid(daemon_pid, &st, WNOHANG);

@@ -70,12 +70,13 @@ static void start_worker(uint64_t mem)
     start_worker_in(mem, NULL, 0, 0);
 }
 
-/* SIGTERM: the worker must shut down cleanly (exit status 0). */
+/* SIGTERM, then SIGINT (no drain wait): the worker must shut down cleanly (exit status 0). */
 static void stop_worker(void)
 {
     if (worker_pid <= 0)
         return;
     kill(worker_pid, SIGTERM);
+    kill(worker_pid, SIGINT);
     int st;
     pid_t pid = worker_pid;
     worker_pid = 0;

@@ -61,6 +61,42 @@ static const rs_snap_entry_t snap_entries[3] = {
     {.loc = 0, .len = 100000, .map_id = 4, .attempt = 0, .seq = RS_SEQ_MAX - 1},
 };
 
+/* An INFO_REPLY with ns shuffles and nc connections (a pusher, then readers). */
+static size_t build_info_reply(uint8_t *buf, size_t cap, uint32_t ns, uint32_t nc)
+{
+    for (uint32_t i = 0; i < ns; i++) {
+        rs_info_shuffle_t e = {.shuffle_id = 7 + i,
+                               .n_partitions = 16,
+                               .maps = 3,
+                               .replicas = 2,
+                               .flags = i & 1 ? RS_INFO_SH_DROPPED : 0,
+                               .open_snaps = i,
+                               .bytes = 1 << 20,
+                               .batches = 40,
+                               .spilled_bytes = 4096};
+        assert_int_equal(rs_sproto_info_shuffle_put(buf, cap, i, &e), RS_OK);
+    }
+    for (uint32_t i = 0; i < nc; i++) {
+        rs_info_conn_t e = {.role = i == 0 ? RS_ROLE_PUSHER : RS_ROLE_READER,
+                            .shuffle_id = 7,
+                            .map_id = i == 0 ? 2 : RS_INFO_NONE,
+                            .attempt = i == 0 ? 1 : 0,
+                            .snaps = i,
+                            .open_grants = 3,
+                            .batches = 12};
+        assert_int_equal(rs_sproto_info_conn_put(buf, cap, ns, i, &e), RS_OK);
+    }
+    rs_smsg_info_reply_t m = {.status = RS_OK,
+                              .c = {.batches = 40, .bytes = 1 << 20, .arena_len = 1 << 28},
+                              .n_shuffles = ns,
+                              .n_conns = nc,
+                              .flags = RS_INFO_DRAINING};
+    size_t len = 0;
+    assert_int_equal(rs_sproto_info_reply_encode(&m, buf, cap, &len), RS_OK);
+    assert_int_equal(len, rs_sproto_info_reply_len(ns, nc));
+    return len;
+}
+
 static void strict(sample_t *s, size_t from, size_t to)
 {
     s->strict[s->n_strict].from = from;
@@ -240,6 +276,21 @@ static int make_samples(sample_t **out)
     strict(s, 4, 8);
     strict(s, 12, 16);
 
+    ADD(RS_SMSG_INFO);
+    rs_smsg_info_t iq = {.status = RS_OK};
+    assert_int_equal(rs_sproto_info_encode(&iq, s->bytes, MSG_MAX, &s->len), RS_OK);
+    strict(s, 8, 16); /* flags (none defined), reserved */
+    ADD(RS_SMSG_INFO_REPLY);
+    s->len = build_info_reply(s->bytes, MSG_MAX, 2, 2);
+    strict(s, 4, 8);     /* the status */
+    strict(s, 96, 104);  /* the counts */
+    strict(s, 108, 112); /* reserved */
+    ADD(RS_SMSG_INFO_REPLY);
+    s->len = build_info_reply(s->bytes, MSG_MAX, 0, 0);
+    ADD(RS_SMSG_INFO_REPLY);
+    rs_smsg_info_reply_t ir = {.status = RS_ERR_AUTH};
+    assert_int_equal(rs_sproto_info_reply_encode(&ir, s->bytes, MSG_MAX, &s->len), RS_OK);
+
     static const unsigned hdr_only[] = {RS_SMSG_COMMIT_REPLY, RS_SMSG_DROP_REPLY, RS_SMSG_RECLAIM};
     for (size_t i = 0; i < 3; i++) {
         ADD(hdr_only[i]);
@@ -331,6 +382,21 @@ static rs_status_t redo(unsigned type, const uint8_t *buf, size_t len, uint8_t *
             break;
         case RS_SMSG_DROP:
             st = rs_sproto_drop_encode(&m.u.drop, out, MSG_MAX, out_len);
+            break;
+        case RS_SMSG_INFO:
+            st = rs_sproto_info_encode(&m.u.info, out, MSG_MAX, out_len);
+            break;
+        case RS_SMSG_INFO_REPLY:
+            for (uint32_t i = 0; i < m.u.info_reply.n_shuffles; i++) {
+                rs_info_shuffle_t e = rs_sproto_info_shuffle_get(&m.u.info_reply, i);
+                assert_int_equal(rs_sproto_info_shuffle_put(out, MSG_MAX, i, &e), RS_OK);
+            }
+            for (uint32_t i = 0; i < m.u.info_reply.n_conns; i++) {
+                rs_info_conn_t e = rs_sproto_info_conn_get(&m.u.info_reply, i);
+                assert_int_equal(
+                    rs_sproto_info_conn_put(out, MSG_MAX, m.u.info_reply.n_shuffles, i, &e), RS_OK);
+            }
+            st = rs_sproto_info_reply_encode(&m.u.info_reply, out, MSG_MAX, out_len);
             break;
         default:
             st = rs_sproto_status_encode(type, m.status, out, MSG_MAX, out_len);
@@ -513,9 +579,22 @@ static void test_ranges(void **state)
     assert_int_equal(rs_sproto_status_decode(b, len, RS_SMSG_GRANT, &st), RS_ERR_PROTOCOL);
     assert_int_equal(patched(RS_SMSG_DROP_REPLY, b, len, 0, (RS_SMSG_DROP_REPLY << 16) | 2),
                      RS_ERR_BAD_VERSION);
-    assert_int_equal(rs_sproto_decode(b, len, 31, &(rs_smsg_t){0}), RS_ERR_PROTOCOL);
+    assert_int_equal(rs_sproto_decode(b, len, RS_SMSG_LAST + 1, &(rs_smsg_t){0}), RS_ERR_PROTOCOL);
     assert_int_equal(rs_sproto_status_encode(RS_SMSG_RECLAIM, RS_ERR_BUSY, b, 64, &len), RS_OK);
     assert_int_equal(rs_sproto_status_decode(b, len, RS_SMSG_RECLAIM, &st), RS_ERR_PROTOCOL);
+
+    /* INFO: flags; INFO_REPLY: unknown flags, a role, a reader with a map, no partitions. */
+    rs_smsg_info_t iq = {.status = RS_OK};
+    assert_int_equal(rs_sproto_info_encode(&iq, b, sizeof(b), &len), RS_OK);
+    assert_int_equal(patched(RS_SMSG_INFO, b, len, 8, 1), RS_ERR_PROTOCOL);
+    len = build_info_reply(b, sizeof(b), 1, 2);
+    assert_int_equal(patched(RS_SMSG_INFO_REPLY, b, len, 104, 4), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_INFO_REPLY, b, len, 112 + 4, 0), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_INFO_REPLY, b, len, 112 + 12, 4), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_INFO_REPLY, b, len, 112 + 16, 2), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_INFO_REPLY, b, len, 160, 3), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_INFO_REPLY, b, len, 192 + 8, 5), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_INFO_REPLY, b, len, 96, 2), RS_ERR_BAD_LENGTH);
 
     /* ATTACH: role, a pusher without partitions. */
     rs_smsg_attach_t at = {.role = RS_ROLE_PUSHER, .shuffle_id = 1, .n_partitions = 1};

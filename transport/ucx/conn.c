@@ -156,12 +156,21 @@ static rs_ep_t *accept_ep(rs_ctx_t *ctx, rs_ucx_ep_t *uep)
 
 /* ---------------------------------------------------------------- connect */
 
+/* The UCX address to connect by in a peer's blob (addr.c); a bare UCX address as it is. */
+static const ucp_address_t *peer_address(const rs_ucx_ctx_t *uc, const void *blob, size_t len)
+{
+    const void *addr = blob;
+    rs_status_t st = rs_ucx_addr_pick(uc->place_key, blob, len, &addr);
+    if (st != RS_OK && st != RS_ERR_BAD_MAGIC)
+        rs_debug("a peer's address blob: %s; tried as a UCX address", rs_strerror(st));
+    return st == RS_OK ? addr : blob;
+}
+
 rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(uep->ctx);
-    (void)len;
     ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
-                         .address = (const ucp_address_t *)addr};
+                         .address = peer_address(uc, addr, len)};
     ep_params_common(&p, uep);
     ucs_status_t s = ucp_ep_create(uc->worker, &p, &uep->uep);
     if (s != UCS_OK) {
@@ -214,6 +223,7 @@ rs_status_t rs_ucx_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob,
     rs_ucx_ep_t *uep = client_new(ctx, ep);
     if (uep == NULL)
         return RS_ERR_NOMEM;
+    ep->stage = "UCX wire-up";
     rs_status_t st = rs_ucx_connect_uep(uep, blob, len);
     if (st != RS_OK)
         client_unlink(ep, uep);
@@ -253,7 +263,7 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
         if (uep == NULL)
             return;
         ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
-                             .address = (const ucp_address_t *)req->addr};
+                             .address = peer_address(uc, req->addr, req->addr_len)};
         ep_params_common(&p, uep);
         ucs_status_t s = ucp_ep_create(uc->worker, &p, &uep->uep);
         if (s != UCS_OK) {

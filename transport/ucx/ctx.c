@@ -156,6 +156,7 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
     /* UCX_TLS without shared memory (tcp,self: a test meaning TCP) keeps data off attach too. */
     if (ucx_tls_enables("posix") || ucx_tls_enables("sysv") || ucx_tls_enables("cma"))
         uc->host_key = ucx_host_key();
+    uc->place_key = rs_ucx_place_key();
     return RS_OK;
 }
 
@@ -163,14 +164,32 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
 typedef struct {
     ucp_worker_h worker;
     ucp_address_t *addr;
-    size_t addr_len;
+    unsigned char *blob; /* addr.c: what peers get */
+    size_t blob_len;
     int efd;
 } ucx_worker_t;
 
 static void ucx_worker_close(const ucx_worker_t *w)
 {
+    free(w->blob);
     ucp_worker_release_address(w->worker, w->addr);
     ucp_worker_destroy(w->worker);
+}
+
+/* The blob of w's full address and its network-only one (none if UCX has no network device). */
+static rs_status_t ucx_worker_blob(rs_ucx_ctx_t *uc, ucx_worker_t *w, size_t full_len)
+{
+    ucp_worker_attr_t wa = {.field_mask =
+                                UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS,
+                            .address_flags = UCP_WORKER_ADDRESS_FLAG_NET_ONLY};
+    ucs_status_t s = ucp_worker_query(w->worker, &wa);
+    const void *net = s == UCS_OK ? wa.address : NULL;
+    size_t net_len = s == UCS_OK ? wa.address_length : 0;
+    rs_status_t st =
+        rs_ucx_addr_pack(uc->place_key, w->addr, full_len, net, net_len, &w->blob, &w->blob_len);
+    if (s == UCS_OK)
+        ucp_worker_release_address(w->worker, wa.address);
+    return st;
 }
 
 static rs_status_t ucx_worker_open(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, ucx_worker_t *w)
@@ -190,10 +209,18 @@ static rs_status_t ucx_worker_open(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, ucx_worker_t
         rs_error("ucp_worker_get_efd failed: %s", ucs_status_string(s));
         goto err_destroy_worker;
     }
-    s = ucp_worker_get_address(w->worker, &w->addr, &w->addr_len);
+    size_t full_len;
+    s = ucp_worker_get_address(w->worker, &w->addr, &full_len);
     if (s != UCS_OK) {
         rs_error("ucp_worker_get_address failed: %s", ucs_status_string(s));
         goto err_destroy_worker;
+    }
+    w->blob = NULL;
+    rs_status_t st = ucx_worker_blob(uc, w, full_len);
+    if (st != RS_OK) {
+        ucp_worker_release_address(w->worker, w->addr);
+        ucp_worker_destroy(w->worker);
+        return st;
     }
     ucp_am_handler_param_t ap = {
         .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -211,6 +238,7 @@ static rs_status_t ucx_worker_open(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, ucx_worker_t
     return RS_OK;
 
 err_release_address:
+    free(w->blob);
     ucp_worker_release_address(w->worker, w->addr);
 err_destroy_worker:
     ucp_worker_destroy(w->worker);
@@ -220,8 +248,9 @@ err_destroy_worker:
 static void ucx_worker_use(rs_ucx_ctx_t *uc, const ucx_worker_t *w)
 {
     uc->worker = w->worker;
-    uc->addr = w->addr;
-    uc->addr_len = w->addr_len;
+    uc->ucp_addr = w->addr;
+    uc->addr = w->blob;
+    uc->addr_len = w->blob_len;
     uc->efd = w->efd;
 }
 
@@ -246,7 +275,7 @@ static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
 static rs_status_t ucx_renew(rs_ctx_t *ctx)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
-    ucx_worker_t old = {uc->worker, uc->addr, uc->addr_len, uc->efd}, w;
+    ucx_worker_t old = {uc->worker, uc->ucp_addr, uc->addr, uc->addr_len, uc->efd}, w;
     rs_status_t st = ucx_worker_open(ctx, uc, &w);
     if (st != RS_OK)
         return st;
@@ -310,7 +339,7 @@ static void ucx_ctx_close(rs_ctx_t *ctx)
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
     rs_ucx_front_close_all(uc);
     rs_ucx_conn_cleanup(ctx, 0);
-    ucx_worker_close(&(ucx_worker_t){.worker = uc->worker, .addr = uc->addr});
+    ucx_worker_close(&(ucx_worker_t){.worker = uc->worker, .addr = uc->ucp_addr, .blob = uc->addr});
     rs_ucx_conn_cleanup(ctx, 1);
     rs_ucx_amo_reqs_free(uc);
     rs_ucx_amrma_free(uc);

@@ -507,9 +507,11 @@ rs_status_t rs_ucx_front_connect(rs_ucx_ep_t *uep, const char *host, uint16_t po
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
     struct sockaddr_storage ss;
     socklen_t slen;
+    uep->ep->stage = "resolve";
     rs_status_t st = resolve(host, port, 0, &ss, &slen);
     if (st != RS_OK)
         return st;
+    uep->ep->stage = "TCP connect";
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         rs_error("connect to %s:%u: socket: errno %d", host, port, errno);
@@ -553,6 +555,8 @@ static void client_send(rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
                         strerror(err));
             return;
         }
+        if (f->uep != NULL && f->uep->ep != NULL)
+            f->uep->ep->stage = "hello"; /* TCP connected: the job token goes out */
     }
     ssize_t w = send(f->fd, f->buf + f->off, f->len - f->off, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
@@ -600,6 +604,8 @@ static void client_recv(rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
         return;
     }
     rs_ucx_ep_t *uep = f->uep;
+    if (uep->ep != NULL)
+        uep->ep->stage = "UCX wire-up";
     /* The address lives in f->buf: connect before f goes. */
     rs_status_t st = rs_ucx_connect_uep(uep, reply.addr, reply.addr_len);
     front_close(uc, f, 0);

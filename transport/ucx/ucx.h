@@ -106,8 +106,10 @@ typedef struct rs_ucx_conn_req {
 typedef struct rs_ucx_ctx {
     ucp_context_h context;
     ucp_worker_h worker;
-    ucp_address_t *addr;
+    ucp_address_t *ucp_addr; /* the worker's full address (UCX's, released with it) */
+    unsigned char *addr;     /* what peers get: addr.c's blob (place key, full, net only) */
     size_t addr_len;
+    uint64_t place_key; /* addr.c: kernel, namespaces and /dev/shm; 0 unknown */
     int efd;
     int wait_fd;   /* epoll of efd and front_ep: what rs_ctx_fd returns */
     int front_ep;  /* epoll of the front door's sockets */
@@ -253,6 +255,19 @@ unsigned rs_ucx_front_progress(rs_ctx_t *ctx);
  * On failure uep has no ucp endpoint; the caller still owns uep.
  */
 rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len);
+
+/* addr.c: the address blob. This process's place key (0: unknown). */
+uint64_t rs_ucx_place_key(void);
+/* Packs both addresses (net_len 0: none) into a new blob: RS_ERR_NO_SPACE, RS_ERR_NOMEM. */
+rs_status_t rs_ucx_addr_pack(uint64_t place_key, const void *full, size_t full_len, const void *net,
+                             size_t net_len, unsigned char **blob_p, size_t *len_p);
+/*
+ * The UCX address in blob to connect by: the full one where the blob's
+ * place key is ours, else the network-only one (the full one if it has
+ * none). RS_ERR_BAD_MAGIC: not such a blob (a bare UCX address);
+ * RS_ERR_BAD_VERSION, RS_ERR_BAD_LENGTH. *addr_p points into blob.
+ */
+rs_status_t rs_ucx_addr_pick(uint64_t place_key, const void *blob, size_t len, const void **addr_p);
 
 /* recv.c */
 ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length, void *data,
