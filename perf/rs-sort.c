@@ -76,8 +76,8 @@ static uint32_t n_procs = 1, my_rank;
 static void hub_call(uint32_t op, const void *buf, size_t len, void *out, size_t out_len)
 {
     uint32_t head[2] = {op, (uint32_t)len};
-    if (perf_write_all(hub_out, head, sizeof(head)) != 0 || perf_write_all(hub_out, buf, len) != 0 ||
-        perf_read_all(hub_in, out, out_len, -1) != 0)
+    if (perf_write_all(hub_out, head, sizeof(head)) != 0 ||
+        perf_write_all(hub_out, buf, len) != 0 || perf_read_all(hub_in, out, out_len, -1) != 0)
         _exit(1); /* the driver is gone (it says why) */
 }
 
@@ -175,9 +175,9 @@ typedef struct rank_stats {
 typedef struct job {
     rank_stats_t st;
     skey_t *spl;
-    pcount_t *want;  /* per partition: records and hash sum pushed (summed over processes) */
-    spsum_t *parts;  /* per partition: the output's sums (each from its one owner) */
-    uint32_t *mine;  /* the partitions this process reduces */
+    pcount_t *want; /* per partition: records and hash sum pushed (summed over processes) */
+    spsum_t *parts; /* per partition: the output's sums (each from its one owner) */
+    uint32_t *mine; /* the partitions this process reduces */
     uint32_t n_mine;
     _Atomic uint32_t next_task, next_part, threads_done;
     rs_shuffle_desc_t desc;
@@ -462,8 +462,8 @@ static void run_threads(void *(*fn)(void *), const char *what, _Atomic uint64_t 
         double t0 = perf_now_s();
         for (int done = 0; !done;) {
             done = atomic_load(&J.threads_done) >= started;
-            perf_progress(&pout, what, (double)atomic_load(counter) * n_procs, (double)total,
-                          "B", t0, perf_now_s(), done);
+            perf_progress(&pout, what, (double)atomic_load(counter) * n_procs, (double)total, "B",
+                          t0, perf_now_s(), done);
             if (!done)
                 usleep(200000);
         }
@@ -614,9 +614,9 @@ static int rank_main(void)
 
     coll_sum(&J.want[0].records, 2 * (size_t)o.partitions);
     coll_sum(&J.parts[0].records, SPSUM_WORDS * (size_t)o.partitions);
-    double times[11] = {t1 - t0,      t2 - t1,      t3 - t2,      t3 - t0,     r.start_s,
-                        J.st.gen_s,   J.st.push_s,  J.st.read_s,  J.st.sort_s, J.st.validate_s,
-                        J.st.write_s};
+    double times[11] = {t1 - t0,     t2 - t1,         t3 - t2,     t3 - t0,
+                        r.start_s,   J.st.gen_s,      J.st.push_s, J.st.read_s,
+                        J.st.sort_s, J.st.validate_s, J.st.write_s};
     for (int i = 5; i < 11; i++)
         times[i] /= o.threads; /* per thread: the phase's share of the wall time */
     coll_max(times, 11);
@@ -634,8 +634,7 @@ static int rank_main(void)
     for (uint32_t p = 0; p < o.partitions && ok; p++)
         if (J.want[p].records != J.parts[p].records || J.want[p].sum != J.parts[p].hash) {
             snprintf(msg, sizeof(msg), "partition %u: %llu records pushed, %llu sorted", p,
-                     (unsigned long long)J.want[p].records,
-                     (unsigned long long)J.parts[p].records);
+                     (unsigned long long)J.want[p].records, (unsigned long long)J.parts[p].records);
             ok = 0;
         }
     if (ok && r.in_records != total) {
@@ -665,9 +664,9 @@ static void report(const report_t *r, const char *verdict, int ok)
     const char *exch = o.local_exchange ? "none" : "rshuffle";
     printf("sort %s%s%s: %.2f GiB, %llu records, %u processes x %u threads, %u map tasks each, "
            "%u partitions, keys %s, exchange %s, %s sort\n",
-           ok ? "valid" : "INVALID (", ok ? "" : verdict, ok ? "" : ")", (double)(total * REC_LEN) / (1 << 30),
-           (unsigned long long)total, n_procs, o.threads, o.tasks, o.partitions, o.skew, exch,
-           o.use_qsort ? "qsort" : "radix");
+           ok ? "valid" : "INVALID (", ok ? "" : verdict, ok ? "" : ")",
+           (double)(total * REC_LEN) / (1 << 30), (unsigned long long)total, n_procs, o.threads,
+           o.tasks, o.partitions, o.skew, exch, o.use_qsort ? "qsort" : "radix");
     printf("total %.3f s (%.2f Gbit/s): sample %.3f s, map %.3f s (generate %.3f, push %.3f), "
            "reduce %.3f s (read %.3f, sort %.3f, validate %.3f, write %.3f)\n",
            r->total_s, gbps, r->sample_s, r->map_s, r->thread_s[0], r->thread_s[1], r->reduce_s,

@@ -290,8 +290,8 @@ static inline void svalidate(const uint8_t *out, uint64_t n, spsum_t *ps)
  * order) against the input's record count and checksum: 0 when valid, else
  * -1 with why in msg.
  */
-static inline int sverdict(const spsum_t *ps, uint32_t parts, uint64_t in_records,
-                           uint64_t in_hash, char *msg, size_t cap)
+static inline int sverdict(const spsum_t *ps, uint32_t parts, uint64_t in_records, uint64_t in_hash,
+                           char *msg, size_t cap)
 {
     uint64_t records = 0, hash = 0;
     int have_prev = 0;
