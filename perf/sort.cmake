@@ -31,3 +31,4 @@ if(MPI_C_FOUND AND MPIEXEC_EXECUTABLE)
                          TIMEOUT 120 ENVIRONMENT
                          "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RSHUFFLE_LOG=error")
 endif()
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/perf/rs-sort-check DESTINATION ${CMAKE_INSTALL_BINDIR})
