@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,50 +183,68 @@ typedef struct sent {
     uint32_t idx;
 } sent_t;
 
+/* Key byte b (0..9) of an entry. */
+static inline unsigned sent_byte(const sent_t *e, unsigned b)
+{
+    return b < 8 ? (unsigned)(e->hi >> (56 - 8 * b)) & 0xff : b == 8 ? e->lo >> 8u : e->lo & 0xffu;
+}
+
+static inline int sent_less(const sent_t *x, const sent_t *y)
+{
+    return x->hi < y->hi || (x->hi == y->hi && x->lo < y->lo);
+}
+
+#define SSORT_SMALL 48 /* below this many entries: insertion sort */
+
 /*
- * LSD radix sort of the n entries at a (tmp: n more), 8 bits a pass over the
- * 10 key bytes, least significant first; a pass whose byte is the same in
- * every entry is skipped (skewed prefixes). Stable, n passes of counting
- * over one histogram read. The sorted entries end in a (copied back when an
- * odd number of passes ran).
+ * MSD radix sort of the n entries at cur from key byte b on; other: n
+ * entries of scratch. in_a: cur is the caller's array (else the sorted
+ * result is copied to the same place in other, which then is).
+ */
+static void ssort_msd(sent_t *cur, sent_t *other, uint64_t n, unsigned b, int in_a)
+{
+    while (n >= SSORT_SMALL && b < SREC_KEY) {
+        uint64_t count[256] = {0}, off[256];
+        for (uint64_t i = 0; i < n; i++)
+            count[sent_byte(&cur[i], b)]++;
+        unsigned v0 = sent_byte(&cur[0], b);
+        if (count[v0] == n) { /* every entry shares this byte: next byte, no move */
+            b++;
+            continue;
+        }
+        uint64_t o = 0;
+        for (unsigned v = 0; v < 256; v++)
+            off[v] = o, o += count[v];
+        for (uint64_t i = 0; i < n; i++)
+            other[off[sent_byte(&cur[i], b)]++] = cur[i];
+        for (unsigned v = 0, start = 0; v < 256; start += (unsigned)count[v], v++)
+            if (count[v] > 0)
+                ssort_msd(other + start, cur + start, count[v], b + 1, !in_a);
+        return;
+    }
+    for (uint64_t i = 1; i < n; i++) { /* small, or all 10 bytes equal */
+        sent_t e = cur[i];
+        uint64_t j = i;
+        for (; j > 0 && sent_less(&e, &cur[j - 1]); j--)
+            cur[j] = cur[j - 1];
+        cur[j] = e;
+    }
+    if (!in_a)
+        memcpy(other, cur, n * sizeof(*cur));
+}
+
+/*
+ * Sorts the n entries at a (tmp: n more scratch): an MSD radix sort on the
+ * key bytes, most significant first, 256 buckets a pass, buckets below
+ * SSORT_SMALL entries finished by insertion sort. A partition of a million
+ * uniform keys takes two scatter passes and an insertion sort of ~16 entries
+ * per bucket, where an LSD sort would make ten passes over all entries; a
+ * byte every entry shares (a skewed prefix) costs one count, no move.
  */
 static inline void ssort_radix(sent_t *a, sent_t *tmp, uint64_t n)
 {
-    static __thread uint64_t hist[10][256];
-    memset(hist, 0, sizeof(hist));
-    for (uint64_t i = 0; i < n; i++) {
-        hist[0][a[i].lo & 0xff]++;
-        hist[1][a[i].lo >> 8]++;
-        for (int b = 0; b < 8; b++)
-            hist[2 + b][(a[i].hi >> (8 * b)) & 0xff]++;
-    }
-    sent_t *src = a, *dst = tmp;
-    for (int pass = 0; pass < 10; pass++) {
-        uint64_t *h = hist[pass], off = 0;
-        int trivial = 0;
-        for (int v = 0; v < 256; v++) {
-            uint64_t c = h[v];
-            trivial |= c == n;
-            h[v] = off;
-            off += c;
-        }
-        if (trivial)
-            continue;
-        if (pass < 2) {
-            int sh = 8 * pass;
-            for (uint64_t i = 0; i < n; i++)
-                dst[h[(src[i].lo >> sh) & 0xff]++] = src[i];
-        } else {
-            int sh = 8 * (pass - 2);
-            for (uint64_t i = 0; i < n; i++)
-                dst[h[(src[i].hi >> sh) & 0xff]++] = src[i];
-        }
-        sent_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a)
-        memcpy(a, src, n * sizeof(*a));
+    if (n > 0)
+        ssort_msd(a, tmp, n, 0, 1);
 }
 
 static inline int sent_qcmp(const void *a, const void *b)
@@ -252,8 +271,14 @@ static inline void ssort_records(const uint8_t *recs, uint64_t n, uint8_t *out, 
         qsort(ents, n, sizeof(*ents), sent_qcmp);
     else
         ssort_radix(ents, tmp, n);
-    for (uint64_t i = 0; i < n; i++)
+    for (uint64_t i = 0; i < n; i++) { /* random reads: fetch a few records ahead */
+        if (i + 8 < n) {
+            const uint8_t *ahead = recs + (uint64_t)ents[i + 8].idx * REC_LEN;
+            __builtin_prefetch(ahead);
+            __builtin_prefetch(ahead + REC_LEN - 1);
+        }
         memcpy(out + i * REC_LEN, recs + (uint64_t)ents[i].idx * REC_LEN, REC_LEN);
+    }
 }
 
 /*
