@@ -7,7 +7,7 @@
  * map tasks make for the same --size, --skew and --seed), packs them per
  * destination rank ordered by partition (partition p lives at rank
  * p % ranks) and exchanges them with MPI_Alltoallv; then each rank sorts its
- * partitions with the same LSD radix sort and validates them the same way
+ * partitions with the same MSD radix sort and validates them the same way
  * (order within and across partitions, record count, sum of record hashes
  * against the input's).
  *
@@ -330,7 +330,7 @@ int main(int argc, char **argv)
         po.ranks = ranks;
         perf_row(&po);
         perf_str(&po, "exchange", "mpi");
-        perf_str(&po, "algorithm", "lsd-radix");
+        perf_str(&po, "algorithm", "msd-radix");
         perf_str(&po, "skew", o.skew);
         perf_int(&po, "ranks", ranks);
         perf_u64(&po, "partitions", P);

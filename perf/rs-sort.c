@@ -17,7 +17,7 @@
  *           process picks the same partitions - 1 splitters
  *   map     generate records in chunks, range-partition, push
  *   reduce  read each partition (in place: the worker is in the process),
- *           sort it (LSD radix on the key), validate it, write it
+ *           sort it (MSD radix on the key), validate it, write it
  *           (--output DIR: DIR/part-NNNNN, raw records in key order)
  * Validation: every partition sorted, partition p's last key <= partition
  * p+1's first, the record count and the sum of per-record hashes equal at
@@ -169,6 +169,7 @@ typedef struct rank_stats {
     _Atomic uint64_t map_done, red_done; /* bytes: progress */
     double gen_s, push_s, read_s, sort_s, validate_s, write_s;
     uint64_t in_records, in_hash, failed, spilled, pushed_bytes;
+    uint64_t read_bytes, in_place_bytes; /* frame bytes read, and of those read in place */
     pthread_mutex_t lock;
 } rank_stats_t;
 
@@ -375,6 +376,14 @@ static int64_t red_read(rs_reader_session_t *sess, uint32_t part, red_bufs_t *b)
         if ((++n & 4095) == 0)
             atomic_fetch_add(&J.st.red_done, 4096 * REC_LEN);
     }
+    if (rd != NULL) {
+        rs_reader_stats_t rst;
+        rs_reader_stats(rd, &rst);
+        pthread_mutex_lock(&J.st.lock);
+        J.st.read_bytes += rst.bytes;
+        J.st.in_place_bytes += rst.zero_copy_bytes;
+        pthread_mutex_unlock(&J.st.lock);
+    }
     rs_reader_close(rd);
     if (s != RS_OK) {
         fail_rs("reading a partition", s);
@@ -495,7 +504,7 @@ static rs_worker_t *worker_start(void)
 typedef struct report {
     double sample_s, map_s, reduce_s, total_s, start_s;
     double thread_s[6]; /* generate, push, read, sort, validate, write: slowest process */
-    uint64_t in_records, in_hash, failed, spilled;
+    uint64_t in_records, in_hash, failed, spilled, read_bytes, in_place_bytes;
 } report_t;
 
 static void report(const report_t *r, const char *verdict, int ok);
@@ -608,8 +617,9 @@ static int rank_main(void)
         rs_worker_stats(w, &ws);
         J.st.spilled = ws.spilled_bytes;
     }
-    uint64_t sums[5] = {J.st.in_records, J.st.in_hash, J.st.failed | fail, J.st.spilled, 0};
-    coll_sum(sums, 5); /* also: every reader done before any worker goes */
+    uint64_t sums[6] = {J.st.in_records, J.st.in_hash,    J.st.failed | fail,
+                        J.st.spilled,    J.st.read_bytes, J.st.in_place_bytes};
+    coll_sum(sums, 6); /* also: every reader done before any worker goes */
     double t3 = perf_now_s();
 
     coll_sum(&J.want[0].records, 2 * (size_t)o.partitions);
@@ -624,6 +634,7 @@ static int rank_main(void)
     r.start_s = times[4];
     memcpy(r.thread_s, times + 5, sizeof(r.thread_s));
     r.in_records = sums[0], r.in_hash = sums[1], r.failed = sums[2], r.spilled = sums[3];
+    r.read_bytes = sums[4], r.in_place_bytes = sums[5];
 
     char msg[256];
     int ok = !r.failed;
@@ -671,9 +682,10 @@ static void report(const report_t *r, const char *verdict, int ok)
            "reduce %.3f s (read %.3f, sort %.3f, validate %.3f, write %.3f)\n",
            r->total_s, gbps, r->sample_s, r->map_s, r->thread_s[0], r->thread_s[1], r->reduce_s,
            r->thread_s[2], r->thread_s[3], r->thread_s[4], r->thread_s[5]);
-    printf("partitions: largest %llu records, mean %.0f (%.3fx); spilled %.1f MiB; workers "
-           "started in %.3f s (%.0f MiB arenas)\n",
-           (unsigned long long)largest, mean, skew, (double)r->spilled / (1 << 20), r->start_s,
+    printf("partitions: largest %llu records, mean %.0f (%.3fx); spilled %.1f MiB; read %.1f MiB, "
+           "%.1f MiB of it in place; workers started in %.3f s (%.0f MiB arenas)\n",
+           (unsigned long long)largest, mean, skew, (double)r->spilled / (1 << 20),
+           (double)r->read_bytes / (1 << 20), (double)r->in_place_bytes / (1 << 20), r->start_s,
            o.local_exchange ? 0.0 : (double)o.worker_mem / (1 << 20));
     perf_out_meta(&pout, o.local_exchange ? "-" : "ucx", o.local_exchange ? "-" : o.tls);
     if (o.mpi) {
@@ -683,7 +695,7 @@ static void report(const report_t *r, const char *verdict, int ok)
     perf_row(&pout);
     perf_str(&pout, "exchange", exch);
     perf_str(&pout, "launcher", o.mpi ? "mpi" : "local");
-    perf_str(&pout, "algorithm", o.use_qsort ? "qsort" : "lsd-radix");
+    perf_str(&pout, "algorithm", o.use_qsort ? "qsort" : "msd-radix");
     perf_str(&pout, "skew", o.skew);
     perf_u64(&pout, "procs", n_procs);
     perf_u64(&pout, "tasks", o.tasks);
@@ -706,6 +718,8 @@ static void report(const report_t *r, const char *verdict, int ok)
     perf_num(&pout, "mean_partition", mean, 1);
     perf_num(&pout, "largest_over_mean", skew, 3);
     perf_u64(&pout, "spilled_bytes", r->spilled);
+    perf_u64(&pout, "read_bytes", r->read_bytes);
+    perf_u64(&pout, "in_place_bytes", r->in_place_bytes);
     perf_u64(&pout, "worker_mem_bytes", o.local_exchange ? 0 : o.worker_mem);
     perf_num(&pout, "start_s", r->start_s, 4);
     perf_str(&pout, "output", o.output != NULL ? o.output : "-");
