@@ -352,7 +352,8 @@ static int64_t red_read(rs_reader_session_t *sess, uint32_t part, red_bufs_t *b)
             return -1;
         n = 0;
         for (uint32_t t = 0; t < o.threads; t++) {
-            memcpy(b->recs + n * REC_LEN, J.bucket[t][part], J.bucket_n[t][part] * REC_LEN);
+            if (J.bucket_n[t][part] > 0)
+                memcpy(b->recs + n * REC_LEN, J.bucket[t][part], J.bucket_n[t][part] * REC_LEN);
             n += J.bucket_n[t][part];
             free(J.bucket[t][part]);
             J.bucket[t][part] = NULL;
@@ -658,6 +659,15 @@ static int rank_main(void)
     rc = ok ? 0 : 1;
 out:
     rs_worker_destroy(w);
+    for (uint32_t t = 0; J.bucket != NULL && t < o.threads; t++) {
+        for (uint32_t p = 0; J.bucket[t] != NULL && p < o.partitions; p++)
+            free(J.bucket[t][p]);
+        free(J.bucket[t]);
+        free(J.bucket_n ? J.bucket_n[t] : NULL);
+        free(J.bucket_cap ? J.bucket_cap[t] : NULL);
+    }
+    free(J.bucket), free(J.bucket_n), free(J.bucket_cap);
+    free(J.spl), free(J.want), free(J.parts), free(J.mine), free(J.addrs);
     free(names);
     free(samp);
     free(all_samp);
