@@ -374,8 +374,7 @@ static int64_t red_read(rs_reader_session_t *sess, uint32_t part, red_bufs_t *b)
             break;
         }
         memcpy(b->recs + n * REC_LEN, rec, REC_LEN);
-        if ((++n & 4095) == 0)
-            atomic_fetch_add(&J.st.red_done, 4096 * REC_LEN);
+        n++;
     }
     if (rd != NULL) {
         rs_reader_stats_t rst;
@@ -442,6 +441,7 @@ static void *red_thread(void *arg)
             break;
         }
         read_s += t1 - t0, sort_s += t2 - t1, val_s += t3 - t2, write_s += perf_now_s() - t3;
+        atomic_fetch_add(&J.st.red_done, (uint64_t)n * REC_LEN); /* progress: partitions done */
     }
     rs_reader_session_close(sess);
     free(b.recs);
@@ -472,8 +472,10 @@ static void run_threads(void *(*fn)(void *), const char *what, _Atomic uint64_t 
         double t0 = perf_now_s();
         for (int done = 0; !done;) {
             done = atomic_load(&J.threads_done) >= started;
-            perf_progress(&pout, what, (double)atomic_load(counter) * n_procs, (double)total, "B",
-                          t0, perf_now_s(), done);
+            /* process 0's share, scaled to all: an estimate until every thread is done */
+            double est = done ? (double)total : (double)atomic_load(counter) * n_procs;
+            perf_progress(&pout, what, est < (double)total ? est : (double)total, (double)total,
+                          "B", t0, perf_now_s(), done);
             if (!done)
                 usleep(200000);
         }
