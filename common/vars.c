@@ -1,6 +1,6 @@
 /*
  * Every RSHUFFLE_* variable the library reads, for rshuffle_info and the
- * unknown-variable warning. tests/common/test_vars.sh checks that every
+ * unknown-variable warning. tests/common/check-vars checks that every
  * variable named in the sources is listed here.
  */
 #include "common/env.h"
