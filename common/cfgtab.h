@@ -81,7 +81,7 @@ rs_status_t rs_cfg_apply(const rs_cfg_table_t *t, void *cfg);
 rs_status_t rs_cfg_check(const rs_cfg_table_t *t, const void *cfg);
 
 /* The tables common/vars.c lists (each defined next to its module's code). */
-extern const rs_cfg_table_t rs_config_table;     /* transport, generic (common/config.c) */
+extern const rs_cfg_table_t rs_config_table;     /* transport, generic (common/config_table.c) */
 extern const rs_cfg_table_t rs_bc_config_table;  /* broadcast (broadcast/config.c) */
 extern const rs_cfg_table_t rs_ucx_config_table; /* UCX backend (transport/ucx/config.c) */
 
