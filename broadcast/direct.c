@@ -13,8 +13,10 @@ static void direct_done(void *arg, rs_status_t status)
     rs_bc_entry_t *e = arg;
     pthread_mutex_lock(&e->lock);
     e->ops--;
-    e->direct_status = status;
-    e->direct_done = 1;
+    if (e->direct == RS_BDIRECT_READING) { /* else the getter gave up on it */
+        e->direct_status = status;
+        e->direct = RS_BDIRECT_LANDED;
+    }
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
 }
@@ -22,7 +24,7 @@ static void direct_done(void *arg, rs_status_t status)
 /* Waits (driving the transport, bounded by deadline) for the direct read; e->lock held. */
 static void direct_wait(rs_bc_entry_t *e, uint64_t deadline)
 {
-    while (!e->direct_done && rs_now_ns() < deadline) {
+    while (e->direct == RS_BDIRECT_READING && rs_now_ns() < deadline) {
         pthread_mutex_unlock(&e->lock);
         if (rs_progress(e->node->ctx) == 0)
             sched_yield(); /* the peer's kernel copy, or its answer, may need this core */
@@ -44,13 +46,12 @@ int rs_bc_fetch_direct(rs_bc_entry_t *e, const rs_bc_desc_t *d, uint64_t deadlin
     int connected = 0, ok = 0;
     rs_rkey_t *rkey = NULL;
     pthread_mutex_lock(&e->lock);
-    if (e->state != RS_BENT_FETCHING || e->direct_busy || e->have_manifest || e->req_inflight ||
-        e->mr != NULL || e->ops > 0) {
+    if (e->state != RS_BENT_FETCHING || rs_bc_direct_busy(e->direct) || e->have_manifest ||
+        e->req_inflight || e->mr != NULL || e->ops > 0) {
         pthread_mutex_unlock(&e->lock);
         return 0;
     }
-    e->direct_busy = 1;
-    e->direct_done = 0;
+    e->direct = RS_BDIRECT_READING;
     pthread_mutex_unlock(&e->lock);
 
     rs_mr_t *mr = NULL;
@@ -72,8 +73,9 @@ int rs_bc_fetch_direct(rs_bc_entry_t *e, const rs_bc_desc_t *d, uint64_t deadlin
     }
     pthread_mutex_lock(&e->lock);
     direct_wait(e, deadline);
-    int landed = e->direct_done && e->direct_status == RS_OK;
-    if (!e->direct_done) { /* in flight at the deadline: the entry keeps the region past its ops */
+    int landed = e->direct == RS_BDIRECT_LANDED && e->direct_status == RS_OK;
+    if (e->direct == RS_BDIRECT_READING) { /* in flight at the deadline: the entry keeps the region
+                                              past its ops */
         entry_take_region(e, mr, rk, rk_len);
         mr = NULL;
     }
@@ -87,7 +89,6 @@ out_region:
         entry_take_region(e, mr, rk, rk_len);
         e->data = rs_mr_addr(mr);
         e->state = RS_BENT_READY;
-        e->direct = 1;
         if (connected)
             ESTAT(e, connects, 1);
         ESTAT(e, reads, 1);
@@ -100,7 +101,7 @@ out_region:
         rs_bc_region_put(node, mr, rk, rk_len);
 out:
     pthread_mutex_lock(&e->lock);
-    e->direct_busy = 0;
+    e->direct = ok ? RS_BDIRECT_FETCHED : RS_BDIRECT_NONE;
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
     return ok;

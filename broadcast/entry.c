@@ -226,7 +226,7 @@ static void entry_maybe_retire(rs_bc_entry_t *e)
     rs_bcast_node_t *node = e->node;
     pthread_mutex_lock(&e->lock);
     int keep = e->state == RS_BENT_READY && !e->destroyed && !e->source_gone && !e->is_inline &&
-               !e->direct && node->cfg.mode == RS_BCAST_TORRENT;
+               e->direct != RS_BDIRECT_FETCHED && node->cfg.mode == RS_BCAST_TORRENT;
     pthread_mutex_unlock(&e->lock);
 
     pthread_mutex_lock(&node->lock);

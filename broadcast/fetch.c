@@ -190,7 +190,7 @@ static rs_status_t fetch_run(rs_bc_entry_t *e, uint64_t deadline)
     rs_bc_act_t a;
     pthread_mutex_lock(&e->lock);
     for (;;) {
-        if (e->direct_busy) { /* another getter reads it straight from the source */
+        if (rs_bc_direct_busy(e->direct)) { /* another getter reads it straight from the source */
             struct timespec ts = rs_ns_to_timespec(deadline);
             if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) == ETIMEDOUT &&
                 rs_now_ns() >= deadline) {

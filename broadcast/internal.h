@@ -351,6 +351,24 @@ typedef struct rs_bc_holder {
 
 typedef enum { RS_BENT_FETCHING, RS_BENT_READY, RS_BENT_FAILED } rs_bc_ent_state_t;
 
+/*
+ * A direct read: NONE -> READING -> LANDED (the read completed) -> FETCHED
+ * (the block checked: no holder, nothing to keep the copy for) or back to
+ * NONE (failed or timed out: the fetch goes on as usual). READING and
+ * LANDED: a getter is at it, the others wait.
+ */
+typedef enum {
+    RS_BDIRECT_NONE,
+    RS_BDIRECT_READING,
+    RS_BDIRECT_LANDED,
+    RS_BDIRECT_FETCHED
+} rs_bc_direct_t;
+
+static inline int rs_bc_direct_busy(rs_bc_direct_t d)
+{
+    return d == RS_BDIRECT_READING || d == RS_BDIRECT_LANDED;
+}
+
 struct rs_bc_entry {
     rs_list_t link; /* node->entries, then node->retired */
     rs_bcast_node_t *node;
@@ -377,10 +395,8 @@ struct rs_bc_entry {
     int requested; /* the manifest request was sent (or is being sent) */
     int have_manifest;
     int req_inflight;          /* a request awaits its reply */
-    int direct_busy;           /* a getter reads the one block straight from the source (fetch.c) */
-    int direct;                /* ... and so it was fetched: no holder, nothing to keep it for */
-    int direct_done;           /* ... its read completed, */
-    rs_status_t direct_status; /* ... with this status */
+    rs_bc_direct_t direct;     /* the direct read of a one-block object (direct.c) */
+    rs_status_t direct_status; /* ... how its read completed (RS_BDIRECT_LANDED) */
     int announce_due;          /* blocks verified or claimed since the last announcement */
     int waiting;               /* some block can be read from nobody now: others are fetching it */
     int src_open;              /* patience ran out: any block may come from the source */
