@@ -3,6 +3,7 @@
 
 #include "common/assert.h"
 #include "common/log.h"
+#include "common/tsan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ static int deliver(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const v
     rs_msg_handler_t h = notify ? (rs_msg_handler_t){0} : ctx->msg_handlers[type];
     if ((notify && ctx->notify_cb == NULL) || (!notify && h.cb == NULL))
         return 0;
+    RS_TSAN_ACQUIRE();
     ctx->in_cb++;
     if (notify)
         ctx->notify_cb(ctx->notify_arg, ep, imm);

@@ -2,6 +2,7 @@
 #include "transport/internal.h"
 
 #include "common/log.h"
+#include "common/tsan.h"
 
 rs_status_t rs_tp_msg_post(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,
                            void *arg)
@@ -10,6 +11,7 @@ rs_status_t rs_tp_msg_post(rs_ep_t *ep, unsigned type, const void *data, size_t 
     rs_op_t *op = rs_tp_op_alloc(ctx, ep, RS_OP_MSG, cb, arg);
     if (op == NULL)
         return RS_ERR_NOMEM;
+    RS_TSAN_RELEASE();
     rs_status_t st = ctx->be_ops->msg_send(ep, op, type, data, len);
     if (st != RS_OK)
         rs_tp_op_unpost(op);
