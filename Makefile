@@ -1,6 +1,7 @@
 # The two commands of README.md:
 #   make demo   install deps, build, run the main job
-#   make check  install deps, build, run the whole test suite (plain + ASan/UBSan + fuzz)
+#   make check  install deps, build, run the whole test suite (plain + ASan/UBSan + TSan + fuzz)
+#   make check-quick  static checks, the build's symbol and circle checks, the unit tests
 BUILD ?= build
 JOBS ?= $(shell nproc)
 DEMO ?= $(BUILD)/perf/rs-shuffle-bench
@@ -9,7 +10,7 @@ PREFIX ?= /usr/local
 # make install's own build: Release, no tests, no fault-injection hooks.
 INSTALL_BUILD ?= build-release
 
-.PHONY: demo check deps build install format format-check layering-check clean
+.PHONY: demo check check-quick deps build install format format-check layering-check clean
 
 deps:
 	scripts/install-deps
@@ -31,6 +32,10 @@ check:
 	scripts/install-deps check
 	scripts/check
 
+check-quick:
+	scripts/install-deps check
+	scripts/check quick
+
 format:
 	scripts/check-format --fix
 
@@ -41,4 +46,4 @@ layering-check:
 	scripts/check-layering
 
 clean:
-	rm -rf build build-asan build-fuzz $(INSTALL_BUILD)
+	rm -rf build build-asan build-tsan build-fuzz $(INSTALL_BUILD)

@@ -198,21 +198,32 @@ static void own_update(rs_bc_entry_t *e)
 
 /* ------------------------------------------------------------ retiring */
 
-/* Moves e from the table to the retired list (node->lock held): freed once its own ops are done. */
+/*
+ * Moves e from the table to the retired list (node->lock held), not yet
+ * reapable: entry_abandon makes it so. Until then the service thread's reap
+ * must not free it, though the caller no longer holds node->lock.
+ */
 static void table_retire_locked(rs_bcast_node_t *node, rs_bc_entry_t *e)
 {
     e->in_table = 0;
     rs_list_del(&e->link);
-    e->retire_ns = rs_now_ns();
+    e->retire_ns = UINT64_MAX;
     rs_list_add_tail(&node->retired, &e->link);
 }
 
-/* A retired entry nobody waits on: late completions change nothing. */
+/*
+ * A retired entry nobody waits on: late completions change nothing. Then it
+ * may be reaped, once its own ops are done; the caller touches it no more.
+ */
 static void entry_abandon(rs_bc_entry_t *e)
 {
+    rs_bcast_node_t *node = e->node;
     pthread_mutex_lock(&e->lock);
     rs_bc_entry_fail(e, RS_ERR_TIMEOUT);
     pthread_mutex_unlock(&e->lock);
+    pthread_mutex_lock(&node->lock);
+    e->retire_ns = rs_now_ns();
+    pthread_mutex_unlock(&node->lock);
 }
 
 /*
@@ -226,7 +237,7 @@ static void entry_maybe_retire(rs_bc_entry_t *e)
     rs_bcast_node_t *node = e->node;
     pthread_mutex_lock(&e->lock);
     int keep = e->state == RS_BENT_READY && !e->destroyed && !e->source_gone && !e->is_inline &&
-               !e->direct && node->cfg.mode == RS_BCAST_TORRENT;
+               e->direct != RS_BDIRECT_FETCHED && node->cfg.mode == RS_BCAST_TORRENT;
     pthread_mutex_unlock(&e->lock);
 
     pthread_mutex_lock(&node->lock);

@@ -42,6 +42,11 @@ int rs_bc_src_holder_alive(const rs_bc_src_holder_t *h)
     return h->conn == NULL || !RS_BDEAD(h->conn);
 }
 
+int rs_bc_src_holder_active(const rs_bc_src_holder_t *h)
+{
+    return !h->complete && rs_bc_src_holder_alive(h);
+}
+
 /*
  * Where a newly registered reader starts in the shared block permutation:
  * in the middle of the longest run of blocks no active reader holds, claims

@@ -85,6 +85,15 @@ rs_status_t rs_bc_slots_try(rs_bc_slots_t *s, size_t need, rs_bc_slot_t **slot_p
 void rs_bc_slots_put(rs_bc_slots_t *s, rs_bc_slot_t *slot);
 /* Frees the slot structures once the context (which frees the memory) is destroyed. */
 void rs_bc_slots_fini(rs_bc_slots_t *s);
+/*
+ * This thread's stash, for a request served inside a transport callback
+ * (servecb.c): reserves n free slots of cap bytes without registering, which
+ * rs_bc_slots_get then hands out instead of registering. 0 (nothing added)
+ * when they are not all free. rs_bc_slots_stash_return gives back the
+ * unused ones and ends the stash.
+ */
+int rs_bc_slots_stash_fill(rs_bc_slots_t *s, uint32_t n, size_t cap);
+void rs_bc_slots_stash_return(void);
 
 /* ---------------------------------------------------------- endpoints */
 
@@ -139,9 +148,15 @@ typedef struct rs_bc_region rs_bc_region_t;
 
 /*
  * A remote-readable region of at least len bytes with its packed key
- * (rkey: RS_RKEY_BLOB_MAX bytes), from the cache or newly registered. Not
- * from a transport callback.
+ * (rkey: RS_RKEY_BLOB_MAX bytes): rs_bc_region_take from the cache only
+ * (RS_ERR_NOT_FOUND: none fits), rs_bc_region_new newly registered, and
+ * rs_bc_region_get (reclaim.c) the cache, then regions of retired or
+ * evicted objects, then a new one. Not from a transport callback.
  */
+rs_status_t rs_bc_region_take(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
+                              size_t *rkey_len);
+rs_status_t rs_bc_region_new(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
+                             size_t *rkey_len);
 rs_status_t rs_bc_region_get(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
                              size_t *rkey_len);
 /*
@@ -227,6 +242,8 @@ int rs_bc_src_holder_find(rs_bcast_t *src, const rs_bc_addr_t *addr);
 rs_bc_src_holder_t *rs_bc_src_holder_by_id(rs_bcast_t *src, uint32_t id);
 /* Not known to be dead (its endpoint to us is alive). */
 int rs_bc_src_holder_alive(const rs_bc_src_holder_t *h);
+/* An active reader: still fetching, and its connection to us alive. */
+int rs_bc_src_holder_active(const rs_bc_src_holder_t *h);
 /*
  * Registers a GET's requester as a holder, replacing one at the same address
  * (its region is new) and picking where it starts. NULL when out of room.
@@ -242,6 +259,29 @@ int rs_bc_src_holder_update(rs_bcast_t *src, rs_bc_src_holder_t *h, const rs_bc_
 /* Remembers an endpoint that asked for the manifest (told of a destroy). */
 void rs_bc_src_reader_note(rs_bcast_t *src, rs_bc_epinfo_t *info);
 
+/* Replies of a source (srcreply.c). */
+/* Drops a busy reference on src (node->lock taken inside). */
+void rs_bc_src_unbusy(rs_bcast_node_t *node, rs_bcast_t *src);
+/* Answers with only a status (destroyed, unknown, no space). */
+void rs_bc_src_reply_status(rs_bcast_node_t *node, rs_bc_epinfo_t *info, const rs_bc_req_t *q,
+                            rs_status_t status);
+/*
+ * Builds and sends a manifest (GET) or holder update (UPDATE) for the
+ * requester self_id, in a staging slot as large as the requester allows.
+ * Takes a busy reference on src for the put.
+ */
+void rs_bc_src_reply_manifest(rs_bcast_node_t *node, rs_bcast_t *src, rs_bc_epinfo_t *info,
+                              const rs_bc_req_t *q, uint32_t self_id);
+/*
+ * Answers a GET for an inline object with one notified put straight from its
+ * prebuilt reply. 0 when the requester's slot is too small (or out of memory).
+ */
+int rs_bc_src_reply_inline(rs_bcast_node_t *node, rs_bc_epinfo_t *info, rs_bcast_t *src,
+                           const rs_bc_req_t *q);
+
+/* Long polls (park.c). A parked UPDATE due at deadline (ns); NULL: out of memory. */
+rs_bc_parked_t *rs_bc_src_park_new(rs_bc_epinfo_t *info, const rs_bc_req_t *q, uint32_t self_id,
+                                   uint64_t deadline);
 /*
  * Answers parked long polls of src: those past their deadline, those gained
  * brings news for (when given), or all. status != RS_OK: only that status.
@@ -266,8 +306,9 @@ void rs_bc_src_tick(rs_bcast_node_t *node, uint64_t now);
 void rs_bc_src_conn_dead(rs_bcast_node_t *node, rs_bc_epinfo_t *info);
 
 /*
- * Frees retired objects whose grace passed and that nothing uses. force: the
- * context is destroyed, free every structure without transport calls.
+ * Frees retired objects whose grace passed and that nothing uses (srcfree.c).
+ * force: the context is destroyed, free every structure without transport
+ * calls.
  */
 void rs_bc_src_reap(rs_bcast_node_t *node, uint64_t now, int force);
 
@@ -310,6 +351,24 @@ typedef struct rs_bc_holder {
 
 typedef enum { RS_BENT_FETCHING, RS_BENT_READY, RS_BENT_FAILED } rs_bc_ent_state_t;
 
+/*
+ * A direct read: NONE -> READING -> LANDED (the read completed) -> FETCHED
+ * (the block checked: no holder, nothing to keep the copy for) or back to
+ * NONE (failed or timed out: the fetch goes on as usual). READING and
+ * LANDED: a getter is at it, the others wait.
+ */
+typedef enum {
+    RS_BDIRECT_NONE,
+    RS_BDIRECT_READING,
+    RS_BDIRECT_LANDED,
+    RS_BDIRECT_FETCHED
+} rs_bc_direct_t;
+
+static inline int rs_bc_direct_busy(rs_bc_direct_t d)
+{
+    return d == RS_BDIRECT_READING || d == RS_BDIRECT_LANDED;
+}
+
 struct rs_bc_entry {
     rs_list_t link; /* node->entries, then node->retired */
     rs_bcast_node_t *node;
@@ -336,10 +395,8 @@ struct rs_bc_entry {
     int requested; /* the manifest request was sent (or is being sent) */
     int have_manifest;
     int req_inflight;          /* a request awaits its reply */
-    int direct_busy;           /* a getter reads the one block straight from the source (fetch.c) */
-    int direct;                /* ... and so it was fetched: no holder, nothing to keep it for */
-    int direct_done;           /* ... its read completed, */
-    rs_status_t direct_status; /* ... with this status */
+    rs_bc_direct_t direct;     /* the direct read of a one-block object (direct.c) */
+    rs_status_t direct_status; /* ... how its read completed (RS_BDIRECT_LANDED) */
     int announce_due;          /* blocks verified or claimed since the last announcement */
     int waiting;               /* some block can be read from nobody now: others are fetching it */
     int src_open;              /* patience ran out: any block may come from the source */
@@ -498,6 +555,8 @@ int rs_bc_node_tomb_has(const rs_bcast_node_t *node, uint64_t node_id, uint64_t 
 
 /* 64 random bits (a per-thread generator seeded from getrandom). */
 uint64_t rs_bc_random64(void);
+/* 64 fresh random bits from getrandom (else the clock and the pid): node ids, seeds. */
+uint64_t rs_bc_random_seed(void);
 
 /* ----------------------------------------------------- entries (entry.c) */
 

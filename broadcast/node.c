@@ -3,7 +3,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,19 +16,6 @@
 #define RS_BREPLY_SLOTS     16 /* reply slots per slab */
 #define RS_BSTAGE_SLOT      (16u << 10)
 #define RS_BSTAGE_SLOTS     16
-
-static uint64_t random_u64(void);
-
-uint64_t rs_bc_random64(void)
-{
-    static __thread uint64_t state;
-    static __thread int seeded;
-    if (!seeded) {
-        state = random_u64();
-        seeded = 1;
-    }
-    return rs_bc_rand(&state);
-}
 
 /* ---------------------------------------------------------------- callbacks */
 
@@ -368,14 +354,6 @@ static void node_read_faults(rs_bcast_node_t *node)
 #endif
 }
 
-static uint64_t random_u64(void)
-{
-    uint64_t v = 0;
-    if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
-        v = rs_now_ns() ^ ((uint64_t)getpid() << 32);
-    return v;
-}
-
 rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_t *bcfg,
                                  rs_bcast_node_t **node_p)
 {
@@ -405,7 +383,7 @@ rs_status_t rs_bcast_node_create(const rs_config_t *tcfg, const rs_bcast_config_
     node->cfg = bc;
     node->msg_max = tc.msg_max;
     node->peer_timeout_ms = tc.peer_timeout_ms;
-    node->node_id = random_u64();
+    node->node_id = rs_bc_random_seed();
     node->next_seq = 1;
     node->next_req_id = 1;
     pthread_mutex_init(&node->lock, NULL);
@@ -535,30 +513,4 @@ void rs_bcast_node_stats(rs_bcast_node_t *node, rs_bcast_stats_t *stats)
     uint64_t *dst = (uint64_t *)stats;
     for (size_t i = 0; i < sizeof(*stats) / sizeof(uint64_t); i++)
         dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-}
-
-uint32_t rs_bc_node_req_id(rs_bcast_node_t *node)
-{
-    pthread_mutex_lock(&node->lock);
-    uint32_t id = node->next_req_id++;
-    if (node->next_req_id == 0)
-        node->next_req_id = 1;
-    pthread_mutex_unlock(&node->lock);
-    return id;
-}
-
-void rs_bc_node_tomb_add(rs_bcast_node_t *node, uint64_t node_id, uint64_t seq)
-{
-    uint32_t i = node->n_tombs++ % RS_BTOMBS;
-    node->tombs[i][0] = node_id;
-    node->tombs[i][1] = seq;
-}
-
-int rs_bc_node_tomb_has(const rs_bcast_node_t *node, uint64_t node_id, uint64_t seq)
-{
-    uint32_t n = node->n_tombs < RS_BTOMBS ? node->n_tombs : RS_BTOMBS;
-    for (uint32_t i = 0; i < n; i++)
-        if (node->tombs[i][0] == node_id && node->tombs[i][1] == seq)
-            return 1;
-    return 0;
 }

@@ -4,7 +4,8 @@
  * is usually one this reader unpacked before. Unpacking it afresh maps the
  * peer's region again (a shared-memory transport attaches the segment), and
  * the first touch of every page of the new mapping faults, inside the read:
- * 16384 faults for 64 MiB, several times the cost of the copy on this VM.
+ * 16384 faults for 64 MiB, several times the cost of the copy where a fault
+ * costs microseconds (as under virtualization).
  * Keeping the unpacked key keeps the mapping and its page tables.
  *
  * Bounds: keys nobody uses are kept up to RS_BRCACHE_KEYS per peer and

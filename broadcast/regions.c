@@ -1,6 +1,6 @@
 /*
- * A bounded cache of registered object regions. Registering (and, on a VM,
- * faulting in) a fresh region per object costs more than moving its bytes;
+ * A bounded cache of registered object regions. Registering (and faulting
+ * in) a fresh region per object costs more than moving its bytes;
  * regions of retired objects are kept for the next object of a similar size.
  * A reader still holding the old remote key can only read bytes that fail
  * their block checksum (or are the same bytes), so reuse is safe, at once.
@@ -46,33 +46,22 @@ static rs_bc_region_t *cache_take(rs_bcast_node_t *node, size_t len)
     return best;
 }
 
-rs_status_t rs_bc_region_get(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
-                             size_t *rkey_len)
+rs_status_t rs_bc_region_take(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
+                              size_t *rkey_len)
 {
     rs_bc_region_t *best = cache_take(node, len);
-    if (best == NULL) {
-        /*
-         * Objects retired since the service thread's last timer hold regions
-         * that are free now: a fresh region costs a registration and a fault
-         * per page (more than reading 1 MiB), so take theirs first.
-         */
-        uint64_t now = rs_now_ns();
-        rs_bc_entry_reap(node, now, 0);
-        rs_bc_src_reap(node, now, 0);
-        best = cache_take(node, len);
-        /* Then an object kept only to serve others, released by its readers. */
-        if (best == NULL && rs_bc_entry_evict(node, len)) {
-            rs_bc_entry_reap(node, rs_now_ns(), 0); /* now: it retired after `now` */
-            best = cache_take(node, len);
-        }
-    }
-    if (best != NULL) {
-        *mr_p = best->mr;
-        memcpy(rkey, best->rkey, best->rkey_len);
-        *rkey_len = best->rkey_len;
-        free(best);
-        return RS_OK;
-    }
+    if (best == NULL)
+        return RS_ERR_NOT_FOUND;
+    *mr_p = best->mr;
+    memcpy(rkey, best->rkey, best->rkey_len);
+    *rkey_len = best->rkey_len;
+    free(best);
+    return RS_OK;
+}
+
+rs_status_t rs_bc_region_new(rs_bcast_node_t *node, size_t len, rs_mr_t **mr_p, uint8_t *rkey,
+                             size_t *rkey_len)
+{
     rs_mr_t *mr;
     rs_status_t st = rs_mem_alloc(node->ctx, len, RS_MEM_REMOTE_READ, &mr);
     if (st != RS_OK)

@@ -8,7 +8,7 @@
  * register memory (rs_mem_alloc takes the context lock the callback holds),
  * and serving needs registered staging slots for its replies. So the
  * callback first reserves, without registering, every slot the request can
- * need; only then does it serve, the slots coming from this thread's stash.
+ * need (slots.c keeps them in this thread's stash); only then does it serve.
  * When the slots are not free (the first requests of a node, a burst), the
  * request goes to the service thread as before, which registers more.
  */
@@ -18,31 +18,6 @@
 
 #include "broadcast/blocks.h"
 #include "common/log.h"
-
-#define RS_BSTASH_MAX 16 /* slots one request may need (1 + long polls it releases) */
-
-typedef struct rs_bc_stash {
-    rs_bc_slots_t *slots; /* non-NULL while this thread serves from a callback */
-    uint32_t n;
-    rs_bc_slot_t *slot[RS_BSTASH_MAX];
-} rs_bc_stash_t;
-
-static __thread rs_bc_stash_t stash;
-
-int rs_bc_slots_stash_take(rs_bc_slots_t *s, size_t need, rs_bc_slot_t **slot_p)
-{
-    if (stash.slots == NULL)
-        return 0;
-    for (uint32_t i = 0; stash.slots == s && i < stash.n; i++) {
-        if (stash.slot[i]->cap >= need) {
-            *slot_p = stash.slot[i];
-            stash.slot[i] = stash.slot[--stash.n];
-            return 1;
-        }
-    }
-    rs_warn("broadcast: a reply in a transport callback found no reserved slot: dropped");
-    return -1;
-}
 
 /* The object's geometry and how many long polls are parked on it; 0 when not served here. */
 static int src_peek(rs_bcast_node_t *node, const rs_bc_req_t *q, uint32_t *nblocks,
@@ -79,14 +54,6 @@ static int src_peek(rs_bcast_node_t *node, const rs_bc_req_t *q, uint32_t *nbloc
     return 1;
 }
 
-static void stash_return(rs_bcast_node_t *node)
-{
-    for (uint32_t i = 0; i < stash.n; i++)
-        rs_bc_slots_put(&node->staging, stash.slot[i]);
-    stash.n = 0;
-    stash.slots = NULL;
-}
-
 int rs_bc_src_serve_cb(rs_bcast_node_t *node, rs_bc_epinfo_t *info, const rs_bc_req_t *q)
 {
     uint32_t nblocks, parked, need;
@@ -106,22 +73,12 @@ int rs_bc_src_serve_cb(rs_bcast_node_t *node, rs_bc_epinfo_t *info, const rs_bc_
     if (q->kind != RS_BREQ_ANNOUNCE && cap > q->reply_cap)
         cap = q->reply_cap;
     need = q->kind == RS_BREQ_ANNOUNCE ? parked : 1;
-    if (need > RS_BSTASH_MAX)
-        return 0;
-    stash.n = 0;
-    while (stash.n < need) {
-        if (rs_bc_slots_try(&node->staging, cap, &stash.slot[stash.n]) != RS_OK) {
-            stash_return(node);
-            return 0; /* the service thread registers more */
-        }
-        stash.n++;
-    }
+    if (!rs_bc_slots_stash_fill(&node->staging, need, cap))
+        return 0; /* the service thread registers more */
     /* A manifest that does not fit is answered with a status: a small slot, if one is free. */
-    if (q->kind != RS_BREQ_ANNOUNCE &&
-        rs_bc_slots_try(&node->staging, RS_BREPLY_MIN_LEN, &stash.slot[stash.n]) == RS_OK)
-        stash.n++;
-    stash.slots = &node->staging;
+    if (q->kind != RS_BREQ_ANNOUNCE)
+        rs_bc_slots_stash_fill(&node->staging, 1, RS_BREPLY_MIN_LEN);
     rs_bc_src_serve(node, info, q);
-    stash_return(node);
+    rs_bc_slots_stash_return();
     return 1;
 }

@@ -16,12 +16,4 @@
  */
 int rs_bc_src_serve_cb(rs_bcast_node_t *node, rs_bc_epinfo_t *info, const rs_bc_req_t *q);
 
-/*
- * For rs_bc_slots_get: 1 and *slot_p when this thread serves a request from a
- * callback and reserved a slot that fits s and need; -1 when it serves from
- * a callback but reserved none that fits (the caller must not register
- * memory: fail); 0 when this thread is not serving from a callback.
- */
-int rs_bc_slots_stash_take(rs_bc_slots_t *s, size_t need, rs_bc_slot_t **slot_p);
-
 #endif

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "broadcast/servecb.h"
+#include "common/assert.h"
 #include "common/log.h"
 
 void rs_bc_slots_init(rs_bc_slots_t *s, rs_ctx_t *ctx, unsigned access, size_t slot_size,
@@ -83,9 +83,75 @@ static rs_bc_slot_t *slot_take(rs_bc_slots_t *s, size_t need)
     return NULL;
 }
 
+/* ---------------------------------------------------------------- stash */
+
+/*
+ * Slots reserved for one request served inside a transport callback
+ * (servecb.c): there rs_bc_slots_get must not register memory, so it hands
+ * out only these.
+ */
+#define RS_BSTASH_MAX 16 /* slots one request may need (1 + long polls it releases) */
+
+typedef struct rs_bc_stash {
+    rs_bc_slots_t *slots; /* non-NULL while this thread serves from a callback */
+    uint32_t n;
+    rs_bc_slot_t *slot[RS_BSTASH_MAX];
+} rs_bc_stash_t;
+
+static __thread rs_bc_stash_t stash;
+
+int rs_bc_slots_stash_fill(rs_bc_slots_t *s, uint32_t n, size_t cap)
+{
+    RS_ASSERT(stash.slots == NULL || stash.slots == s);
+    if (n > RS_BSTASH_MAX - stash.n)
+        return 0;
+    uint32_t first = stash.n;
+    for (uint32_t i = 0; i < n; i++) {
+        if (rs_bc_slots_try(s, cap, &stash.slot[stash.n]) != RS_OK) {
+            while (stash.n > first)
+                rs_bc_slots_put(s, stash.slot[--stash.n]);
+            if (stash.n == 0)
+                stash.slots = NULL;
+            return 0;
+        }
+        stash.n++;
+    }
+    stash.slots = s;
+    return 1;
+}
+
+void rs_bc_slots_stash_return(void)
+{
+    for (uint32_t i = 0; i < stash.n; i++)
+        rs_bc_slots_put(stash.slots, stash.slot[i]);
+    stash.n = 0;
+    stash.slots = NULL;
+}
+
+/*
+ * 1 and *slot_p when this thread serves a request from a callback and
+ * reserved a slot that fits s and need; -1 when it serves from a callback
+ * but reserved none that fits (the caller must not register memory: fail);
+ * 0 when this thread is not serving from a callback.
+ */
+static int stash_take(rs_bc_slots_t *s, size_t need, rs_bc_slot_t **slot_p)
+{
+    if (stash.slots == NULL)
+        return 0;
+    for (uint32_t i = 0; stash.slots == s && i < stash.n; i++) {
+        if (stash.slot[i]->cap >= need) {
+            *slot_p = stash.slot[i];
+            stash.slot[i] = stash.slot[--stash.n];
+            return 1;
+        }
+    }
+    rs_warn("broadcast: a reply in a transport callback found no reserved slot: dropped");
+    return -1;
+}
+
 rs_status_t rs_bc_slots_get(rs_bc_slots_t *s, size_t need, rs_bc_slot_t **slot_p)
 {
-    int stashed = rs_bc_slots_stash_take(s, need, slot_p); /* serving in a callback */
+    int stashed = stash_take(s, need, slot_p); /* serving in a callback */
     if (stashed != 0)
         return stashed > 0 ? RS_OK : RS_ERR_BUSY;
     for (;;) {

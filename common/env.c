@@ -8,8 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-/* Every read of a variable first warns (once) about misspelt ones. */
-static const char *env_get(const char *name)
+const char *rs_env_get(const char *name)
 {
     rs_env_warn_unknown_once();
     return getenv(name);
@@ -76,7 +75,7 @@ rs_status_t rs_parse_uint(const char *s, uint64_t max, uint64_t *out)
 
 rs_status_t rs_env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out)
 {
-    const char *s = env_get(name);
+    const char *s = rs_env_get(name);
     if (s == NULL)
         return RS_OK;
     uint64_t v;
@@ -134,7 +133,7 @@ rs_status_t rs_env_bool(const char *name, int *out)
 {
     static const char *const yes[] = {"1", "true", "yes", "on"};
     static const char *const no[] = {"0", "false", "no", "off"};
-    const char *s = env_get(name);
+    const char *s = rs_env_get(name);
     if (s == NULL)
         return RS_OK;
     for (int i = 0; i < 4; i++) {
@@ -153,7 +152,7 @@ rs_status_t rs_env_bool(const char *name, int *out)
 
 rs_status_t rs_env_choice(const char *name, const char *const *choices, int *out)
 {
-    const char *s = env_get(name);
+    const char *s = rs_env_get(name);
     if (s == NULL)
         return RS_OK;
     char accepted[256] = "";
@@ -172,7 +171,7 @@ rs_status_t rs_env_choice(const char *name, const char *const *choices, int *out
 
 rs_status_t rs_env_str(const char *name, char *out, size_t cap)
 {
-    const char *s = env_get(name);
+    const char *s = rs_env_get(name);
     if (s == NULL)
         return RS_OK;
     size_t len = strlen(s);

@@ -14,6 +14,12 @@
 /* Warns once per process about RSHUFFLE_* variables the library does not read. */
 void rs_env_warn_unknown_once(void);
 
+/*
+ * The library's one getenv: a variable's value or NULL; first warns (once)
+ * about misspelt RSHUFFLE_* names.
+ */
+const char *rs_env_get(const char *name);
+
 /* An unsigned integer in [min, max]; size suffixes k/K, m/M, g/G (binary) accepted. */
 rs_status_t rs_env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out);
 rs_status_t rs_env_u32(const char *name, uint32_t min, uint32_t max, uint32_t *out);

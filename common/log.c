@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 /* -1: not decided yet; read RSHUFFLE_LOG on first use. */
-static volatile int log_level = -1;
+static int log_level = -1; /* atomic: any thread may set it while others log */
 
 const char *const rs_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 
@@ -28,7 +28,7 @@ rs_status_t rs_log_level_parse(const char *name, rs_log_level_t *level_p)
 
 rs_log_level_t rs_log_level(void)
 {
-    int level = log_level;
+    int level = __atomic_load_n(&log_level, __ATOMIC_RELAXED);
     if (level >= 0)
         return (rs_log_level_t)level;
 
@@ -41,13 +41,13 @@ rs_log_level_t rs_log_level(void)
                 env);
         parsed = RS_LOG_WARN;
     }
-    log_level = (int)parsed;
+    __atomic_store_n(&log_level, (int)parsed, __ATOMIC_RELAXED);
     return parsed;
 }
 
 void rs_log_set_level(rs_log_level_t level)
 {
-    log_level = (int)level;
+    __atomic_store_n(&log_level, (int)level, __ATOMIC_RELAXED);
 }
 
 static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;

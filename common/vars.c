@@ -1,8 +1,11 @@
 /*
  * Every RSHUFFLE_* variable the library reads, for rshuffle_info and the
- * unknown-variable warning. tests/common/test_vars.sh checks that every
- * variable named in the sources is listed here.
+ * unknown-variable warning: the modules' configuration tables (cfgtab.h),
+ * then the rows of the modules that have no table yet. tests/common/check-vars
+ * checks that every variable named in the sources is listed here, and that
+ * man/rshuffle.7 gives each its default.
  */
+#include "common/cfgtab.h"
 #include "common/env.h"
 #include "common/log.h"
 #include <rshuffle/config.h>
@@ -11,26 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const rs_config_var_t vars[] = {
-    /* transport */
-    {"RSHUFFLE_LOG", "warn", "log level: error|warn|info|debug"},
-    {"RSHUFFLE_TRANSPORT", "auto", "backend: ucx|verbs|auto (verbs when an RDMA port is active)"},
-    {"RSHUFFLE_JOB_TOKEN", "rshuffle", "job token every connection must present (<= 64 bytes)"},
-    {"RSHUFFLE_PEER_TIMEOUT_MS", "10000", "an op or a silent peer is dead after this long"},
-    {"RSHUFFLE_CONNECT_TIMEOUT_MS", "5000", "connect plus handshake bound"},
-    {"RSHUFFLE_MSG_MAX", "8192", "largest control message, bytes"},
-    {"RSHUFFLE_PROGRESS_THREAD", "0", "start a progress thread per transport context (0|1)"},
-    {"RSHUFFLE_UCX_RMA", "auto", "UCX one-sided ops: auto|ucx|am (am: carried as messages)"},
-    {"RSHUFFLE_UCX_NOTIFY", "fence", "UCX notified put: fence|flush"},
-    {"RSHUFFLE_UCX_MEM", "own",
-     "UCX rs_mem_alloc: own (same-host peers attach) | shared (they map)"},
-    {"RSHUFFLE_VERBS_DEVICE", "", "verbs device name (empty: the first active one)"},
-    {"RSHUFFLE_VERBS_SQ_DEPTH", "256", "verbs: send work requests per QP"},
-    {"RSHUFFLE_VERBS_SRQ_DEPTH", "512", "verbs: posted receives per context"},
-    {"RSHUFFLE_VERBS_CQ_DEPTH", "4096", "verbs: completion queue entries"},
-    {"RSHUFFLE_VERBS_INLINE", "128", "verbs: largest inline send, bytes"},
-    {"RSHUFFLE_VERBS_SIGNAL_EVERY", "16", "verbs: signal one send in N"},
-    {"RSHUFFLE_VERBS_MAX_RD_ATOM", "0", "verbs: reads in flight per QP (0: the device's maximum)"},
+static const rs_cfg_table_t *const tables[] = {
+    &rs_config_table,
+#ifdef RS_HAVE_UCX
+    &rs_ucx_config_table,
+#endif
+    &rs_bc_config_table,
+};
+#define N_TABLES (sizeof(tables) / sizeof(tables[0]))
+
+/* Modules whose variables are read by inline rs_env_* calls, not yet by a table. */
+static const rs_config_var_t untabled[] = {
     /* shuffle */
     {"RSHUFFLE_REPLICAS", "1",
      "workers holding each batch (1..3), for descriptors that leave replicas 0"},
@@ -58,36 +52,48 @@ static const rs_config_var_t vars[] = {
     {"RSHUFFLE_READ_MAX", "16M", "bytes per one-sided read, the reader's registered buffer"},
     {"RSHUFFLE_READ_WAIT_MS", "30000", "bound of any single reader wait"},
     {"RSHUFFLE_READ_LOCAL", "1", "read partitions of a worker in this process in place (0|1)"},
-    /* broadcast */
-    {"RSHUFFLE_BCAST_BLOCK_SIZE", "4M", "broadcast block, 4 KiB .. 1 GiB"},
-    {"RSHUFFLE_BCAST_INLINE_MAX", "64K", "objects up to this ride inline in the first reply"},
-    {"RSHUFFLE_BCAST_EMBED_MAX", "1K", "objects up to this (<= 2K) ride in the descriptor itself"},
-    {"RSHUFFLE_BCAST_READS_PER_EP", "4", "outstanding block reads per peer"},
-    {"RSHUFFLE_BCAST_SOURCE_READS", "2", "torrent reads in flight to the source per object"},
-    {"RSHUFFLE_BCAST_HOLDERS_MAX", "32", "holders listed per reply"},
-    {"RSHUFFLE_BCAST_TIMEOUT_MS", "30000", "longest rs_bcast_get"},
-    {"RSHUFFLE_BCAST_GRACE_MS", "500", "retired memory stays mapped this long for reads in flight"},
-    {"RSHUFFLE_BCAST_PATIENCE_MS", "100", "torrent reader's wait for others' blocks per period"},
-    {"RSHUFFLE_BCAST_CACHE_BYTES", "128M", "registered memory of retired objects kept for reuse"},
-    {"RSHUFFLE_BCAST_MODE", "torrent", "torrent|source"},
-    {"RSHUFFLE_BCAST_ADDRESS", "blob", "address a descriptor carries: blob (any host) or hostport"},
-    {"RSHUFFLE_BCAST_HOST", "127.0.0.1", "hostport mode: the node's listen and advertised host"},
-    {"RSHUFFLE_BCAST_PORT", "0", "broadcast node's port (0: any free port)"},
 #ifdef RS_FAULT_INJECTION /* test builds only: a library for use names no hook */
     {"RSHUFFLE_BCAST_FAULT", "", "test builds only: corrupt|slow fault injection"},
 #endif
 };
+#define N_UNTABLED (sizeof(untabled) / sizeof(untabled[0]))
+
+#define N_VARS_MAX 128
+static rs_config_var_t vars[N_VARS_MAX];
+static size_t n_vars;
+
+static void vars_build(void)
+{
+    size_t n = 0;
+    for (size_t t = 0; t < N_TABLES; t++)
+        for (size_t i = 0; i < tables[t]->n && n < N_VARS_MAX; i++, n++) {
+            const rs_cfg_row_t *r = &tables[t]->rows[i];
+            vars[n] = (rs_config_var_t){r->env, r->dflt, r->desc};
+        }
+    for (size_t i = 0; i < N_UNTABLED && n < N_VARS_MAX; i++)
+        vars[n++] = untabled[i];
+    n_vars = n;
+}
+
+static size_t vars_get(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, vars_build);
+    return n_vars;
+}
 
 size_t rs_config_vars(const rs_config_var_t **vars_p)
 {
+    size_t n = vars_get();
     if (vars_p != NULL)
         *vars_p = vars;
-    return sizeof(vars) / sizeof(vars[0]);
+    return n;
 }
 
 static int known(const char *name, size_t len)
 {
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+    size_t n = vars_get();
+    for (size_t i = 0; i < n; i++)
         if (strlen(vars[i].name) == len && memcmp(vars[i].name, name, len) == 0)
             return 1;
     return 0;

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "transport/backend.h"
 
@@ -141,6 +142,8 @@ void rs_tp_ops_pool_free(rs_ctx_t *ctx);
 /* Endpoints (ep.c). */
 rs_ep_t *rs_tp_ep_alloc(rs_ctx_t *ctx);
 void rs_tp_ep_free(rs_ep_t *ep);
+/* Marks an endpoint nobody was told of for the next reap. */
+void rs_tp_ep_mark_reap(rs_ep_t *ep);
 /* Calls the backend's ep_fail once per endpoint. */
 void rs_tp_ep_be_fail(rs_ep_t *ep);
 /* Marks ep dead with status, tells the backend and (if known) the user. */
@@ -161,7 +164,6 @@ rs_status_t rs_tp_ep_connect_wait(rs_ep_t *ep, const char *peer, rs_ep_t **ep_p)
 int rs_tp_early_queue(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,
                       size_t len);
 unsigned rs_tp_early_deliver(rs_ctx_t *ctx);
-void rs_tp_early_free(rs_ep_t *ep);
 
 /* Liveness of peers on this host (peer_alive.c). */
 void rs_tp_proc_identity(rs_proc_id_t *id);
@@ -183,8 +185,14 @@ int rs_tp_hs_parse(const void *data, size_t len, const char **token_p, uint16_t 
 
 /* Progress (progress.c): one round with the lock held. */
 unsigned rs_tp_progress_locked(rs_ctx_t *ctx);
-/* Wakes the progress thread (a completion is queued). */
-void rs_tp_thread_wake(rs_ctx_t *ctx);
+/* Wakes the progress thread (a completion is queued): a write to its eventfd. */
+static inline void rs_tp_thread_wake(rs_ctx_t *ctx)
+{
+    ctx->thread_sleeping = 0;
+    uint64_t one = 1;
+    ssize_t unused = write(ctx->thread_wake_fd, &one, sizeof(one));
+    (void)unused;
+}
 /* Reports an endpoint event to the context's endpoint handler, if any. */
 void rs_tp_ep_tell_user(rs_ep_t *ep, rs_status_t status);
 /* Work for progress was queued (lock held): wakes the progress thread if it sleeps. */

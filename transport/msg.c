@@ -1,44 +1,12 @@
-/* Control messages: sending with msg_max enforced, and per-type dispatch. */
+/* Control messages received: per-type dispatch, and the early queue of a new client endpoint. */
 #include "transport/internal.h"
 
 #include "common/assert.h"
 #include "common/log.h"
+#include "common/tsan.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-rs_status_t rs_tp_msg_post(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,
-                           void *arg)
-{
-    rs_ctx_t *ctx = ep->ctx;
-    rs_op_t *op = rs_tp_op_alloc(ctx, ep, RS_OP_MSG, cb, arg);
-    if (op == NULL)
-        return RS_ERR_NOMEM;
-    rs_status_t st = ctx->be_ops->msg_send(ep, op, type, data, len);
-    if (st != RS_OK)
-        rs_tp_op_unpost(op);
-    return st;
-}
-
-rs_status_t rs_msg_send(rs_ep_t *ep, unsigned type, const void *data, size_t len, rs_op_cb_t cb,
-                        void *arg)
-{
-    if (ep == NULL || type >= RS_MSG_TYPES || (data == NULL && len > 0)) {
-        rs_error("rs_msg_send: invalid argument (type %u)", type);
-        return RS_ERR_INVALID;
-    }
-    rs_ctx_t *ctx = ep->ctx;
-    if (len > ctx->cfg.msg_max) {
-        rs_error("rs_msg_send: %zu bytes exceed msg_max %u", len, ctx->cfg.msg_max);
-        return RS_ERR_MSG_SIZE;
-    }
-    rs_tp_lock(ctx);
-    rs_status_t st = rs_tp_ep_check_ready(ep);
-    if (st == RS_OK)
-        st = rs_tp_msg_post(ep, type, data, len, cb, arg);
-    rs_tp_unlock(ctx);
-    return st;
-}
 
 /* Hands a message (or a notification) to its handler; 0 when there is none. */
 static int deliver(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const void *data,
@@ -48,6 +16,7 @@ static int deliver(rs_ep_t *ep, int notify, unsigned type, uint32_t imm, const v
     rs_msg_handler_t h = notify ? (rs_msg_handler_t){0} : ctx->msg_handlers[type];
     if ((notify && ctx->notify_cb == NULL) || (!notify && h.cb == NULL))
         return 0;
+    RS_TSAN_ACQUIRE();
     ctx->in_cb++;
     if (notify)
         ctx->notify_cb(ctx->notify_arg, ep, imm);
@@ -140,15 +109,4 @@ unsigned rs_tp_early_deliver(rs_ctx_t *ctx)
         n++;
     }
     return n;
-}
-
-void rs_tp_early_free(rs_ep_t *ep)
-{
-    rs_ep_priv_t *p = RS_EP_PRIV(ep);
-    rs_list_del(&p->early_link);
-    while (!rs_list_empty(&p->early)) {
-        rs_early_t *e = rs_list_first(&p->early, rs_early_t, link);
-        rs_list_del(&e->link);
-        free(e);
-    }
 }

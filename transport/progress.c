@@ -36,14 +36,6 @@ unsigned rs_tp_progress_locked(rs_ctx_t *ctx)
     return n;
 }
 
-void rs_tp_thread_wake(rs_ctx_t *ctx)
-{
-    ctx->thread_sleeping = 0;
-    uint64_t one = 1;
-    ssize_t unused = write(ctx->thread_wake_fd, &one, sizeof(one));
-    (void)unused;
-}
-
 unsigned rs_progress(rs_ctx_t *ctx)
 {
     if (ctx == NULL)

@@ -156,7 +156,7 @@ static void *worker_main(void *arg)
 {
     rs_worker_t *w = arg;
     uint64_t last_event = rs_now_ns();
-    while (!w->stop) {
+    while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
         uint64_t now = rs_now_ns();
         if (now - last_event < W_SPIN_NS) {
             if (rs_progress(w->ctx) > 0)
@@ -325,7 +325,7 @@ void rs_worker_destroy(rs_worker_t *w)
     rs_sproto_local_unregister(w->local);
     if (w->counted)
         atomic_fetch_sub(&listening_workers, 1);
-    w->stop = 1;
+    __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
     if (w->thread_started)
         pthread_join(w->thread, NULL);
     if (w->listener != NULL)

@@ -227,7 +227,7 @@ RS_API rs_ctx_t *rs_bcast_node_context(rs_bcast_node_t *node);
  * can only read bytes that fail their checksums.
  *
  * Errors: RS_ERR_INVALID (node, mr or bc_p NULL, len larger than mr, more
- * blocks than RS_BCAST_BLOCKS_MAX), RS_ERR_NOMEM, and the transport's error
+ * than 2^20 blocks of block_size), RS_ERR_NOMEM, and the transport's error
  * when mr's key cannot be packed (e.g. no remote access). Nothing is
  * published on error.
  */

@@ -3,9 +3,11 @@
  * worker address, the worker's renewal (rs_ctx_renew), and the ops table.
  */
 #include "transport/ucx/ucx.h"
+#include "transport/ucx/config.h"
 
 #include "common/checksum.h"
 #include "common/clock.h"
+#include "common/env.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -39,7 +41,7 @@ static void ucx_config_set_default(ucp_config_t *config, const char *name, const
 {
     char env[64];
     snprintf(env, sizeof(env), "UCX_%s", name);
-    if (getenv(env) != NULL)
+    if (rs_env_get(env) != NULL)
         return;
     ucs_status_t s = ucp_config_modify(config, name, value);
     if (s != UCS_OK)
@@ -49,7 +51,7 @@ static void ucx_config_set_default(ucp_config_t *config, const char *name, const
 /* Does UCX_TLS (unset: everything) enable transport tl? */
 static int ucx_tls_enables(const char *tl)
 {
-    const char *tls = getenv("UCX_TLS");
+    const char *tls = rs_env_get("UCX_TLS");
     if (tls == NULL || tls[0] == '^')
         return 1;
     return strstr(tls, tl) != NULL || strstr(tls, "sm") != NULL || strstr(tls, "all") != NULL;
@@ -67,7 +69,8 @@ static int ucx_tls_enables(const char *tl)
  */
 static void ucx_enable_shm_error_handling(ucp_config_t *config)
 {
-    if (getenv("UCX_POSIX_ERROR_HANDLING") != NULL || getenv("UCX_SYSV_ERROR_HANDLING") != NULL)
+    if (rs_env_get("UCX_POSIX_ERROR_HANDLING") != NULL ||
+        rs_env_get("UCX_SYSV_ERROR_HANDLING") != NULL)
         return;
     if (ucx_tls_enables("posix") || ucx_tls_enables("sysv"))
         ucx_config_set_default(config, "MM_ERROR_HANDLING", "y");
@@ -307,17 +310,15 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     rs_list_init(&uc->zombies);
     rs_list_init(&uc->amo_reqs);
     rs_list_init(&uc->regions);
-    const char *rma = getenv("RSHUFFLE_UCX_RMA");
-    uc->force_am = rma == NULL                   ? 0
-                   : strcasecmp(rma, "am") == 0  ? 1
-                   : strcasecmp(rma, "ucx") == 0 ? -1
-                                                 : 0;
-    const char *mem = getenv("RSHUFFLE_UCX_MEM");
-    uc->mem_shared = mem != NULL && strcasecmp(mem, "shared") == 0;
-    const char *mode = getenv("RSHUFFLE_UCX_NOTIFY");
-    uc->notify_flush = mode != NULL && strcasecmp(mode, "flush") == 0;
+    rs_ucx_config_t ucfg;
+    rs_status_t st = rs_ucx_config_read(&ucfg);
+    if (st != RS_OK)
+        goto err_free_uc;
+    uc->force_am = ucfg.rma == RS_UCX_RMA_AM ? 1 : ucfg.rma == RS_UCX_RMA_UCX ? -1 : 0;
+    uc->mem_shared = ucfg.mem == RS_UCX_MEM_SHARED;
+    uc->notify_flush = ucfg.notify == RS_UCX_NOTIFY_FLUSH;
 
-    rs_status_t st = ucx_init_context(uc, rs_tp_ctx_cfg(ctx));
+    st = ucx_init_context(uc, rs_tp_ctx_cfg(ctx));
     if (st != RS_OK)
         goto err_free_uc;
     rs_tp_ctx_set_be(ctx, uc);

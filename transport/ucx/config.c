@@ -1,0 +1,33 @@
+/* The UCX backend's table: RSHUFFLE_UCX_* into its private rs_ucx_config_t. */
+#include "transport/ucx/config.h"
+
+#include "common/cfgtab.h"
+
+#include <string.h>
+
+static const char *const rmas[] = {"auto", "ucx", "am", NULL};
+static const char *const mems[] = {"own", "shared", NULL};
+static const char *const notifies[] = {"fence", "flush", NULL};
+
+static const rs_cfg_row_t rows[] = {
+    RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_RMA", rma, "auto", rmas,
+                      "UCX one-sided ops: auto|ucx|am (am: carried as messages)"),
+    RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_NOTIFY", notify, "fence", notifies,
+                      "UCX notified put: fence|flush"),
+    RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_MEM", mem, "own", mems,
+                      "UCX rs_mem_alloc: own (same-host peers attach) | shared (they map)"),
+};
+
+const rs_cfg_table_t rs_ucx_config_table = {"UCX config", rows, sizeof(rows) / sizeof(rows[0])};
+
+rs_status_t rs_ucx_config_read(rs_ucx_config_t *cfg)
+{
+    rs_ucx_config_t c;
+    memset(&c, 0, sizeof(c));
+    rs_status_t st = rs_cfg_defaults(&rs_ucx_config_table, &c);
+    if (st == RS_OK)
+        st = rs_cfg_apply(&rs_ucx_config_table, &c);
+    if (st == RS_OK)
+        *cfg = c;
+    return st;
+}
