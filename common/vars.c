@@ -23,7 +23,7 @@ static const rs_config_var_t vars[] = {
     {"RSHUFFLE_UCX_RMA", "auto", "UCX one-sided ops: auto|ucx|am (am: carried as messages)"},
     {"RSHUFFLE_UCX_NOTIFY", "fence", "UCX notified put: fence|flush"},
     {"RSHUFFLE_UCX_MEM", "own",
-     "UCX rs_mem_alloc: own (same-host peers attach) | shared (they map)"},
+     "UCX rs_mem_alloc: own (peers attach, map what they reuse) | attach (never map) | shared"},
     {"RSHUFFLE_VERBS_DEVICE", "", "verbs device name (empty: the first active one)"},
     {"RSHUFFLE_VERBS_SQ_DEPTH", "256", "verbs: send work requests per QP"},
     {"RSHUFFLE_VERBS_SRQ_DEPTH", "512", "verbs: posted receives per context"},
