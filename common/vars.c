@@ -24,6 +24,8 @@ static const rs_config_var_t vars[] = {
     {"RSHUFFLE_UCX_NOTIFY", "fence", "UCX notified put: fence|flush"},
     {"RSHUFFLE_UCX_MEM", "own",
      "UCX rs_mem_alloc: own (peers attach, map what they reuse) | attach (never map) | shared"},
+    {"RSHUFFLE_UCX_MAP_MAX", "64M",
+     "UCX: largest region peers may map (default: no limit where shared memory gets huge pages)"},
     {"RSHUFFLE_VERBS_DEVICE", "", "verbs device name (empty: the first active one)"},
     {"RSHUFFLE_VERBS_SQ_DEPTH", "256", "verbs: send work requests per QP"},
     {"RSHUFFLE_VERBS_SRQ_DEPTH", "512", "verbs: posted receives per context"},

@@ -26,6 +26,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 
+#include <rshuffle/config.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -38,7 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAP_RECHECK_NS 1000000u /* owner process alive: checked this often while mapped */
+#define MAP_RECHECK_NS  1000000u      /* owner process alive: checked this often while mapped */
+#define MAP_MAX_DEFAULT (64ull << 20) /* largest mappable region without shared huge pages */
 
 static size_t page_size(void)
 {
@@ -65,6 +68,35 @@ static uint64_t new_token(const void *addr)
     return t != 0 ? t : 1;
 }
 
+/* Whether memfd memory may get transparent huge pages here (the bracketed sysfs choice). */
+static int shmem_huge(void)
+{
+    char buf[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled", "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, "[never]") == NULL && strstr(buf, "[deny]") == NULL && strchr(buf, '[');
+}
+
+uint64_t rs_ucx_map_max(void)
+{
+    const char *v = getenv("RSHUFFLE_UCX_MAP_MAX");
+    uint64_t max;
+    if (v != NULL && rs_parse_size(v, &max) == RS_OK)
+        return max;
+    if (v != NULL)
+        rs_warn("RSHUFFLE_UCX_MAP_MAX=%s is not a size: the default applies", v);
+    /*
+     * Without huge pages for shared memory, a large region (an arena, filled
+     * once per use) costs 4 KiB faults to make resident as a memfd, against
+     * 2 MiB ones as private memory, and is rarely a ring: it stays private.
+     */
+    return shmem_huge() ? UINT64_MAX : MAP_MAX_DEFAULT;
+}
+
 rs_status_t rs_ucx_map_create(rs_ucx_mr_t *umr, size_t len)
 {
     size_t body = body_len(len), total = body + page_size();
@@ -85,6 +117,9 @@ rs_status_t rs_ucx_map_create(rs_ucx_mr_t *umr, size_t len)
         rs_error("cannot map %zu bytes for a region: %s", total, strerror(errno));
         goto err_close;
     }
+#ifdef MADV_HUGEPAGE
+    (void)madvise(addr, total, MADV_HUGEPAGE); /* granted only where shared memory may have them */
+#endif
     umr->token = new_token(addr);
     __atomic_store_n((uint64_t *)((uint8_t *)addr + body), umr->token, __ATOMIC_RELEASE);
     umr->memfd = fd;

@@ -285,6 +285,7 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     const char *mem = getenv("RSHUFFLE_UCX_MEM");
     uc->mem_shared = mem != NULL && strcasecmp(mem, "shared") == 0;
     uc->mem_attach = mem != NULL && strcasecmp(mem, "attach") == 0;
+    uc->map_max = rs_ucx_map_max();
     const char *mode = getenv("RSHUFFLE_UCX_NOTIFY");
     uc->notify_flush = mode != NULL && strcasecmp(mode, "flush") == 0;
 

@@ -139,6 +139,7 @@ typedef struct rs_ucx_ctx {
     int native_remote; /* the context has an RDMA transport (native remote RMA) */
     int mem_shared;    /* RSHUFFLE_UCX_MEM=shared: UCX allocates segments same-host peers map */
     int mem_attach;    /* RSHUFFLE_UCX_MEM=attach: regions are never mapped by peers */
+    uint64_t map_max;  /* largest region peers may map (RSHUFFLE_UCX_MAP_MAX; see ctx.c) */
     uint64_t host_key; /* this kernel and pid namespace (rkey blobs carry it) */
     int force_am;      /* RSHUFFLE_UCX_RMA=am|ucx|auto: 1 am, -1 ucx, 0 auto */
     rs_list_t regions; /* rs_ucx_mr_t: what emulated one-sided ops may touch */
@@ -314,6 +315,8 @@ rs_status_t rs_ucx_attach_get(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, v
  * mapping, else NULL with *st_p RS_OK (attach) or the op's error.
  */
 rs_status_t rs_ucx_map_create(rs_ucx_mr_t *umr, size_t len);
+/* The largest region rs_mem_alloc puts in a memfd: RSHUFFLE_UCX_MAP_MAX or the default. */
+uint64_t rs_ucx_map_max(void);
 void rs_ucx_map_retire(rs_ucx_mr_t *umr);
 void rs_ucx_map_init_key(rs_ucx_rkey_t *k, const rs_rkey_t *rkey, uint32_t fd, uint64_t token);
 void rs_ucx_map_release(rs_ucx_rkey_t *k);
