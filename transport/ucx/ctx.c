@@ -286,6 +286,8 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     uc->mem_shared = mem != NULL && strcasecmp(mem, "shared") == 0;
     uc->mem_attach = mem != NULL && strcasecmp(mem, "attach") == 0;
     uc->map_max = rs_ucx_map_max();
+    const char *huge = getenv("RSHUFFLE_UCX_HUGE");
+    uc->mem_huge = huge == NULL || strcmp(huge, "0") != 0;
     const char *mode = getenv("RSHUFFLE_UCX_NOTIFY");
     uc->notify_flush = mode != NULL && strcasecmp(mode, "flush") == 0;
 

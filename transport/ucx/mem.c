@@ -73,9 +73,9 @@ static rs_status_t prefault(void *addr, size_t len)
  * and one zeroing per 2 MiB instead of per 4 KiB (rs-perf-touch measures
  * both), and pinning it for a peer's attach is cheaper too.
  */
-static rs_status_t private_mapping(rs_ucx_mr_t *umr, size_t len)
+static rs_status_t private_mapping(const rs_ucx_ctx_t *uc, rs_ucx_mr_t *umr, size_t len)
 {
-    size_t extra = len >= HUGE_LEN ? HUGE_LEN : 0;
+    size_t extra = uc->mem_huge && len >= HUGE_LEN ? HUGE_LEN : 0;
     uint8_t *raw =
         mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) {
@@ -116,7 +116,7 @@ static rs_status_t own_mapping(rs_ucx_ctx_t *uc, rs_ucx_mr_t *umr, size_t len, u
         len <= uc->map_max)
         s = rs_ucx_map_create(umr, len);
     if (s == RS_ERR_UNSUPPORTED)
-        s = private_mapping(umr, len);
+        s = private_mapping(uc, umr, len);
     if (s != RS_OK)
         return s;
     s = prefault(umr->owned, len);

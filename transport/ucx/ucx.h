@@ -140,6 +140,7 @@ typedef struct rs_ucx_ctx {
     int mem_shared;    /* RSHUFFLE_UCX_MEM=shared: UCX allocates segments same-host peers map */
     int mem_attach;    /* RSHUFFLE_UCX_MEM=attach: regions are never mapped by peers */
     uint64_t map_max;  /* largest region peers may map (RSHUFFLE_UCX_MAP_MAX; see ctx.c) */
+    int mem_huge;      /* RSHUFFLE_UCX_HUGE: private regions of 2 MiB or more advised for THP */
     uint64_t host_key; /* this kernel and pid namespace (rkey blobs carry it) */
     int force_am;      /* RSHUFFLE_UCX_RMA=am|ucx|auto: 1 am, -1 ucx, 0 auto */
     rs_list_t regions; /* rs_ucx_mr_t: what emulated one-sided ops may touch */
