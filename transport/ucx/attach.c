@@ -30,7 +30,7 @@ static rs_status_t attach_copy(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, void *local, 
      * here: a stale key (a broadcast descriptor kept past its object's
      * region) then fails with EFAULT instead of faulting this process.
      */
-    if (write && k->attach_pid == getpid()) {
+    if (write && k->own_process) {
         memcpy((void *)(uintptr_t)raddr, local, len);
         return RS_OK;
     }
@@ -79,6 +79,7 @@ static void attach_refused(rs_ucx_rkey_t *k)
     rs_warn("cross-memory attach to process %d refused: one-sided ops go as messages",
             (int)k->attach_pid);
     k->attach_pid = 0;
+    k->own_process = 0;
     k->am = 1;
     rs_ucx_map_release(k);
     k->map_fd = -1;

@@ -274,6 +274,7 @@ rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, si
     k->attach_pid = 0;
     if (uc->force_am == 0 && !mapped && uc->host_key != 0 && host_key == uc->host_key && pid > 0)
         k->attach_pid = pid;
+    k->own_process = k->attach_pid != 0 && k->attach_pid == getpid();
     rs_ucx_map_init_key(k, rkey, uc->mem_attach || k->attach_pid == 0 ? NO_MEMFD : memfd, token);
     rkey->be = k;
     return RS_OK;

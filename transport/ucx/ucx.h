@@ -167,6 +167,7 @@ typedef struct rs_ucx_rkey {
     ucp_rkey_h rk;
     int am;           /* one-sided ops go as our own AMs (amrma.c) */
     pid_t attach_pid; /* put and get by cross-memory attach into this process (attach.c), or 0 */
+    int own_process;  /* attach_pid is this process (known at unpack: getpid is a system call) */
     /* The owner's memfd, mapped here once pages are reused (attach_map.c). */
     int32_t map_fd;     /* its number in the owner, or -1: never mapped */
     int map_state;      /* 0 not tried, 1 mapped, -1 refused or gone (attach only) */
