@@ -26,7 +26,7 @@ static const rs_config_var_t vars[] = {
      "UCX rs_mem_alloc: own (peers attach, map what they reuse) | attach (never map) | shared"},
     {"RSHUFFLE_UCX_MAP_MAX", "64M",
      "UCX: largest region peers may map (default: no limit where shared memory gets huge pages)"},
-    {"RSHUFFLE_UCX_HUGE", "1",
+    {"RSHUFFLE_UCX_HUGE", "0",
      "UCX: private regions of 2 MiB or more advised for huge pages (0|1)"},
     {"RSHUFFLE_VERBS_DEVICE", "", "verbs device name (empty: the first active one)"},
     {"RSHUFFLE_VERBS_SQ_DEPTH", "256", "verbs: send work requests per QP"},

@@ -287,7 +287,7 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     uc->mem_attach = mem != NULL && strcasecmp(mem, "attach") == 0;
     uc->map_max = rs_ucx_map_max();
     const char *huge = getenv("RSHUFFLE_UCX_HUGE");
-    uc->mem_huge = huge == NULL || strcmp(huge, "0") != 0;
+    uc->mem_huge = huge != NULL && strcmp(huge, "1") == 0; /* off: docs/shuffle.md has why */
     const char *mode = getenv("RSHUFFLE_UCX_NOTIFY");
     uc->notify_flush = mode != NULL && strcasecmp(mode, "flush") == 0;
 

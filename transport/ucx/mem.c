@@ -68,10 +68,11 @@ static rs_status_t prefault(void *addr, size_t len)
 #define HUGE_LEN (2u << 20)
 
 /*
- * Private memory, 2 MiB-aligned and advised for huge pages when it spans
- * one: where the kernel grants them, making it resident costs one fault
- * and one zeroing per 2 MiB instead of per 4 KiB (rs-perf-touch measures
- * both), and pinning it for a peer's attach is cheaper too.
+ * Private memory; with RSHUFFLE_UCX_HUGE=1, 2 MiB-aligned and advised for
+ * huge pages when it spans one: one fault per 2 MiB, and pinning for a
+ * peer's attach is cheaper (faster pushes), but on the development machine
+ * the kernel's zeroing of fresh huge pages made the 1 GiB shuffle's arenas
+ * about 3x dearer to make resident (docs/shuffle.md), so it is off.
  */
 static rs_status_t private_mapping(const rs_ucx_ctx_t *uc, rs_ucx_mr_t *umr, size_t len)
 {
