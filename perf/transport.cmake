@@ -37,3 +37,11 @@ add_test(NAME perf_transport_smoke
          COMMAND ${CMAKE_COMMAND} -DDRIVER=$<TARGET_FILE:rs-perf-transport>
                  -P ${CMAKE_CURRENT_LIST_FILE})
 set_tests_properties(perf_transport_smoke PROPERTIES LABELS "perf" TIMEOUT 180)
+
+# First-touch and pinning costs of this machine (perf/compare-mpi prints them
+# beside its ratios). Standalone: no rshuffle, only perf_json.h.
+add_executable(rs-perf-touch ${PROJECT_SOURCE_DIR}/perf/rs-perf-touch.c)
+target_link_libraries(rs-perf-touch PRIVATE rs_perf)
+target_include_directories(rs-perf-touch PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_definitions(rs-perf-touch PRIVATE _GNU_SOURCE)
+set_target_properties(rs-perf-touch PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)

@@ -6,8 +6,10 @@
  * user memory: with cma enabled it still emulated puts through its
  * shared-memory FIFO in 8 KiB fragments (ucp_put_handler in a profile).
  *
- * Both complete before returning, so a notified put needs no fence: the
- * data is in place before the notification is even posted.
+ * Pages a key already used go through a mapping of the owner's memory
+ * instead (attach_map.c). Both complete before returning, so a notified
+ * put needs no fence: the data is in place before the notification is even
+ * posted.
  */
 #include "transport/ucx/ucx.h"
 
@@ -28,9 +30,23 @@ static rs_status_t attach_copy(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, void *local, 
      * here: a stale key (a broadcast descriptor kept past its object's
      * region) then fails with EFAULT instead of faulting this process.
      */
-    if (write && k->attach_pid == getpid()) {
+    if (write && k->own_process) {
         memcpy((void *)(uintptr_t)raddr, local, len);
         return RS_OK;
+    }
+    if (k->map_fd >= 0) { /* pages this key used before: through our mapping (attach_map.c) */
+        rs_status_t st;
+        uint8_t *p = rs_ucx_map_reuse(uep, k, raddr, len, &st);
+        if (p != NULL) {
+            if (write)
+                memcpy(p, local, len);
+            else
+                memcpy(local, p, len);
+            __atomic_thread_fence(__ATOMIC_RELEASE); /* the data before a notification */
+            return RS_OK;
+        }
+        if (st != RS_OK)
+            return st;
     }
     size_t done = 0;
     while (done < len) {
@@ -71,7 +87,10 @@ static void attach_refused(rs_ucx_rkey_t *k)
     rs_warn("cross-memory attach to process %d refused: one-sided ops go as messages",
             (int)k->attach_pid);
     k->attach_pid = 0;
+    k->own_process = 0;
     k->am = 1;
+    rs_ucx_map_release(k);
+    k->map_fd = -1;
 }
 
 rs_status_t rs_ucx_attach_put(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, const void *src,

@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const char *const rmas[] = {"auto", "ucx", "am", NULL};
-static const char *const mems[] = {"own", "shared", NULL};
+static const char *const mems[] = {"own", "shared", "attach", NULL};
 static const char *const notifies[] = {"fence", "flush", NULL};
 
 static const rs_cfg_row_t rows[] = {
@@ -15,7 +15,12 @@ static const rs_cfg_row_t rows[] = {
     RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_NOTIFY", notify, "fence", notifies,
                       "UCX notified put: fence|flush"),
     RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_MEM", mem, "own", mems,
-                      "UCX rs_mem_alloc: own (same-host peers attach) | shared (they map)"),
+                      "UCX rs_mem_alloc: own (peers attach, map what they reuse) | attach (never map) | shared"),
+    RS_CFG_UINT_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_MAP_MAX", map_max, "0", 0, UINT64_MAX,
+                    "UCX: largest region peers may map (0: no limit where shared memory gets huge "
+                    "pages, else 64M)"),
+    RS_CFG_BOOL_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_HUGE", huge, "0",
+                    "UCX: private regions of 2 MiB or more advised for huge pages (0|1)"),
 };
 
 const rs_cfg_table_t rs_ucx_config_table = {"UCX config", rows, sizeof(rows) / sizeof(rows[0])};

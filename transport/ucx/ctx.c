@@ -316,6 +316,9 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
         goto err_free_uc;
     uc->force_am = ucfg.rma == RS_UCX_RMA_AM ? 1 : ucfg.rma == RS_UCX_RMA_UCX ? -1 : 0;
     uc->mem_shared = ucfg.mem == RS_UCX_MEM_SHARED;
+    uc->mem_attach = ucfg.mem == RS_UCX_MEM_ATTACH;
+    uc->map_max = rs_ucx_map_max(ucfg.map_max);
+    uc->mem_huge = ucfg.huge; /* off by default: docs/shuffle.md has why */
     uc->notify_flush = ucfg.notify == RS_UCX_NOTIFY_FLUSH;
 
     st = ucx_init_context(uc, rs_tp_ctx_cfg(ctx));

@@ -57,30 +57,86 @@ static rs_status_t prefault(void *addr, size_t len)
     return RS_OK;
 }
 
-#define HOST_KEY_LEN 12 /* host key (8 bytes) and pid (4), little-endian */
+/*
+ * Before UCX's packed key, little-endian: host key (8 bytes), pid (4), the
+ * memfd's number in the owner (4, all ones: none) and the region's liveness
+ * token (8), for same-host peers (attach.c, attach_map.c).
+ */
+#define HOST_KEY_LEN 24
+#define NO_MEMFD     0xffffffffu
 
-/* rs_mem_alloc's memory, unless UCX allocates (RSHUFFLE_UCX_MEM=shared): resident on success. */
-static rs_status_t own_mapping(rs_ucx_mr_t *umr, size_t len)
+#define HUGE_LEN (2u << 20)
+
+/*
+ * Private memory; with RSHUFFLE_UCX_HUGE=1, 2 MiB-aligned and advised for
+ * huge pages when it spans one: one fault per 2 MiB, and pinning for a
+ * peer's attach is cheaper (faster pushes), but on the development machine
+ * the kernel's zeroing of fresh huge pages made the 1 GiB shuffle's arenas
+ * about 3x dearer to make resident (docs/shuffle.md), so it is off.
+ */
+static rs_status_t private_mapping(const rs_ucx_ctx_t *uc, rs_ucx_mr_t *umr, size_t len)
 {
-    void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (addr == MAP_FAILED) {
+    size_t extra = uc->mem_huge && len >= HUGE_LEN ? HUGE_LEN : 0;
+    uint8_t *raw =
+        mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) {
         rs_error("cannot map %zu bytes for a region: %s", len, strerror(errno));
         return RS_ERR_NOMEM;
     }
-    rs_status_t s = prefault(addr, len);
-    if (s != RS_OK) {
-        munmap(addr, len);
-        return s;
+    uint8_t *addr = raw;
+    if (extra != 0) {
+        long page = sysconf(_SC_PAGESIZE);
+        size_t body =
+            (len + (size_t)(page > 0 ? page : 4096) - 1) & ~((size_t)(page > 0 ? page : 4096) - 1);
+        addr = (uint8_t *)(((uintptr_t)raw + HUGE_LEN - 1) & ~(uintptr_t)(HUGE_LEN - 1));
+        if (addr > raw)
+            munmap(raw, (size_t)(addr - raw));
+        if (raw + len + extra > addr + body)
+            munmap(addr + body, (size_t)(raw + len + extra - (addr + body)));
+#ifdef MADV_HUGEPAGE
+        (void)madvise(addr, body, MADV_HUGEPAGE); /* a hint: the kernel may not have them */
+#endif
     }
     umr->owned = addr;
     umr->owned_len = len;
     return RS_OK;
 }
 
-/* Only RSHUFFLE_UCX_MEM=shared allocates shared memory; our own mapping is private. */
+/*
+ * Only RSHUFFLE_UCX_MEM=shared allocates in /dev/shm: our own mapping is
+ * private or a memfd, and /dev/shm's size does not bound a memfd.
+ */
 int rs_ucx_mem_alloc_shm(const rs_ctx_t *ctx)
 {
     return rs_ucx_ctx(ctx)->mem_shared;
+}
+
+/*
+ * rs_mem_alloc's memory, unless UCX allocates (RSHUFFLE_UCX_MEM=shared):
+ * resident on success. A region peers may reach lives in a memfd they can
+ * map once they reuse its pages (attach_map.c), unless RSHUFFLE_UCX_MEM=attach
+ * or it is larger than uc->map_max (where shared memory gets no huge pages,
+ * a large region such as an arena is cheaper private: see ctx.c); the rest
+ * is private.
+ */
+static rs_status_t own_mapping(rs_ucx_ctx_t *uc, rs_ucx_mr_t *umr, size_t len, unsigned access)
+{
+    rs_status_t s = RS_ERR_UNSUPPORTED;
+    if (!uc->mem_attach && (access & (RS_MEM_REMOTE_READ | RS_MEM_REMOTE_WRITE)) != 0 &&
+        len <= uc->map_max)
+        s = rs_ucx_map_create(umr, len);
+    if (s == RS_ERR_UNSUPPORTED)
+        s = private_mapping(uc, umr, len);
+    if (s != RS_OK)
+        return s;
+    s = prefault(umr->owned, len);
+    if (s != RS_OK) {
+        rs_ucx_map_retire(umr);
+        munmap(umr->owned, umr->owned_len);
+        umr->owned = NULL;
+        return s;
+    }
+    return RS_OK;
 }
 
 rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, unsigned access)
@@ -91,9 +147,10 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
         rs_error("out of memory allocating a region");
         return RS_ERR_NOMEM;
     }
+    umr->memfd = -1;
     int ucx_allocates = addr == NULL && uc->mem_shared;
     if (addr == NULL && !ucx_allocates) {
-        rs_status_t st = own_mapping(umr, len);
+        rs_status_t st = own_mapping(uc, umr, len, access);
         if (st != RS_OK) {
             free(umr);
             return st;
@@ -143,6 +200,8 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
     }
     rs_put_le64(umr->rkey_buf, uc->host_key);
     rs_put_le32((uint8_t *)umr->rkey_buf + 8, (uint32_t)getpid());
+    rs_put_le32((uint8_t *)umr->rkey_buf + 12, umr->memfd >= 0 ? (uint32_t)umr->memfd : NO_MEMFD);
+    rs_put_le64((uint8_t *)umr->rkey_buf + 16, umr->memfd >= 0 ? umr->token : 0);
     memcpy((uint8_t *)umr->rkey_buf + HOST_KEY_LEN, buf, umr->rkey_len);
     umr->rkey_len += HOST_KEY_LEN;
     ucp_rkey_buffer_release(buf);
@@ -157,6 +216,7 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
 err_unmap:
     ucp_mem_unmap(uc->context, umr->memh);
 err_free:
+    rs_ucx_map_retire(umr);
     if (umr->owned != NULL)
         munmap(umr->owned, umr->owned_len);
     free(umr);
@@ -168,6 +228,7 @@ void rs_ucx_mem_dereg(rs_mr_t *mr)
     rs_ucx_mr_t *umr = mr->be;
     rs_list_del(&umr->link);
     ucp_mem_unmap(rs_ucx_ctx(mr->ctx)->context, umr->memh);
+    rs_ucx_map_retire(umr);
     if (umr->owned != NULL)
         munmap(umr->owned, umr->owned_len);
     free(umr->rkey_buf);
@@ -197,6 +258,8 @@ rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, si
         return RS_ERR_BAD_RKEY;
     uint64_t host_key = rs_get_le64(buf);
     pid_t pid = (pid_t)rs_get_le32((const uint8_t *)buf + 8);
+    uint32_t memfd = rs_get_le32((const uint8_t *)buf + 12);
+    uint64_t token = rs_get_le64((const uint8_t *)buf + 16);
     rs_ucx_rkey_t *k = malloc(sizeof(*k));
     if (k == NULL) {
         rs_error("out of memory unpacking a remote key");
@@ -221,6 +284,8 @@ rs_status_t rs_ucx_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, si
     k->attach_pid = 0;
     if (uc->force_am == 0 && !mapped && uc->host_key != 0 && host_key == uc->host_key && pid > 0)
         k->attach_pid = pid;
+    k->own_process = k->attach_pid != 0 && k->attach_pid == getpid();
+    rs_ucx_map_init_key(k, rkey, uc->mem_attach || k->attach_pid == 0 ? NO_MEMFD : memfd, token);
     rkey->be = k;
     return RS_OK;
 }
@@ -229,6 +294,7 @@ void rs_ucx_rkey_release(rs_rkey_t *rkey)
 {
     rs_ucx_rkey_t *k = rkey->be;
     if (k != NULL) {
+        rs_ucx_map_release(k);
         ucp_rkey_destroy(k->rk);
         free(k);
     }

@@ -147,6 +147,9 @@ typedef struct rs_ucx_ctx {
 
     int native_remote; /* the context has an RDMA transport (native remote RMA) */
     int mem_shared;    /* RSHUFFLE_UCX_MEM=shared: UCX allocates segments same-host peers map */
+    int mem_attach;    /* RSHUFFLE_UCX_MEM=attach: regions are never mapped by peers */
+    uint64_t map_max;  /* largest region peers may map (RSHUFFLE_UCX_MAP_MAX; see ctx.c) */
+    int mem_huge;      /* RSHUFFLE_UCX_HUGE: private regions of 2 MiB or more advised for THP */
     uint64_t host_key; /* this kernel and pid namespace (rkey blobs carry it) */
     int force_am;      /* RSHUFFLE_UCX_RMA=am|ucx|auto: 1 am, -1 ucx, 0 auto */
     rs_list_t regions; /* rs_ucx_mr_t: what emulated one-sided ops may touch */
@@ -164,6 +167,8 @@ typedef struct rs_ucx_mr {
     size_t rkey_len;
     void *owned; /* our own mapping behind the region (munmap at dereg), or NULL */
     size_t owned_len;
+    int memfd;      /* behind `owned` when same-host peers may map it (attach_map.c), or -1 */
+    uint64_t token; /* the region's liveness word (in its trailer page) while registered */
 } rs_ucx_mr_t;
 
 /* An unpacked remote key. */
@@ -171,6 +176,16 @@ typedef struct rs_ucx_rkey {
     ucp_rkey_h rk;
     int am;           /* one-sided ops go as our own AMs (amrma.c) */
     pid_t attach_pid; /* put and get by cross-memory attach into this process (attach.c), or 0 */
+    int own_process;  /* attach_pid is this process (known at unpack: getpid is a system call) */
+    /* The owner's memfd, mapped here once pages are reused (attach_map.c). */
+    int32_t map_fd;     /* its number in the owner, or -1: never mapped */
+    int map_state;      /* 0 not tried, 1 mapped, -1 refused or gone (attach only) */
+    uint64_t map_token; /* the liveness word's value while the region is registered */
+    uint64_t base, len; /* the region, as the key says */
+    uint8_t *map;       /* mapping of the region and its trailer page, or NULL */
+    size_t map_len;
+    uint64_t *seen;      /* a bit per page this key wrote or read, allocated on first use */
+    uint64_t checked_ns; /* last time the owner process was checked alive */
 } rs_ucx_rkey_t;
 
 static inline rs_ucx_ctx_t *rs_ucx_ctx(const rs_ctx_t *ctx)
@@ -322,5 +337,24 @@ rs_status_t rs_ucx_attach_put(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, c
                               size_t len, uint64_t raddr, int notify, uint32_t imm);
 rs_status_t rs_ucx_attach_get(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, void *dst,
                               size_t len, uint64_t raddr);
+
+/*
+ * attach_map.c: regions same-host peers map once they reuse them.
+ * rs_ucx_map_create backs umr->owned with a sealed memfd of len bytes and a
+ * trailer page holding umr->token (RS_ERR_UNSUPPORTED: no memfd here, use
+ * private memory; RS_ERR_NOMEM); rs_ucx_map_retire clears the token and
+ * closes the memfd (before the owner unmaps). rs_ucx_map_init_key and
+ * rs_ucx_map_release set up and undo a key's side. rs_ucx_map_reuse: the
+ * local address of [raddr, raddr + len) when the op should go through our
+ * mapping, else NULL with *st_p RS_OK (attach) or the op's error.
+ */
+rs_status_t rs_ucx_map_create(rs_ucx_mr_t *umr, size_t len);
+/* The largest region rs_mem_alloc puts in a memfd: configured (RSHUFFLE_UCX_MAP_MAX), or 0 for the default. */
+uint64_t rs_ucx_map_max(uint64_t configured);
+void rs_ucx_map_retire(rs_ucx_mr_t *umr);
+void rs_ucx_map_init_key(rs_ucx_rkey_t *k, const rs_rkey_t *rkey, uint32_t fd, uint64_t token);
+void rs_ucx_map_release(rs_ucx_rkey_t *k);
+void *rs_ucx_map_reuse(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, uint64_t raddr, size_t len,
+                       rs_status_t *st_p);
 
 #endif

@@ -56,6 +56,7 @@ int main(int argc, char **argv)
         T(test_rkey_blob_and_range),
         T(test_put_get_listen),
         T(test_put_get_address),
+        T(test_reused_ranges_stale_key),
         T(test_messages_listen),
         T(test_messages_address),
         T(test_event_fd_wakes),

@@ -35,6 +35,7 @@ typedef struct t_verify {
 enum {
     T_VRFY = H_TAG('V', 'R', 'F', 'Y'), /* h_model_t -> t_verify_t */
     T_FILL = H_TAG('F', 'I', 'L', 'L'), /* h_range_t -> t_verify_t */
+    T_FREE = H_TAG('F', 'R', 'E', 'E'), /* frees the region (later commands fail) -> t_verify_t */
 };
 
 /* Size of the target region of the put/get tests: 16 MiB + 256 KiB. */
@@ -45,6 +46,7 @@ enum {
 void test_put_get_listen(void **state);
 void test_put_get_address(void **state);
 void test_rkey_blob_and_range(void **state);
+void test_reused_ranges_stale_key(void **state);
 int role_rma_target(h_chan_t *ch, int argc, char **argv);
 
 /* t_notify.c */

@@ -34,10 +34,19 @@ static void rma_target_cmd(void *arg, rs_ctx_t *ctx, h_chan_t *ch, uint32_t tag,
                            size_t len)
 {
     rma_target_t *t = arg;
-    uint8_t *base = rs_mr_addr(t->mr);
     t_verify_t res = {.bad = -1};
     (void)ctx;
 
+    if (tag == T_FREE) { /* the region goes; keys to it are stale from now on */
+        H_CHECK(t->mr != NULL, "FREE twice");
+        rs_mem_free(t->mr);
+        t->mr = NULL;
+        res.notifies = atomic_load(&t->notifies);
+        H_CHECK(h_send(ch, H_RSLT, &res, sizeof(res)), "channel closed");
+        return;
+    }
+    H_CHECK(t->mr != NULL, "a command after FREE");
+    uint8_t *base = rs_mr_addr(t->mr);
     if (tag == T_VRFY) {
         H_CHECK(len == sizeof(h_model_t), "VRFY of %zu bytes", len);
         h_model_t m;
@@ -83,7 +92,8 @@ int role_rma_target(h_chan_t *ch, int argc, char **argv)
 
     if (l != NULL)
         rs_listener_destroy(l);
-    rs_mem_free(t.mr);
+    if (t.mr != NULL)
+        rs_mem_free(t.mr);
     h_ctx_destroy(ctx);
     return 0;
 }
@@ -367,6 +377,133 @@ void test_rkey_blob_and_range(void **state)
     v = verify_notified(&target, &model, 1);
     assert_int_equal(v.bad, -1);
     assert_int_equal(v.notifies, 1);
+
+    rs_rkey_destroy(rkey);
+    rs_ep_close(ep);
+    rs_mem_free(mr);
+    h_ctx_destroy(ctx);
+    assert_int_equal(h_child_stop(&target, 20000), 0);
+}
+
+/* ------------------------------------------- reused ranges and stale keys */
+
+#define REUSE_REGION (1u << 20)
+#define REUSE_ROUNDS 64
+#define N_REUSE      3
+
+/*
+ * Same-host UCX over shared memory reaches the target's memory from here
+ * (attach or our mapping of it), so a stale put fails at its origin. Over
+ * messages (TCP) or RDMA a put completes when it is sent and the target
+ * refuses it (nothing is written); a get fails everywhere.
+ */
+static bool stale_put_fails_here(void)
+{
+    rs_config_t cfg;
+    h_config(&cfg);
+    const char *tls = getenv("UCX_TLS");
+    return cfg.transport == RS_TRANSPORT_UCX && h_remote() == NULL && tls != NULL &&
+           (strstr(tls, "posix") != NULL || strstr(tls, "sysv") != NULL);
+}
+
+/* An op after the region is gone fails: refused at posting or completed with an error. */
+static void expect_failed(rs_ctx_t *ctx, rs_status_t st, h_op_t *op, bool must_fail,
+                          const char *what)
+{
+    if (st != RS_OK) {
+        assert_true(st < 0);
+        return;
+    }
+    assert_true(H_UNTIL(ctx, atomic_load(&op->calls) > 0, 60000));
+    assert_int_equal(atomic_load(&op->calls), 1);
+    if (must_fail && atomic_load(&op->status) == RS_OK)
+        fail_msg("%s through a stale key completed RS_OK", what);
+}
+
+/*
+ * Puts into the same ranges round after round (a ring), a range another put
+ * ends in, and gets of a range read before: every round lands byte-exact,
+ * whichever path a backend takes for reused memory. Then the target frees
+ * the region: puts into ranges used before and never used fail where the
+ * origin reaches the memory itself (stale_put_fails_here), a get fails
+ * everywhere; none faults this process.
+ */
+void test_reused_ranges_stale_key(void **state)
+{
+    (void)state;
+    char region_arg[32];
+    snprintf(region_arg, sizeof(region_arg), "%u", REUSE_REGION);
+    h_child_t target;
+    h_spawn(&target, "rma_target", h_method_name(h_default_method()), "wait", region_arg, NULL);
+
+    rs_ctx_t *ctx = h_ctx(NULL);
+    rs_ep_t *ep = NULL;
+    rs_rkey_t *rkey = NULL;
+    assert_int_equal(h_connect(ctx, &target.ch, h_default_method(), &ep), RS_OK);
+    assert_int_equal(h_recv_rkey(&target.ch, ep, &rkey), RS_OK);
+    rs_mr_t *mr = NULL;
+    assert_int_equal(rs_mem_alloc(ctx, REUSE_REGION, RS_MEM_LOCAL, &mr), RS_OK);
+    uint8_t *buf = rs_mr_addr(mr);
+
+    /* The second ends in the first's last page; the third spans 49 pages. */
+    const xfer_t xs[N_REUSE] = {
+        {65536 + 5, 4093, 0, 0},
+        {100, 70000, 70001, 0},
+        {200000, 300001, 80003, 0},
+    };
+    h_model_t model = {.bg_seed = T_BG_SEED};
+    for (int round = 0; round < REUSE_ROUNDS; round++) {
+        h_op_t ops[N_REUSE] = {0};
+        model.n = 0;
+        for (int i = 0; i < N_REUSE; i++) {
+            uint64_t seed = 1000u + (uint64_t)round * N_REUSE + (uint64_t)i;
+            h_pat_fill(buf + xs[i].loff, xs[i].len, seed, 0);
+            h_model_add(&model, xs[i].roff, xs[i].len, seed);
+            assert_int_equal(
+                rs_put(ep, buf + xs[i].loff, xs[i].len, mr, rkey, xs[i].roff, h_op_cb, &ops[i]),
+                RS_OK);
+        }
+        wait_ops_ok(ctx, ops, N_REUSE, 60000);
+        if (round % 8 == 0 || round == REUSE_ROUNDS - 1) {
+            flush_ok(ctx, ep);
+            assert_int_equal(verify(&target, &model).bad, -1);
+        }
+    }
+
+    /* The same range read twice (once before, once after it was reread). */
+    uint8_t *exp = malloc(xs[2].len);
+    assert_non_null(exp);
+    h_model_expect(&model, xs[2].roff, xs[2].len, exp);
+    for (int pass = 0; pass < 2; pass++) {
+        h_op_t g = {0};
+        memset(buf + 500000, 0, xs[2].len);
+        assert_int_equal(rs_get(ep, buf + 500000, xs[2].len, mr, rkey, xs[2].roff, h_op_cb, &g),
+                         RS_OK);
+        wait_ops_ok(ctx, &g, 1, 60000);
+        assert_memory_equal(buf + 500000, exp, xs[2].len);
+    }
+    free(exp);
+
+    /*
+     * UCX's mapped shared segments (RSHUFFLE_UCX_MEM=shared) cannot tell a
+     * freed region from a live one: a put there lands in the old segment.
+     */
+    const char *mem = getenv("RSHUFFLE_UCX_MEM");
+    if (mem == NULL || strcmp(mem, "shared") != 0) {
+        t_verify_t res;
+        assert_true(h_send(&target.ch, T_FREE, NULL, 0));
+        assert_int_equal(h_recv(&target.ch, H_RSLT, &res, sizeof(res), 60000), sizeof(res));
+        bool here = stale_put_fails_here();
+        h_op_t late[4] = {0};
+        expect_failed(ctx, rs_put(ep, buf, xs[0].len, mr, rkey, xs[0].roff, h_op_cb, &late[0]),
+                      &late[0], here, "a put into a range used before");
+        expect_failed(ctx, rs_put(ep, buf, 4096, mr, rkey, 700000, h_op_cb, &late[1]), &late[1],
+                      here, "a put into a range never used");
+        expect_failed(ctx, rs_get(ep, buf, xs[2].len, mr, rkey, xs[2].roff, h_op_cb, &late[2]),
+                      &late[2], true, "a get of a range read before");
+        expect_failed(ctx, rs_put(ep, buf, 100, mr, rkey, xs[1].roff, h_op_cb, &late[3]), &late[3],
+                      here, "a second put into a range used before");
+    }
 
     rs_rkey_destroy(rkey);
     rs_ep_close(ep);
