@@ -14,8 +14,9 @@ static const rs_cfg_row_t rows[] = {
                       "UCX one-sided ops: auto|ucx|am (am: carried as messages)"),
     RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_NOTIFY", notify, "fence", notifies,
                       "UCX notified put: fence|flush"),
-    RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_MEM", mem, "own", mems,
-                      "UCX rs_mem_alloc: own (peers attach, map what they reuse) | attach (never map) | shared"),
+    RS_CFG_CHOICE_ROW(
+        rs_ucx_config_t, "RSHUFFLE_UCX_MEM", mem, "own", mems,
+        "UCX rs_mem_alloc: own (peers attach, map what they reuse) | attach (never map) | shared"),
     RS_CFG_UINT_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_MAP_MAX", map_max, "0", 0, UINT64_MAX,
                     "UCX: largest region peers may map (0: no limit where shared memory gets huge "
                     "pages, else 64M)"),

@@ -349,7 +349,8 @@ rs_status_t rs_ucx_attach_get(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, v
  * mapping, else NULL with *st_p RS_OK (attach) or the op's error.
  */
 rs_status_t rs_ucx_map_create(rs_ucx_mr_t *umr, size_t len);
-/* The largest region rs_mem_alloc puts in a memfd: configured (RSHUFFLE_UCX_MAP_MAX), or 0 for the default. */
+/* The largest region rs_mem_alloc puts in a memfd: configured (RSHUFFLE_UCX_MAP_MAX), or 0 for the
+ * default. */
 uint64_t rs_ucx_map_max(uint64_t configured);
 void rs_ucx_map_retire(rs_ucx_mr_t *umr);
 void rs_ucx_map_init_key(rs_ucx_rkey_t *k, const rs_rkey_t *rkey, uint32_t fd, uint64_t token);
