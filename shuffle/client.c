@@ -24,12 +24,16 @@ struct rs_client {
 
 void rs_client_config_defaults(rs_client_config_t *cfg)
 {
+    if (cfg == NULL)
+        return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->max_idle = 64;
 }
 
 rs_status_t rs_client_config_from_env(rs_client_config_t *cfg)
 {
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
     rs_client_config_t c = *cfg;
     rs_status_t s = rs_env_u32("RSHUFFLE_CLIENT_LANES", 0, 65536, &c.max_idle);
     if (s != RS_OK)
@@ -175,6 +179,8 @@ int rs_lane_client_closed(const rs_lane_t *lane)
 
 void rs_client_stats(rs_client_t *c, rs_client_stats_t *stats)
 {
+    if (c == NULL || stats == NULL)
+        return;
     pthread_mutex_lock(&c->lock);
     *stats = c->stats;
     pthread_mutex_unlock(&c->lock);

@@ -48,10 +48,13 @@ typedef struct rs_client_config {
     uint32_t max_idle;
 } rs_client_config_t;
 
-/* Fills *cfg with the defaults above. Cannot fail. */
+/* Fills *cfg with the defaults above. Cannot fail; NULL is ignored. */
 RS_API void rs_client_config_defaults(rs_client_config_t *cfg);
 
-/* Applies RSHUFFLE_CLIENT_LANES; RS_ERR_CONFIG names a bad value (*cfg then unchanged). */
+/*
+ * Applies RSHUFFLE_CLIENT_LANES; RS_ERR_CONFIG names a bad value (*cfg then
+ * unchanged); RS_ERR_INVALID: NULL cfg.
+ */
 RS_API rs_status_t rs_client_config_from_env(rs_client_config_t *cfg);
 
 /*
@@ -96,7 +99,7 @@ typedef struct rs_client_stats {
     uint64_t lanes_busy;   /* lent to open tasks now */
 } rs_client_stats_t;
 
-/* Fills *stats (not NULL) with the client's counters. Cannot fail. */
+/* Fills *stats with the client's counters. Cannot fail; a NULL client or stats is ignored. */
 RS_API void rs_client_stats(rs_client_t *client, rs_client_stats_t *stats);
 
 #ifdef __cplusplus

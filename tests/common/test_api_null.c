@@ -10,6 +10,7 @@
  * call given a NULL output pointer refuses it before it reads its handle.
  */
 #include <rshuffle/broadcast.h>
+#include <rshuffle/client.h>
 #include <rshuffle/codec.h>
 #include <rshuffle/config.h>
 #include <rshuffle/log.h>
@@ -234,6 +235,21 @@ INVALID(pusher_swap, rs_pusher_swap(NULL, 0, NULL, 0, &(rs_pbuf_t *){0}))
 INVALID(pusher_close, rs_pusher_close(NULL, NULL))
 IGNORES(pusher_destroy, rs_pusher_destroy(NULL))
 INVALID(shuffle_drop, rs_shuffle_drop(NULL, NULL))
+INVALID(pusher_open_in_client, rs_pusher_open_in(NULL, &desc, 0, 0, NULL, &(rs_pusher_t *){0}))
+INVALID(pusher_open_in_desc,
+        rs_pusher_open_in(Z(rs_client_t), NULL, 0, 0, NULL, &(rs_pusher_t *){0}))
+INVALID(pusher_open_in_out, rs_pusher_open_in(Z(rs_client_t), &desc, 0, 0, NULL, NULL))
+
+/* client.h */
+IGNORES(client_config_defaults, rs_client_config_defaults(NULL))
+INVALID(client_config_from_env, rs_client_config_from_env(NULL))
+INVALID(client_create_out, rs_client_create(NULL, NULL))
+IGNORES(client_destroy, rs_client_destroy(NULL))
+IGNORES(client_stats_client, rs_client_stats(NULL, Z(rs_client_stats_t)))
+IGNORES(client_stats_out, rs_client_stats(Z(rs_client_t), NULL))
+/* No arguments to get wrong: the default client is made, then shut down twice. */
+RETURNS(client_default, rs_client_default() != NULL, 1)
+IGNORES(client_default_shutdown, (rs_client_default_shutdown(), rs_client_default_shutdown()))
 
 /* worker.h */
 IGNORES(worker_config_defaults, rs_worker_config_defaults(NULL))
@@ -246,6 +262,10 @@ INVALID(worker_name_buf, rs_worker_name(Z(rs_worker_t), NULL, 64))
 IGNORES(worker_stats_w, rs_worker_stats(NULL, Z(rs_worker_stats_t)))
 IGNORES(worker_stats_out, rs_worker_stats(Z(rs_worker_t), NULL))
 IGNORES(worker_destroy, rs_worker_destroy(NULL))
+IGNORES(worker_drain, rs_worker_drain(NULL))
+INVALID(worker_query_name, rs_worker_query(NULL, NULL, &(rs_worker_info_t *){0}))
+INVALID(worker_query_out, rs_worker_query("127.0.0.1:1", NULL, NULL))
+IGNORES(worker_info_free, rs_worker_info_free(NULL))
 
 /* reader.h */
 IGNORES(reader_config_defaults, rs_reader_config_defaults(NULL))
@@ -256,6 +276,12 @@ INVALID(reader_session_open_out, rs_reader_session_open(&desc, 1, NULL, NULL, NU
 INVALID(reader_open_in_sess, rs_reader_open_in(NULL, 0, &(rs_reader_t *){0}))
 INVALID(reader_open_in_out, rs_reader_open_in(Z(rs_reader_session_t), 0, NULL))
 IGNORES(reader_session_close, rs_reader_session_close(NULL))
+INVALID(reader_session_open_in_client,
+        rs_reader_session_open_in(NULL, &desc, 1, NULL, NULL, &(rs_reader_session_t *){0}))
+INVALID(reader_session_open_in_desc,
+        rs_reader_session_open_in(Z(rs_client_t), NULL, 1, NULL, NULL, &(rs_reader_session_t *){0}))
+INVALID(reader_session_open_in_out,
+        rs_reader_session_open_in(Z(rs_client_t), &desc, 1, NULL, NULL, NULL))
 INVALID(reader_open_desc, rs_reader_open(NULL, 0, 1, NULL, NULL, &(rs_reader_t *){0}))
 INVALID(reader_open_out, rs_reader_open(&desc, 0, 1, NULL, NULL, NULL))
 INVALID(reader_next_r, rs_reader_next(NULL, &(const void *){0}, &(uint32_t){0}))
@@ -432,6 +458,17 @@ static const struct {
     C(pusher_swap),
     C(pusher_close),
     C(pusher_destroy),
+    C(pusher_open_in_client),
+    C(pusher_open_in_desc),
+    C(pusher_open_in_out),
+    C(client_config_defaults),
+    C(client_config_from_env),
+    C(client_create_out),
+    C(client_destroy),
+    C(client_stats_client),
+    C(client_stats_out),
+    C(client_default),
+    C(client_default_shutdown),
     C(shuffle_drop),
     C(worker_config_defaults),
     C(worker_config_from_env),
@@ -443,6 +480,10 @@ static const struct {
     C(worker_stats_w),
     C(worker_stats_out),
     C(worker_destroy),
+    C(worker_drain),
+    C(worker_query_name),
+    C(worker_query_out),
+    C(worker_info_free),
     C(reader_config_defaults),
     C(reader_config_from_env),
     C(reader_session_open_desc),
@@ -450,6 +491,9 @@ static const struct {
     C(reader_open_in_sess),
     C(reader_open_in_out),
     C(reader_session_close),
+    C(reader_session_open_in_client),
+    C(reader_session_open_in_desc),
+    C(reader_session_open_in_out),
     C(reader_open_desc),
     C(reader_open_out),
     C(reader_next_r),
