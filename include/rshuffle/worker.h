@@ -112,8 +112,9 @@ RS_API void rs_worker_stats(rs_worker_t *worker, rs_worker_stats_t *stats);
  * call changes nothing (a peer's rs_worker_request_drain does the same). A
  * draining worker refuses new pushers (a new shuffle or a new map attempt:
  * RS_ERR_STATE at rs_pusher_open), lets the pushers already attached
- * finish and commit, and keeps serving reads of what it holds. rs_worker_stats' shuffles counts what it still holds: at 0
- * (every shuffle dropped) it can be destroyed without a reader noticing.
+ * finish and commit, and keeps serving reads of what it holds.
+ * rs_worker_stats' shuffles counts what it still holds: at 0 (every
+ * shuffle dropped) it can be destroyed without a reader noticing.
  */
 RS_API void rs_worker_drain(rs_worker_t *worker);
 /* 1 once draining (rs_worker_drain, or a peer's rs_worker_request_drain), else 0 (NULL: 0). */
