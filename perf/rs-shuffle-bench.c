@@ -29,7 +29,9 @@
  * Throughputs are in gigabits per second (10^9 bit/s) of record bytes.
  * --worker-addr (repeatable; split layout, not with --sink) uses running
  * workers (rshuffled, say on another host) instead of forking them: their
- * count replaces --workers, and their statistics are not read.
+ * count replaces --workers, their statistics are not read (rshuffle_info
+ * --worker has them), the shuffle is dropped there at the end, and
+ * UCX_NET_DEVICES=lo is set only if they are all on loopback.
  * --launcher mpi (run under mpirun or srun): every MPI rank is a worker, a
  * mapper and the reducer of its worker's partitions (the colocated layout
  * across ranks and hosts); run_launched. Output: perf/perf_json.h.

@@ -836,7 +836,7 @@ rs_status_t rs_sproto_info_decode(const void *buf, size_t len, rs_smsg_info_t *o
     uint32_t reserved = rs_r_u32(&r);
     if (rs_r_left(&r) != 0)
         return RS_ERR_BAD_LENGTH;
-    if (m.flags != 0 || reserved != 0)
+    if ((m.flags & ~(uint32_t)RS_INFO_REQ_DRAIN) != 0 || reserved != 0)
         return RS_ERR_PROTOCOL;
     *out = m;
     return RS_OK;

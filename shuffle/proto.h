@@ -370,10 +370,11 @@ rs_snap_entry_t rs_sproto_snap_entry_get(const rs_snap_hdr_t *h, uint32_t i);
 
 /* ------------------------------------------------------------------ info */
 
-/* An INFO request: flags must be 0 (none defined yet). */
+/* An INFO request; with RS_INFO_REQ_DRAIN the worker starts draining first. */
+enum { RS_INFO_REQ_DRAIN = 1 };
 typedef struct rs_smsg_info {
     rs_status_t status;
-    uint32_t flags;
+    uint32_t flags; /* RS_INFO_REQ_* */
 } rs_smsg_info_t;
 
 enum {

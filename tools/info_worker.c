@@ -92,10 +92,11 @@ static void print_json(const char *addr, const rs_worker_info_t *in)
     printf("]}\n");
 }
 
-int rs_info_worker(const char *addr, int json)
+int rs_info_worker(const char *addr, int json, int drain)
 {
     rs_worker_info_t *in = NULL;
-    rs_status_t s = rs_worker_query(addr, NULL, &in);
+    rs_status_t s =
+        drain ? rs_worker_request_drain(addr, NULL, &in) : rs_worker_query(addr, NULL, &in);
     if (s != RS_OK) {
         fprintf(stderr, "rshuffle_info: worker %s: %s%s\n", addr, rs_strerror(s),
                 s == RS_ERR_AUTH ? " (set RSHUFFLE_JOB_TOKEN to the worker's token)" : "");

@@ -1,7 +1,7 @@
 /*
  * rshuffle_info: what this rshuffle is and sees, like ucx_info.
  *
- *   rshuffle_info [-v] [-d] [-c] [--worker HOST:PORT [--json]] [--help] [--version]
+ *   rshuffle_info [-v] [-d] [-c] [--worker HOST:PORT [--json] [--drain]] [--help] [--version]
  *     -v  version and build options
  *     -d  backends and devices found (UCX transports and devices; verbs
  *         devices with ports, link layer and GIDs)
@@ -43,7 +43,8 @@ static void usage(FILE *out)
                  "  -d, --devices  backends and devices found\n"
                  "  -c, --config   every RSHUFFLE_* variable: value, default, source, meaning\n"
                  "                 (a refused value: INVALID, and exit status 1)\n"
-                 "  --worker HOST:PORT  a live worker's state (RSHUFFLE_JOB_TOKEN); --json\n"
+                 "  --worker HOST:PORT  a live worker's state (RSHUFFLE_JOB_TOKEN); --json;\n"
+                 "                 --drain: ask it to drain first (as SIGTERM)\n"
                  "  -h, --help     this text\n"
                  "  -V, --version  the version\n");
 }
@@ -312,12 +313,17 @@ static int print_config(void)
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"build", no_argument, NULL, 'v'},   {"devices", no_argument, NULL, 'd'},
-        {"config", no_argument, NULL, 'c'},  {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'}, {"worker", required_argument, NULL, 'W'},
-        {"json", no_argument, NULL, 'J'},    {NULL, 0, NULL, 0},
+        {"build", no_argument, NULL, 'v'},
+        {"devices", no_argument, NULL, 'd'},
+        {"config", no_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"worker", required_argument, NULL, 'W'},
+        {"json", no_argument, NULL, 'J'},
+        {"drain", no_argument, NULL, 'D'},
+        {NULL, 0, NULL, 0},
     };
-    int build = 0, devices = 0, config = 0, json = 0, c;
+    int build = 0, devices = 0, config = 0, json = 0, drain = 0, c;
     const char *worker = NULL;
     while ((c = getopt_long(argc, argv, "vdchV", longopts, NULL)) != -1) {
         switch (c) {
@@ -336,6 +342,9 @@ int main(int argc, char **argv)
             case 'J':
                 json = 1;
                 break;
+            case 'D':
+                drain = 1;
+                break;
             case 'h':
                 usage(stdout);
                 return 0;
@@ -352,12 +361,13 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (worker != NULL || json) {
+    if (worker != NULL || json || drain) {
         if (worker == NULL || build || devices || config) {
-            fprintf(stderr, "rshuffle_info: --json goes with --worker, which goes alone\n");
+            fprintf(stderr,
+                    "rshuffle_info: --json and --drain go with --worker, which goes alone\n");
             return 2;
         }
-        return rs_info_worker(worker, json);
+        return rs_info_worker(worker, json, drain);
     }
     if (!build && !devices && !config)
         build = 1;

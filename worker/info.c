@@ -62,6 +62,10 @@ void rs_wk_on_info(void *arg, rs_ep_t *ep, const void *data, size_t len)
             rs_msg_send(ep, RS_SMSG_INFO_REPLY, buf, rlen, NULL, NULL);
         return;
     }
+    if ((m.flags & RS_INFO_REQ_DRAIN) && !w->draining) {
+        rs_info("worker: drain requested by a peer");
+        w->draining = 1;
+    }
     const rs_worker_stats_t *st = &w->st.stats;
     r.c = (rs_info_counters_t){.batches = st->batches,
                                .bytes = st->bytes,

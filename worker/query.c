@@ -80,9 +80,10 @@ static void on_info_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
         q->status = RS_ERR_NOMEM;
 }
 
-rs_status_t rs_worker_query(const char *worker, const rs_config_t *tcfg, rs_worker_info_t **info_p)
+static rs_status_t query(const char *worker, const rs_config_t *tcfg, uint32_t flags,
+                         rs_worker_info_t **info_p)
 {
-    if (worker == NULL || info_p == NULL)
+    if (worker == NULL)
         return RS_ERR_INVALID;
     rs_ctx_t *ctx;
     rs_status_t s = rs_ctx_create(tcfg, &ctx);
@@ -95,7 +96,7 @@ rs_status_t rs_worker_query(const char *worker, const rs_config_t *tcfg, rs_work
         s = rs_sproto_name_connect(ctx, worker, &ep);
     if (s != RS_OK)
         goto out_ctx;
-    rs_smsg_info_t m = {.status = RS_OK, .flags = 0};
+    rs_smsg_info_t m = {.status = RS_OK, .flags = flags};
     uint8_t buf[RS_SPROTO_INFO_LEN];
     size_t len;
     s = rs_sproto_info_encode(&m, buf, sizeof(buf), &len);
@@ -115,8 +116,22 @@ out_ctx:
         rs_worker_info_free(q.info);
         return s;
     }
-    *info_p = q.info;
+    if (info_p != NULL)
+        *info_p = q.info;
+    else
+        rs_worker_info_free(q.info);
     return RS_OK;
+}
+
+rs_status_t rs_worker_query(const char *worker, const rs_config_t *tcfg, rs_worker_info_t **info_p)
+{
+    return info_p != NULL ? query(worker, tcfg, 0, info_p) : RS_ERR_INVALID;
+}
+
+rs_status_t rs_worker_request_drain(const char *worker, const rs_config_t *tcfg,
+                                    rs_worker_info_t **info_p)
+{
+    return query(worker, tcfg, RS_INFO_REQ_DRAIN, info_p);
 }
 
 void rs_worker_info_free(rs_worker_info_t *info)

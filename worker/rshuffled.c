@@ -97,7 +97,9 @@ static void drain(rs_worker_t *w, int sig, uint64_t timeout_s)
     (void)rsd_notify("STOPPING=1\nSTATUS=draining");
     rs_worker_stats_t st;
     rs_worker_stats(w, &st);
-    fprintf(stderr, "rshuffled: signal %d, draining (%llu shuffles held, at most %llu s)\n", sig,
+    char cause[32];
+    snprintf(cause, sizeof(cause), sig != 0 ? "signal %d" : "drain requested", sig);
+    fprintf(stderr, "rshuffled: %s, draining (%llu shuffles held, at most %llu s)\n", cause,
             (unsigned long long)st.shuffles, (unsigned long long)timeout_s);
     struct timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
@@ -108,8 +110,8 @@ static void drain(rs_worker_t *w, int sig, uint64_t timeout_s)
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         const char *why =
-            st.shuffles == 0 ? "every shuffle dropped"
-            : g.signals > 1  ? "second signal"
+            st.shuffles == 0         ? "every shuffle dropped"
+            : g.signals > (sig != 0) ? (sig != 0 ? "second signal" : "signal")
             : now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)
                 ? "drain timeout"
                 : NULL;
@@ -286,17 +288,26 @@ int main(int argc, char **argv)
     snprintf(state, sizeof(state), "READY=1\nSTATUS=listening on %s:%u", host, rs_worker_port(w));
     if (rsd_notify(state) != 0)
         fprintf(stderr, "rshuffled: cannot tell NOTIFY_SOCKET that it is ready\n");
-    while (g.signals == 0)
-        pthread_cond_wait(&g.cond, &g.lock);
-    int sig = g.sig;
+    /* A signal, or a peer's drain request (polled: it arrives on the worker's thread). */
+    while (g.signals == 0 && !rs_worker_draining(w)) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += 100 * 1000 * 1000;
+        if (t.tv_nsec >= 1000000000L)
+            t.tv_sec++, t.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&g.cond, &g.lock, &t);
+    }
+    int sig = g.sig; /* 0: a drain request */
     pthread_mutex_unlock(&g.lock);
     drain(w, sig, drain_s);
     rs_worker_stats_t st;
     rs_worker_stats(w, &st);
+    char cause[32];
+    snprintf(cause, sizeof(cause), sig != 0 ? "signal %d" : "drain requested", sig);
     fprintf(stderr,
-            "rshuffled: signal %d, shutting down (%llu batches, %llu bytes, %llu spilled, "
+            "rshuffled: %s, shutting down (%llu batches, %llu bytes, %llu spilled, "
             "%llu refused, %llu stray retires, arena peak %llu)\n",
-            sig, (unsigned long long)st.batches, (unsigned long long)st.bytes,
+            cause, (unsigned long long)st.batches, (unsigned long long)st.bytes,
             (unsigned long long)st.spilled_bytes, (unsigned long long)st.refused,
             (unsigned long long)st.stray_retires, (unsigned long long)st.arena_peak);
     rs_worker_destroy(w);

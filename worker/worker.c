@@ -318,6 +318,11 @@ void rs_worker_drain(rs_worker_t *w)
         w->draining = 1; /* read by the worker thread at each pusher's attach */
 }
 
+int rs_worker_draining(const rs_worker_t *w)
+{
+    return w != NULL && w->draining;
+}
+
 void rs_worker_destroy(rs_worker_t *w)
 {
     if (w == NULL)

@@ -117,13 +117,16 @@ RS_API void rs_worker_stats(rs_worker_t *worker, rs_worker_stats_t *stats);
 
 /*
  * Starts draining (decommission), from any thread; cannot fail, a second
- * call changes nothing. A draining worker refuses new pushers (a new
- * shuffle or a new map attempt: RS_ERR_STATE at rs_pusher_open), lets the
- * pushers already attached finish and commit, and keeps serving reads of
- * what it holds. rs_worker_stats' shuffles counts what it still holds: at 0
- * (every shuffle dropped) it can be destroyed without a reader noticing.
+ * call changes nothing (a peer's rs_worker_request_drain does the same). A
+ * draining worker refuses new pushers (a new shuffle or a new map attempt:
+ * RS_ERR_STATE at rs_pusher_open), lets the pushers already attached
+ * finish and commit, and keeps serving reads of what it holds.
+ * rs_worker_stats' shuffles counts what it still holds: at 0 (every
+ * shuffle dropped) it can be destroyed without a reader noticing.
  */
 RS_API void rs_worker_drain(rs_worker_t *worker);
+/* 1 once draining (rs_worker_drain, or a peer's rs_worker_request_drain), else 0 (NULL: 0). */
+RS_API int rs_worker_draining(const rs_worker_t *worker);
 
 /* A shuffle a worker holds, as rs_worker_query reports it. */
 typedef struct rs_worker_shuffle_info {
@@ -173,6 +176,13 @@ typedef struct rs_worker_info {
  */
 RS_API rs_status_t rs_worker_query(const char *worker, const rs_config_t *tcfg,
                                    rs_worker_info_t **info_p);
+/*
+ * The same request with the drain flag: the worker starts draining (as
+ * rs_worker_drain; rshuffled then stops as after SIGTERM) and answers its
+ * state, in *info_p unless info_p is NULL. Errors as rs_worker_query.
+ */
+RS_API rs_status_t rs_worker_request_drain(const char *worker, const rs_config_t *tcfg,
+                                           rs_worker_info_t **info_p);
 /* Frees what rs_worker_query returned; NULL is ignored. */
 RS_API void rs_worker_info_free(rs_worker_info_t *info);
 

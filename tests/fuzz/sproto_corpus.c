@@ -136,6 +136,9 @@ void sproto_corpus(emit_fn emit, void *user)
     rs_smsg_info_t iq = {.status = RS_OK};
     st = rs_sproto_info_encode(&iq, b, cap, &len);
     out(emit, user, seed, M(RS_SMSG_INFO), st, len);
+    iq.flags = RS_INFO_REQ_DRAIN;
+    st = rs_sproto_info_encode(&iq, b, cap, &len);
+    out(emit, user, seed, M(RS_SMSG_INFO), st, len);
     rs_info_shuffle_t ish = {
         .shuffle_id = 2, .n_partitions = 8, .maps = 2, .replicas = 1, .bytes = 640, .batches = 10};
     rs_info_conn_t icn = {.role = RS_ROLE_PUSHER, .shuffle_id = 2, .map_id = 1, .batches = 10};

@@ -189,6 +189,38 @@ static void test_query_and_drop_drains(void **state)
     fprintf(stderr, "drained worker: exit 0 %.2f s after the drop\n", took);
 }
 
+/* rshuffle_info --worker --drain: a drain request, as SIGTERM; the drop ends it, exit 0. */
+static void test_drain_request(void **state)
+{
+    (void)state;
+    alarm(60);
+    char addr[256];
+    static const char *const args[] = {"--mem", "32M", "--log", "error", NULL};
+    pids[0] = rsd_start(args, NULL, addr, sizeof(addr));
+    const char *workers[1] = {addr};
+    rs_shuffle_desc_t d = {
+        .shuffle_id = 8, .n_partitions = PARTS, .n_workers = 1, .workers = workers};
+    uint64_t bytes = 0, batches = 0;
+    push_map(&d, 0, 2000, &bytes, &batches);
+    char cmd[512], out[4096];
+    snprintf(cmd, sizeof(cmd), "%s --worker %s --drain", RSHUFFLE_INFO_PATH, addr);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, sizeof(out) - 1, f);
+    out[n] = '\0';
+    assert_int_equal(pclose(f), 0);
+    if (strstr(out, "(draining)") == NULL)
+        fail_msg("not draining:\n%s", out);
+    int st;
+    usleep(300000);
+    assert_int_equal(waitpid(pids[0], &st, WNOHANG), 0); /* it holds the shuffle */
+    rs_pusher_t *p;
+    assert_int_equal(rs_pusher_open(&d, 1, 0, NULL, &p), RS_ERR_STATE);
+    assert_int_equal(rs_shuffle_drop(&d, NULL), RS_OK);
+    double took = 0;
+    assert_int_equal(wait_exit(&pids[0], 10.0, &took), 0);
+}
+
 /* R = 2: worker 0 SIGTERMed mid-read, drains 3 s, exits 0; its readers fail over. */
 static void test_drain_readers_fail_over(void **state)
 {
@@ -236,6 +268,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_query_and_drop_drains, teardown),
+        cmocka_unit_test_teardown(test_drain_request, teardown),
         cmocka_unit_test_teardown(test_drain_readers_fail_over, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -277,9 +277,9 @@ static int make_samples(sample_t **out)
     strict(s, 12, 16);
 
     ADD(RS_SMSG_INFO);
-    rs_smsg_info_t iq = {.status = RS_OK};
+    rs_smsg_info_t iq = {.status = RS_OK, .flags = RS_INFO_REQ_DRAIN};
     assert_int_equal(rs_sproto_info_encode(&iq, s->bytes, MSG_MAX, &s->len), RS_OK);
-    strict(s, 8, 16); /* flags (none defined), reserved */
+    strict(s, 9, 16); /* flags past RS_INFO_REQ_DRAIN (bit 0), reserved */
     ADD(RS_SMSG_INFO_REPLY);
     s->len = build_info_reply(s->bytes, MSG_MAX, 2, 2);
     strict(s, 4, 8);     /* the status */
@@ -586,7 +586,8 @@ static void test_ranges(void **state)
     /* INFO: flags; INFO_REPLY: unknown flags, a role, a reader with a map, no partitions. */
     rs_smsg_info_t iq = {.status = RS_OK};
     assert_int_equal(rs_sproto_info_encode(&iq, b, sizeof(b), &len), RS_OK);
-    assert_int_equal(patched(RS_SMSG_INFO, b, len, 8, 1), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_INFO, b, len, 8, 2), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_INFO, b, len, 8, RS_INFO_REQ_DRAIN), RS_OK);
     len = build_info_reply(b, sizeof(b), 1, 2);
     assert_int_equal(patched(RS_SMSG_INFO_REPLY, b, len, 104, 4), RS_ERR_PROTOCOL);
     assert_int_equal(patched(RS_SMSG_INFO_REPLY, b, len, 112 + 4, 0), RS_ERR_PROTOCOL);
