@@ -266,6 +266,8 @@ IGNORES(worker_drain, rs_worker_drain(NULL))
 INVALID(worker_query_name, rs_worker_query(NULL, NULL, &(rs_worker_info_t *){0}))
 INVALID(worker_query_out, rs_worker_query("127.0.0.1:1", NULL, NULL))
 IGNORES(worker_info_free, rs_worker_info_free(NULL))
+RETURNS(worker_draining, rs_worker_draining(NULL), 0)
+INVALID(worker_request_drain_name, rs_worker_request_drain(NULL, NULL, NULL))
 
 /* reader.h */
 IGNORES(reader_config_defaults, rs_reader_config_defaults(NULL))
@@ -484,6 +486,8 @@ static const struct {
     C(worker_query_name),
     C(worker_query_out),
     C(worker_info_free),
+    C(worker_draining),
+    C(worker_request_drain_name),
     C(reader_config_defaults),
     C(reader_config_from_env),
     C(reader_session_open_desc),
