@@ -123,14 +123,18 @@ static rs_status_t own_mapping(rs_ucx_ctx_t *uc, rs_ucx_mr_t *umr, size_t len, u
 {
     rs_status_t s = RS_ERR_UNSUPPORTED;
     if (!uc->mem_attach && (access & (RS_MEM_REMOTE_READ | RS_MEM_REMOTE_WRITE)) != 0 &&
-        len <= uc->map_max)
+        len <= uc->map_max && uc->memfd_n < RS_UCX_MEMFD_MAX)
         s = rs_ucx_map_create(umr, len);
+    if (s == RS_OK && umr->memfd >= 0)
+        uc->memfd_n++;
     if (s == RS_ERR_UNSUPPORTED)
         s = private_mapping(uc, umr, len);
     if (s != RS_OK)
         return s;
     s = prefault(umr->owned, len);
     if (s != RS_OK) {
+        if (umr->memfd >= 0)
+            uc->memfd_n--;
         rs_ucx_map_retire(umr);
         munmap(umr->owned, umr->owned_len);
         umr->owned = NULL;
@@ -216,6 +220,8 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
 err_unmap:
     ucp_mem_unmap(uc->context, umr->memh);
 err_free:
+    if (umr->memfd >= 0)
+        uc->memfd_n--;
     rs_ucx_map_retire(umr);
     if (umr->owned != NULL)
         munmap(umr->owned, umr->owned_len);
@@ -228,6 +234,8 @@ void rs_ucx_mem_dereg(rs_mr_t *mr)
     rs_ucx_mr_t *umr = mr->be;
     rs_list_del(&umr->link);
     ucp_mem_unmap(rs_ucx_ctx(mr->ctx)->context, umr->memh);
+    if (umr->memfd >= 0)
+        rs_ucx_ctx(mr->ctx)->memfd_n--;
     rs_ucx_map_retire(umr);
     if (umr->owned != NULL)
         munmap(umr->owned, umr->owned_len);

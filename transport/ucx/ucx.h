@@ -31,7 +31,8 @@
 
 #include "transport/backend.h"
 
-#define RS_UCX_AM_ID 0x5253 /* the one AM id rshuffle uses */
+#define RS_UCX_AM_ID     0x5253 /* the one AM id rshuffle uses */
+#define RS_UCX_MEMFD_MAX 64     /* regions per context in memfds; later ones are private */
 
 enum {
     RS_UCX_CONN = 1,     /* client -> server: src_id (+ client worker address) */
@@ -150,6 +151,7 @@ typedef struct rs_ucx_ctx {
     int mem_attach;    /* RSHUFFLE_UCX_MEM=attach: regions are never mapped by peers */
     uint64_t map_max;  /* largest region peers may map (RSHUFFLE_UCX_MAP_MAX; see ctx.c) */
     int mem_huge;      /* RSHUFFLE_UCX_HUGE: private regions of 2 MiB or more advised for THP */
+    unsigned memfd_n;  /* registered regions in memfds (each holds a descriptor) */
     uint64_t host_key; /* this kernel and pid namespace (rkey blobs carry it) */
     int force_am;      /* RSHUFFLE_UCX_RMA=am|ucx|auto: 1 am, -1 ucx, 0 auto */
     rs_list_t regions; /* rs_ucx_mr_t: what emulated one-sided ops may touch */
