@@ -320,11 +320,12 @@ static void test_bad_requests(void **state)
     uint64_t records, dups;
     uint32_t attempt = 0;
     rs_reader_t *r;
-    /* Unknown shuffle; a partition the worker does not have. */
+    /* Unknown shuffle; a reader that says another partition count than the pushers'. */
     rs_shuffle_desc_t d = desc(99, 4);
     assert_int_equal(rs_reader_open(&d, 0, 1, &attempt, NULL, &r), RS_ERR_NOT_FOUND);
     d = desc(4, 8);
-    assert_int_equal(rs_reader_open(&d, 6, 1, &attempt, NULL, &r), RS_ERR_NOT_FOUND);
+    assert_int_equal(rs_reader_open(&d, 6, 1, &attempt, NULL, &r), RS_ERR_INVALID);
+    assert_int_equal(rs_reader_open(&d, 0, 1, &attempt, NULL, &r), RS_ERR_INVALID);
     /* A map attempt that never committed. */
     attempt = 5;
     d = desc(4, 4);
