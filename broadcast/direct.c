@@ -1,5 +1,6 @@
 /* The direct read of a one-block object straight from its source (RS_BDESC_F_DIRECT). */
 #include "broadcast/fetch.h"
+#include "broadcast/entry.h"
 
 #include <sched.h>
 #include <string.h>

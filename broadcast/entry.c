@@ -4,6 +4,7 @@
  * replies the source sends it, destroy notices and dead peers.
  */
 #include "broadcast/internal.h"
+#include "broadcast/entry.h"
 
 #include <stdlib.h>
 #include <string.h>

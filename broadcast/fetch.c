@@ -7,6 +7,7 @@
  * different objects never share a lock around a fetch.
  */
 #include "broadcast/fetch.h"
+#include "broadcast/entry.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "broadcast/internal.h"
+#include "broadcast/entry.h"
 
 #define RS_BREADS_BATCH 32 /* reads planned per round */
 

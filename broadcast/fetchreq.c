@@ -1,5 +1,6 @@
 /* A getter's requests to the source: manifest, long-poll update, announcements. */
 #include "broadcast/fetch.h"
+#include "broadcast/entry.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,6 +16,7 @@
  * progress thread running the callbacks. Every wait ends by `until`.
  */
 #include "broadcast/internal.h"
+#include "broadcast/entry.h"
 
 #include <sched.h>
 #include <time.h>

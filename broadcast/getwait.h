@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "broadcast/internal.h"
+#include "broadcast/entry.h"
 
 /*
  * Waits, e->lock held (released while waiting), until something may have

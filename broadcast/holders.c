@@ -3,6 +3,7 @@
  * it picks for each reader), announcements, and who to tell of a destroy.
  */
 #include "broadcast/internal.h"
+#include "broadcast/source.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,7 @@
 /* The broadcast node: context, listener, service thread, message dispatch, timers. */
 #include "broadcast/internal.h"
+#include "broadcast/source.h"
+#include "broadcast/entry.h"
 
 #include <stdlib.h>
 #include <string.h>

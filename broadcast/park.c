@@ -4,6 +4,7 @@
  * the poller lacks, when its time is up, or when the object goes.
  */
 #include "broadcast/internal.h"
+#include "broadcast/source.h"
 
 #include <stdlib.h>
 #include <string.h>

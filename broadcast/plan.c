@@ -4,6 +4,7 @@
  * an announcement or long poll to send, and when patience runs out.
  */
 #include "broadcast/fetch.h"
+#include "broadcast/entry.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,6 +6,7 @@
  * publish is the checksums, computed once for every reader.
  */
 #include "broadcast/internal.h"
+#include "broadcast/source.h"
 
 #include <stdint.h>
 #include <stdlib.h>

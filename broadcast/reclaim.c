@@ -6,6 +6,8 @@
  * so the cache itself never calls back into its users.
  */
 #include "broadcast/internal.h"
+#include "broadcast/source.h"
+#include "broadcast/entry.h"
 
 #include "common/clock.h"
 

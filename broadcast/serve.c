@@ -3,6 +3,7 @@
  * holder updates and their long polls, announcements, news of the reader set.
  */
 #include "broadcast/internal.h"
+#include "broadcast/source.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,6 +13,7 @@
  * request goes to the service thread as before, which registers more.
  */
 #include "broadcast/servecb.h"
+#include "broadcast/source.h"
 
 #include <string.h>
 

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "broadcast/internal.h"
+#include "broadcast/source.h"
 
 /*
  * Serves a request (GET, UPDATE, ANNOUNCE of a multi-block object) at once,

@@ -1,5 +1,7 @@
 /* Published objects: create, seal, describe, destroy, and free them. */
 #include "broadcast/internal.h"
+#include "broadcast/source.h"
+#include "broadcast/entry.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,6 +3,7 @@
  * their long polls are answered, their region goes back to the cache.
  */
 #include "broadcast/internal.h"
+#include "broadcast/source.h"
 
 #include <stdlib.h>
 

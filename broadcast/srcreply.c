@@ -4,6 +4,7 @@
  * into the requester's reply slot.
  */
 #include "broadcast/internal.h"
+#include "broadcast/source.h"
 
 #include <stdlib.h>
 #include <string.h>

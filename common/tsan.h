@@ -2,8 +2,10 @@
  * ThreadSanitizer annotations (a no-op in other builds). A message or a
  * notified put orders the sender's earlier writes before the receiver's
  * handler, through UCX's queues, which TSan does not see into (UCX is not
- * instrumented): the transport releases this process's channel after it
- * posts either and acquires it before it delivers one, so TSan sees the
+ * instrumented): the transport releases this process's channel before it
+ * sends a message (transport/msgsend.c) or a put's notification (the UCX
+ * backend, transport/ucx/rma.c, once the put's bytes are in place) and
+ * acquires it before it delivers one (transport/msg.c), so TSan sees the
  * ordering the fabric gives.
  */
 #ifndef RS_COMMON_TSAN_H

@@ -5,7 +5,6 @@
 #include "transport/internal.h"
 
 #include "common/log.h"
-#include "common/tsan.h"
 
 /* [off, off+len) inside [0, total)? Without overflow. */
 static inline int range_ok(uint64_t off, uint64_t len, uint64_t total)
@@ -86,8 +85,6 @@ static rs_status_t put_common(rs_ep_t *ep, const void *src, size_t len, rs_mr_t 
             st = ctx->be_ops->put(ep, op, src, len, src_mr, rkey, rkey->base + roff, notify, imm);
             if (st != RS_OK)
                 rs_tp_op_unpost(op);
-            else if (notify)
-                RS_TSAN_RELEASE(); /* after the bytes: a backend may have copied them already */
         }
     }
     rs_tp_unlock(ctx);

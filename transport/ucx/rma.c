@@ -16,6 +16,7 @@
 #include "transport/ucx/ucx.h"
 
 #include "common/log.h"
+#include "common/tsan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,7 @@ void rs_ucx_send_notify(rs_op_t *op)
     ucp_request_param_t p = op_param(op, part_done_cb);
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = UCP_AM_SEND_FLAG_EAGER;
+    RS_TSAN_RELEASE(); /* the put's bytes are in place (tsan.h) */
     ucs_status_ptr_t req = ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), NULL, 0, &p);
     if (UCS_PTR_IS_ERR(req))
         op_error_set(op, UCS_PTR_STATUS(req));
