@@ -146,6 +146,8 @@ void rs_wk_store_settle(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes)
  */
 static void tail_back(wgrant_t *g)
 {
+    if (g->released)
+        return; /* its extent no longer waits for it, and may be gone */
     extent_t *e = g->ext;
     if (e->closed || g->used >= g->len || g->off + g->len != e->off + e->fill)
         return;
