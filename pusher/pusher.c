@@ -221,8 +221,9 @@ static void hint_apply(rs_pusher_t *p)
 }
 
 /*
- * Keeps what this committed task sent per partition, twice over
- * for the next task's spread; the buffers of one task still fit half the
+ * Keeps what this committed task sent per partition, half as much again
+ * plus 256 bytes for the next task's spread (a partition that got nothing
+ * gets no grant asked for); the buffers of one task still fit half the
  * pool (part_cap), so the hint never starves the pool.
  */
 static void hint_keep(rs_pusher_t *p)
@@ -239,7 +240,7 @@ static void hint_keep(rs_pusher_t *p)
     }
     l->hint_shuffle = p->desc.shuffle_id;
     for (uint32_t i = 0; i < np; i++) {
-        size_t len = p->sent[i] + p->sent[i] / 2 + 256;
+        size_t len = p->sent[i] ? p->sent[i] + p->sent[i] / 2 + 256 : 0; /* 0: nothing asked */
         len = (len + 63) & ~(size_t)63;
         l->hint[i] = (uint32_t)(len < p->part_cap ? len : p->part_cap);
     }
