@@ -116,8 +116,18 @@ static void request_grants(pworker_t *w)
     rs_pusher_t *p = w->p;
     if (w->req_out || w->commit_sent)
         return; /* after the commit the worker has retired every grant: nothing to ask or tell */
+    if (atomic_load_explicit(&p->flushing, memory_order_relaxed))
+        return; /* close is still handing over last buffers: asked for together after */
     if (w->reclaim)
         reclaim(w);
+    /*
+     * Closing, the commit retires every grant left: a request of retires
+     * or grants ahead alone would only put a round trip before the next
+     * one that carries space a last batch waits for.
+     */
+    int closing = atomic_load_explicit(&p->closing, memory_order_relaxed);
+    if (closing && w->n_needy == 0)
+        return;
     int backoff = in_backoff(w);
     size_t max_n = rs_sproto_grant_max(p->msg_max);
     size_t max_req = rs_sproto_grant_req_max(p->msg_max);
@@ -162,7 +172,7 @@ static void request_grants(pworker_t *w)
     for (uint32_t i = 0; i < w->n_ahead; i++) {
         uint32_t part = w->ahead[i];
         ppart_t *pp = &w->parts[part];
-        if (pp->in_req || pp->next.len > 0 || pp->cur.len == 0 || pp->ahead_refused) {
+        if (closing || pp->in_req || pp->next.len > 0 || pp->cur.len == 0 || pp->ahead_refused) {
             pp->ahead_queued = 0;
             continue;
         }
@@ -202,6 +212,45 @@ static void request_grants(pworker_t *w)
     }
     w->req_out = 1;
     p->stats.grant_requests++;
+}
+
+static int holds(const rs_pusher_t *p, uint32_t part, uint32_t w);
+
+void rs_push_prefetch(rs_pusher_t *p, const uint32_t *hint)
+{
+    size_t max_n = rs_sproto_grant_req_max(p->msg_max);
+    if (rs_sproto_grant_max(p->msg_max) < max_n)
+        max_n = rs_sproto_grant_max(p->msg_max);
+    for (uint32_t i = 0; i < p->desc.n_workers; i++) {
+        pworker_t *w = &p->workers[i];
+        if (w->dead || !w->attached || w->attach_status != RS_OK || w->req_out)
+            continue;
+        uint32_t n = 0;
+        for (uint32_t part = 0; part < p->desc.n_partitions && n < max_n; part++) {
+            if (hint[part] == 0 || !holds(p, part, w->index))
+                continue;
+            rs_grant_want_t wt = {.partition = part,
+                                  .want = rs_sproto_round(hint[part] + RS_FRAME_HEADER_SIZE),
+                                  .retire_slot = RS_SLOT_NONE};
+            rs_sproto_grant_want_put(p->msg_buf, p->msg_max, n++, &wt);
+            w->parts[part].in_req = 1;
+        }
+        if (n == 0)
+            continue;
+        rs_smsg_grant_req_t m = {.status = RS_OK, .req_id = ++w->req_id, .n = n};
+        size_t len;
+        rs_status_t s = rs_sproto_grant_req_encode(&m, p->msg_buf, p->msg_max, &len);
+        if (s == RS_OK)
+            s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, p->msg_buf, len, NULL, NULL);
+        if (s != RS_OK) { /* a hint only: close asks in the usual way */
+            for (uint32_t part = 0; part < p->desc.n_partitions; part++)
+                w->parts[part].in_req = 0;
+            continue;
+        }
+        w->req_out = 1;
+        w->prefetch_id = m.req_id;
+        p->stats.grant_requests++;
+    }
 }
 
 /* ------------------------------------------------------------------ puts */
@@ -711,6 +760,13 @@ static void check_alive(pworker_t *w, uint64_t now)
 unsigned rs_push_engine_poll(rs_pusher_t *p)
 {
     unsigned n = rs_progress(p->ctx);
+    if (atomic_load_explicit(&p->flushed, memory_order_acquire) &&
+        atomic_exchange(&p->flushed, 0)) {
+        for (uint32_t i = 0; i < p->desc.n_workers; i++)
+            if (!p->workers[i].dead)
+                try_post(&p->workers[i]);
+        n++;
+    }
     uint64_t now = rs_now_coarse_ns();
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];
@@ -772,7 +828,14 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_status_t s = rs_sproto_grant_decode(data, len, &r);
     if (w == NULL)
         return;
-    if (s == RS_OK)
+    int prefetch = s == RS_OK && w->prefetch_id != 0 && r.req_id == w->prefetch_id;
+    if (prefetch)
+        w->prefetch_id = 0;
+    if (s == RS_OK && prefetch && r.status != RS_OK) {
+        r.n = 0; /* refused as a whole: a hint only, close asks again */
+        for (uint32_t i = 0; i < p->desc.n_partitions; i++)
+            w->parts[i].in_req = 0;
+    } else if (s == RS_OK)
         s = r.status;
     w->req_out = 0;
     w->heard_at = rs_now_coarse_ns();
@@ -793,6 +856,10 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
         int ahead = pp->ahead_out;
         pp->in_req = 0;
         pp->ahead_out = 0;
+        if (prefetch && g.status != RS_OK) {
+            needs_grant(w, g.partition, pp); /* asked for at open: what waits asks now */
+            continue;
+        }
         if (g.status == RS_ERR_BACKPRESSURE || g.status == RS_ERR_IO) {
             backpressure = 1;
             spill_failed |= g.status == RS_ERR_IO; /* full, and its spill disk takes nothing */

@@ -38,6 +38,15 @@ typedef struct rs_push_lane {
     struct rs_pusher *_Atomic p;
     rs_push_conn_t **conns; /* each its own allocation: pushers keep pointers */
     uint32_t n_conns, cap_conns;
+    /*
+     * What the last committed task of a shuffle sent per partition: the next
+     * task of that shuffle starts its buffers at that size, so each
+     * partition goes as one batch at close (one grant), not as a doubling
+     * run of 4, 8, 16 KiB batches each asking for its own grant.
+     */
+    uint64_t hint_shuffle;
+    uint32_t hint_parts;
+    uint32_t *hint; /* hint_parts sizes in bytes, 0: none */
 } rs_push_lane_t;
 
 /* A grant of one partition at its worker (len 0: none). */
@@ -87,6 +96,7 @@ typedef struct pworker {
     int inflight_full; /* try_post stopped at max_inflight: a completion resumes it */
     int req_out;
     uint32_t req_id;
+    uint32_t prefetch_id; /* the request of grants asked at open (0: none) */
     uint64_t bp_since, retry_at;
     int commit_sent, commit_done;
     rs_status_t commit_status;
@@ -121,6 +131,7 @@ struct rs_pusher {
     rs_pbuf_t **cur; /* per partition, append mode */
     size_t *fill;
     size_t *next_len;
+    size_t *sent;     /* per partition: bytes handed over in append mode */
     size_t part_cap;  /* append buffers grow to this: all partitions' buffers fit half the pool */
     size_t first_len; /* a partition's first buffer: min_buf, or part_cap when smaller */
     uint64_t records;
@@ -132,6 +143,12 @@ struct rs_pusher {
     rs_pusher_stats_t stats;
     _Atomic int error;
     atomic_int closing; /* close asked the engine to commit */
+    /*
+     * Close hands every partition's last buffer over before the engine asks
+     * for their grants, so one request per worker carries them all.
+     */
+    atomic_int flushing; /* set: grant requests wait (codec none only) */
+    atomic_int flushed;  /* set by close: the engine asks now */
     int fault, fault_every;
     uint64_t fault_count;
 
@@ -166,6 +183,12 @@ void rs_push_lane_unhold(rs_push_lane_t *l);
 rs_status_t rs_push_install_handlers(rs_push_lane_t *l);
 rs_status_t rs_push_engine_take(struct rs_pusher *p, rs_pushq_t *q, rs_pbuf_int_t *b);
 unsigned rs_push_engine_poll(struct rs_pusher *p);
+/*
+ * Right after the attaches (engine held): asks every worker for the space
+ * the lane's last task of this shuffle used per partition, so that the
+ * grants are in hand by close. A refusal is not an error: close asks again.
+ */
+void rs_push_prefetch(struct rs_pusher *p, const uint32_t *hint);
 
 /* Test-only: every every-th batch is corrupted after sealing or sent twice. */
 void rs_push_fault(struct rs_pusher *p, int fault, int every);

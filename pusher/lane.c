@@ -64,6 +64,7 @@ static void lane_destroy(rs_lane_t *base)
         free(l->conns[i]);
     }
     free(l->conns);
+    free(l->hint);
     free(l);
 }
 

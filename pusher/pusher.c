@@ -201,9 +201,58 @@ static void pusher_free(rs_pusher_t *p)
     free(p->cur);
     free(p->fill);
     free(p->next_len);
+    free(p->sent);
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
     free(p);
+}
+
+static int hint_fits(const rs_pusher_t *p)
+{
+    const rs_push_lane_t *l = p->lane;
+    return l->hint != NULL && l->hint_shuffle == p->desc.shuffle_id &&
+           l->hint_parts == p->desc.n_partitions;
+}
+
+/* First buffers sized to what the lane's last task of this shuffle sent per partition. */
+static void hint_apply(rs_pusher_t *p)
+{
+    const rs_push_lane_t *l = p->lane;
+    if (!hint_fits(p))
+        return;
+    for (uint32_t i = 0; i < p->desc.n_partitions; i++) {
+        size_t len = l->hint[i];
+        if (len > p->part_cap)
+            len = p->part_cap;
+        if (len > p->first_len)
+            p->next_len[i] = len;
+    }
+}
+
+/*
+ * Keeps what this committed task sent per partition, half as much again
+ * plus 256 bytes for the next task's spread (a partition that got nothing
+ * gets no grant asked for); the buffers of one task still fit half the
+ * pool (part_cap), so the hint never starves the pool.
+ */
+static void hint_keep(rs_pusher_t *p)
+{
+    rs_push_lane_t *l = p->lane;
+    uint32_t np = p->desc.n_partitions;
+    if (l->hint == NULL || l->hint_parts != np) {
+        uint32_t *h = calloc(np, sizeof(*h));
+        if (h == NULL)
+            return; /* a hint only: the next task starts small */
+        free(l->hint);
+        l->hint = h;
+        l->hint_parts = np;
+    }
+    l->hint_shuffle = p->desc.shuffle_id;
+    for (uint32_t i = 0; i < np; i++) {
+        size_t len = p->sent[i] ? p->sent[i] + p->sent[i] / 2 + 256 : 0; /* 0: nothing asked */
+        len = (len + 63) & ~(size_t)63;
+        l->hint[i] = (uint32_t)(len < p->part_cap ? len : p->part_cap);
+    }
 }
 
 /* Attaches every worker: all attaches sent first, then their replies waited for. */
@@ -321,10 +370,11 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
     p->cur = calloc(np, sizeof(*p->cur));
     p->fill = calloc(np, sizeof(*p->fill));
     p->next_len = calloc(np, sizeof(*p->next_len));
+    p->sent = calloc(np, sizeof(*p->sent));
     p->workers = calloc(nw, sizeof(*p->workers));
     s = RS_ERR_NOMEM;
     if (p->place == NULL || p->cur == NULL || p->fill == NULL || p->next_len == NULL ||
-        p->workers == NULL)
+        p->sent == NULL || p->workers == NULL)
         goto err_free;
     if ((s = rs_shuffle_replicas(desc, &p->replicas)) != RS_OK)
         goto err_free;
@@ -358,6 +408,7 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
         goto err_free;
     p->ctx = p->lane->ctx;
     p->q = p->lane->q;
+    hint_apply(p);
     p->msg_max = rs_ctx_config(p->ctx)->msg_max;
     if ((p->msg_buf = malloc(p->msg_max)) == NULL) {
         s = RS_ERR_NOMEM;
@@ -373,6 +424,8 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
     rs_push_q_reuse(p->q, p->cfg.wait_ms);
     atomic_store(&p->lane->p, p);
     s = attach_all(p);
+    if (s == RS_OK && hint_fits(p))
+        rs_push_prefetch(p, p->lane->hint);
     rs_push_lane_unhold(p->lane);
     if (s != RS_OK)
         goto err_free;
@@ -399,6 +452,7 @@ static rs_status_t flush_partition(rs_pusher_t *p, uint32_t part)
     p->cur[part] = NULL;
     size_t used = p->fill[part];
     p->fill[part] = 0;
+    p->sent[part] += used;
     if (used == 0) {
         rs_pushq_buf_put(p->q, b);
         return RS_OK;
@@ -558,8 +612,17 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
     if (p->lane == NULL)
         return werr(p) != RS_OK ? werr(p) : RS_ERR_STATE; /* closed already */
     rs_status_t s = client_check(p);
+    /*
+     * Compressed batches need output room that only posted writes free, so
+     * their requests cannot wait for the whole flush.
+     */
+    if (p->cfg.codec == RS_CODEC_NONE)
+        atomic_store(&p->flushing, 1);
+    rs_push_q_park_held(p->q);
     for (uint32_t i = 0; i < p->desc.n_partitions && s == RS_OK; i++)
         s = flush_partition(p, i);
+    if (atomic_exchange(&p->flushing, 0))
+        atomic_store_explicit(&p->flushed, 1, memory_order_release);
     if (s != RS_OK)
         rs_push_fail(p, s, "flushing at close");
     atomic_store(&p->closing, 1);
@@ -602,6 +665,8 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
             if (!p->workers[i].dead)
                 s = p->workers[i].commit_status;
     }
+    if (s == RS_OK)
+        hint_keep(p);
     /* The attempt is over either way: its lane goes back (a failed one's counts stay put). */
     lane_release(p);
     if (stats != NULL) { /* also after a failure: what was done */

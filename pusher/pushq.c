@@ -96,7 +96,8 @@ void rs_push_q_wake(rs_pushq_t *q)
 /* Appends b to the queue, waiting at most wait_ms for a slot. */
 static rs_status_t queue_push(rs_pushq_t *q, rs_pbuf_int_t *b)
 {
-    if (atomic_load_explicit(&q->parked, memory_order_relaxed))
+    if (atomic_load_explicit(&q->parked, memory_order_relaxed) &&
+        !atomic_load_explicit(&q->park_held, memory_order_relaxed))
         rs_push_q_unpark(q); /* data flows: the engine thread may use a spare core */
     uint64_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
     if (tail - atomic_load_explicit(&q->head, memory_order_acquire) >= q->cfg.queue_depth) {
@@ -513,6 +514,12 @@ void rs_push_q_park(rs_pushq_t *q)
     atomic_store(&q->parked, 1);
 }
 
+void rs_push_q_park_held(rs_pushq_t *q)
+{
+    atomic_store(&q->park_held, 1);
+    atomic_store(&q->parked, 1);
+}
+
 void rs_push_q_unpark(rs_pushq_t *q)
 {
     if (atomic_exchange(&q->parked, 0))
@@ -528,6 +535,7 @@ void rs_push_q_reuse(rs_pushq_t *q, uint32_t wait_ms)
 {
     atomic_store(&q->error, RS_OK);
     atomic_store(&q->engine_starved, 0);
+    atomic_store(&q->park_held, 0);
     q->cfg.wait_ms = wait_ms;
 }
 

@@ -132,6 +132,12 @@ void rs_push_q_unhold(rs_pushq_t *q);
  */
 void rs_push_q_park(rs_pushq_t *q);
 void rs_push_q_unpark(rs_pushq_t *q);
+/*
+ * Parked until rs_push_q_reuse, hand-offs included: a closing task drives
+ * its last buffers and commit itself (no hand-over to a thread that may
+ * not get a core).
+ */
+void rs_push_q_park_held(rs_pushq_t *q);
 
 /*
  * A lane's next task: the sticky error cleared and its own wait bound.

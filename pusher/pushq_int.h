@@ -48,8 +48,9 @@ struct rs_pushq {
     _Alignas(64) _Atomic uint64_t tail; /* next to fill (writer) */
 
     _Alignas(64) _Atomic int engine_sleeping;
-    _Atomic int driver; /* 1 while a thread (engine or writer) runs an engine round */
-    _Atomic int parked; /* the engine thread sleeps on efd only: the writer drives (lanes) */
+    _Atomic int driver;    /* 1 while a thread (engine or writer) runs an engine round */
+    _Atomic int parked;    /* the engine thread sleeps on efd only: the writer drives (lanes) */
+    _Atomic int park_held; /* parked until the next task: hand-offs do not unpark (close) */
     _Alignas(64) _Atomic int writer_waiting;
     _Atomic uint64_t wake_at; /* a writer waiting for a buffer: woken once released reaches it */
     _Atomic int stop;

@@ -141,12 +141,29 @@ void rs_wk_store_settle(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes)
     grant_maybe_release(st, g);
 }
 
+/*
+ * The extent's last grant gives back what it will never hold: a pusher
+ * asks for what a partition took last time and uses less, and with many
+ * small partitions those tails would sit as holes until the extent goes.
+ */
+static void tail_back(wgrant_t *g)
+{
+    if (g->released)
+        return; /* its extent no longer waits for it, and may be gone */
+    extent_t *e = g->ext;
+    if (e->closed || g->used >= g->len || g->off + g->len != e->off + e->fill)
+        return;
+    e->fill -= g->len - g->used;
+    g->len = g->used; /* a late write past what was used is outside the grant */
+}
+
 void rs_wk_store_retire(rs_wk_store_t *st, wgrant_t *g, uint64_t used)
 {
     if (g->retired)
         return;
     g->retired = 1;
     g->used = used > g->len ? g->len : rs_sproto_round(used);
+    tail_back(g);
     uint64_t still = g->used > g->settled ? g->used - g->settled : 0;
     if (g->open > still) /* what will never come is no longer open */
         open_less(st, g, g->open - still);
@@ -158,6 +175,7 @@ void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g)
     if (!g->released) { /* the pusher went away: nothing more will arrive */
         g->retired = 1;
         g->used = g->settled;
+        tail_back(g);
         g->released = 1;
         open_less(st, g, g->open);
         g->ext->live_grants--;

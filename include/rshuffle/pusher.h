@@ -160,7 +160,9 @@ typedef struct rs_pusher_config {
     rs_codec_t codec;         /* RSHUFFLE_CODEC: none|lz4|snappy (none) */
     size_t buf_len;           /* RSHUFFLE_PUSH_BUF: a full push buffer, bytes (256 KiB) */
     size_t min_buf;           /* first buffer of a partition; doubles up to buf_len (4 KiB);
-                                 smaller when pool_bytes / 2 / P is (many partitions) */
+                                 smaller when pool_bytes / 2 / P is (many partitions); a
+                                 task after another of its shuffle on the same client
+                                 lane starts at 1.5x what that one sent (docs/shuffle.md) */
     size_t pool_bytes;        /* RSHUFFLE_PUSH_POOL: the registered slab, bytes (32 MiB) */
     uint32_t queue_depth;     /* full buffers queued for the engine (16) */
     uint64_t max_inflight;    /* RSHUFFLE_PUSH_INFLIGHT: bytes in flight per worker (4 MiB) */

@@ -2,6 +2,8 @@
  * The process-level client (include/rshuffle/client.h) with real worker
  * processes (rshuffled children): many tasks of one client on several
  * threads, with speculative and aborted attempts, every record read once;
+ * tasks of changing sizes on one lane (grants asked at open from the last
+ * task);
  * a worker killed while tasks of several threads push (R = 2); a client
  * destroyed while tasks are open; and a worker lost while a pusher's open
  * waits for another (it used to crash). The transport comes from the
@@ -283,6 +285,58 @@ static void test_many_tasks_threads(void **state)
     rs_client_destroy(cl);
 }
 
+/* ------------------------------------- grants asked at open, from the last task */
+
+#define HMAPS 7
+#define HMAX  1600
+
+/*
+ * Tasks of one shuffle on one lane, one after another, of changing sizes:
+ * the lane's hint (what the last task sent per partition) sizes the next
+ * task's buffers and the grants its open asks for. A task far bigger than
+ * the last outgrows them, a tiny or empty one leaves them unused; every
+ * record is still read once. A task like the one before asks each worker
+ * once, at open, and nothing at close.
+ */
+static void test_hinted_tasks(void **state)
+{
+    (void)state;
+    alarm(120);
+    start_workers(NW);
+    rs_client_t *cl;
+    assert_int_equal(rs_client_create(NULL, &cl), RS_OK);
+    rs_shuffle_desc_t d = desc(3, NW, 1);
+    static const uint32_t n_recs[HMAPS] = {400, 400, HMAX, 10, 0, 400, 400};
+    uint64_t total = 0;
+    for (uint32_t m = 0; m < HMAPS; m++) {
+        rs_pusher_config_t c = push_cfg();
+        rs_pusher_t *p;
+        assert_int_equal(rs_pusher_open_in(cl, &d, m, 0, &c, &p), RS_OK);
+        uint8_t rec[REC];
+        for (uint32_t i = 0; i < n_recs[m]; i++) {
+            make_rec(m, i, 0, rec);
+            assert_int_equal(rs_pusher_append(p, i % PARTS, rec, REC), RS_OK);
+        }
+        rs_pusher_stats_t ps;
+        assert_int_equal(rs_pusher_close(p, &ps), RS_OK);
+        rs_pusher_destroy(p);
+        printf("map %u: %u records, %llu grant requests\n", m, n_recs[m],
+               (unsigned long long)ps.grant_requests);
+        if (m == 1 || m == HMAPS - 1)
+            assert_true(ps.grant_requests >= 1 && ps.grant_requests <= NW);
+        total += n_recs[m];
+    }
+    uint32_t attempts[HMAPS] = {0};
+    uint8_t *seen = calloc((size_t)HMAPS * HMAX, 1);
+    assert_non_null(seen);
+    uint64_t records = 0;
+    for (uint32_t part = 0; part < PARTS; part++)
+        assert_int_equal(read_part(cl, &d, part, HMAPS, attempts, HMAX, seen, &records), RS_OK);
+    assert_int_equal(records, total);
+    free(seen);
+    rs_client_destroy(cl);
+}
+
 /* -------------------------------------------- a worker killed, R = 2 */
 
 static void kill_worker0_midway(atomic_uint *pushed)
@@ -444,6 +498,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_many_tasks_threads, teardown),
+        cmocka_unit_test_teardown(test_hinted_tasks, teardown),
         cmocka_unit_test_teardown(test_kill_while_threads_push, teardown),
         cmocka_unit_test_teardown(test_client_destroyed_under_tasks, teardown),
         cmocka_unit_test_teardown(test_open_worker_lost_cold, teardown),
