@@ -20,12 +20,14 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rshuffle
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 
 # Programs: whichever of them this configuration builds.
-foreach(program rshuffled rshuffle_info rs-shuffle-bench rs-bcast-bench rs-perf-swap
+foreach(program rshuffled rshuffle_info rs-shuffle-bench rs-bcast-bench rs-sort rs-perf-swap
                 rs-perf-reserve rs-perf-codec rs-perf-transport rs-bench-notify)
     if(TARGET ${program})
         install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
     endif()
 endforeach()
+# rs-sort's output checker (it knows only the record layout).
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/perf/rs-sort-check DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Docs in the repository's own layout (README.md beside docs/ and examples/),
 # so the README's and the docs' relative links hold in the installed tree.

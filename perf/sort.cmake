@@ -2,7 +2,6 @@
 add_executable(rs-sort ${PROJECT_SOURCE_DIR}/perf/rs-sort.c)
 target_link_libraries(rs-sort PRIVATE rshuffle rs_perf_launch m)
 set_target_properties(rs-sort PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)
-install(TARGETS rs-sort RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Its MPI yardstick (perf/compare-mpi --cases sort): a plain MPI program, no
 # rshuffle, only perf/sort_records.h; built only where MPI is found.
@@ -31,4 +30,9 @@ if(MPI_C_FOUND AND MPIEXEC_EXECUTABLE)
                          TIMEOUT 120 ENVIRONMENT
                          "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RSHUFFLE_LOG=error")
 endif()
-install(PROGRAMS ${PROJECT_SOURCE_DIR}/perf/rs-sort-check DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+# rs-sort-check is a script: its --version is written in it, and must be ours.
+file(STRINGS ${PROJECT_SOURCE_DIR}/perf/rs-sort-check rs_sort_check_version REGEX "^VERSION = ")
+if(NOT rs_sort_check_version MATCHES "\"${PROJECT_VERSION}\"")
+    message(FATAL_ERROR "perf/rs-sort-check says ${rs_sort_check_version}, the project is ${PROJECT_VERSION}")
+endif()

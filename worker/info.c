@@ -33,7 +33,7 @@ static rs_info_conn_t conn_info(wconn_t *c)
                         .shuffle_id = RS_INFO_NONE,
                         .map_id = RS_INFO_NONE,
                         .open_grants = c->open_grants};
-    if (c->role == RS_ROLE_PUSHER) {
+    if (c->role == RS_ROLE_PUSHER && c->sh != NULL) { /* NULL: between a client's tasks */
         e.shuffle_id = c->sh->id;
         e.map_id = c->map_id;
         e.attempt = c->attempt;

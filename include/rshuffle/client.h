@@ -22,7 +22,13 @@
  * client, created on first use with rs_client_config_defaults and the
  * environment (RSHUFFLE_CLIENT_LANES), destroyed at exit (atexit) or by
  * rs_client_default_shutdown. A child made by fork() starts without one
- * (the parent's lanes are not usable there) and makes its own on first use.
+ * (the parent's lanes are not usable there) and makes its own on first use,
+ * but only where the parent held no lanes at the fork: UCX does not carry a
+ * process with live contexts across fork() (its progress thread stays in
+ * the parent, and a child's new connections then never complete). A
+ * process that forks children which use rshuffle calls
+ * rs_client_default_shutdown (or rs_client_destroy) first, or the children
+ * exec.
  *
  * Thread safety: every function here may be called from any thread; the
  * tasks opened from a client keep their own one-thread rule.
