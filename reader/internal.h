@@ -25,14 +25,14 @@ typedef struct rs_read_lane_key {
     int local_reads; /* kept connections remember whether their worker is read in place */
 } rs_read_lane_key_t;
 
-/* A connection kept between sessions (attached again by the next one that uses it). */
+/*
+ * A connection kept between sessions (attached again by the next one that
+ * uses it). It holds no in-process worker's arena: that is looked up again.
+ */
 typedef struct rlconn {
     char *addr;
     rs_ep_t *ep;
     rs_rkey_t *rkey;
-    const uint8_t *local;
-    uint64_t local_len;
-    struct rs_local_reg *local_reg;
 } rlconn_t;
 
 typedef struct rs_read_lane {

@@ -15,7 +15,6 @@ static void rlconn_close(rlconn_t *k)
 {
     if (k->ep != NULL)
         rs_ep_close(k->ep);
-    rs_sproto_local_release(k->local_reg);
     free(k->addr);
     *k = (rlconn_t){0};
 }
@@ -79,11 +78,7 @@ void rs_rd_lane_conn_lend(rs_read_lane_t *l, rconn_t *c)
         /* Lent dead or alive: a dead one whose worker exited renews the queue first. */
         c->ep = k->ep;
         c->rkey = k->rkey;
-        c->local = k->local;
-        c->local_len = k->local_len;
-        c->local_reg = k->local_reg;
         k->ep = NULL;
-        k->local_reg = NULL;
         rlconn_close(k);
         l->conns[i] = l->conns[--l->n_conns];
         return;
@@ -106,12 +101,12 @@ int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c)
     char *a = strdup(c->addr);
     if (a == NULL)
         return 0;
-    l->conns[l->n_conns++] = (rlconn_t){.addr = a,
-                                        .ep = c->ep,
-                                        .rkey = c->rkey,
-                                        .local = c->local,
-                                        .local_len = c->local_len,
-                                        .local_reg = c->local_reg};
+    /*
+     * A worker of this process is not held by an idle lane: it may be
+     * destroyed between sessions. The next session's attach looks it up again.
+     */
+    rs_sproto_local_release(c->local_reg);
+    l->conns[l->n_conns++] = (rlconn_t){.addr = a, .ep = c->ep, .rkey = c->rkey};
     *c = (rconn_t){.addr = c->addr};
     return 1;
 }

@@ -232,14 +232,16 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
         return RS_ERR_INVALID;
     }
     c->attached = 1;
-    if (c->rkey != NULL)
-        return RS_OK; /* kept from an earlier session: the same worker, the same arena */
-    st = rs_rkey_unpack(c->ep, ar->rkey, ar->rkey_len, &c->rkey);
-    if (st != RS_OK)
+    /* A kept connection keeps its key: the same worker, the same arena. */
+    if (c->rkey == NULL && (st = rs_rkey_unpack(c->ep, ar->rkey, ar->rkey_len, &c->rkey)) != RS_OK)
         return st;
-    /* A worker of this process (same address, same arena key): its arena is read in place. */
-    if (s->cfg.local_reads && rs_sproto_local_lookup(c->addr, ar->rkey, ar->rkey_len, &c->local,
-                                                     &c->local_len, &c->local_reg) == RS_OK)
+    /*
+     * A worker of this process (same address, same arena key): its arena is
+     * read in place. Looked up at every attach: an idle lane holds none.
+     */
+    if (s->cfg.local_reads && c->local_reg == NULL &&
+        rs_sproto_local_lookup(c->addr, ar->rkey, ar->rkey_len, &c->local, &c->local_len,
+                               &c->local_reg) == RS_OK)
         rs_debug("reader: worker %s is in this process: reading in place", c->addr);
     return RS_OK;
 }
