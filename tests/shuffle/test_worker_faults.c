@@ -38,6 +38,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <rshuffle/client.h>
 #include <rshuffle/log.h>
 #include <rshuffle/pusher.h>
 #include <rshuffle/reader.h>
@@ -314,6 +315,9 @@ static void test_descriptor_limit_tcp(void **state)
         skip();
     }
     alarm(180);
+    /* The clients are forked, not exec'd: UCX does not carry the default
+     * client's live contexts (the tests before) into a child. */
+    rs_client_default_shutdown();
     pids[0] = start_worker(NULL, "16M", FD_MAX, 0, addr_buf[0], sizeof(addr_buf[0]));
     addrs[0] = addr_buf[0];
     pid_t kids[CLIENTS];
