@@ -62,9 +62,9 @@ void rs_wk_on_info(void *arg, rs_ep_t *ep, const void *data, size_t len)
             rs_msg_send(ep, RS_SMSG_INFO_REPLY, buf, rlen, NULL, NULL);
         return;
     }
-    if ((m.flags & RS_INFO_REQ_DRAIN) && !w->draining) {
+    if ((m.flags & RS_INFO_REQ_DRAIN) && !__atomic_load_n(&w->draining, __ATOMIC_RELAXED)) {
         rs_info("worker: drain requested by a peer");
-        w->draining = 1;
+        __atomic_store_n(&w->draining, 1, __ATOMIC_RELAXED);
     }
     const rs_worker_stats_t *st = &w->st.stats;
     r.c = (rs_info_counters_t){.batches = st->batches,
@@ -77,7 +77,7 @@ void rs_wk_on_info(void *arg, rs_ep_t *ep, const void *data, size_t len)
                                .arena_len = w->st.arena_len,
                                .commits = st->commits,
                                .stray_retires = st->stray_retires};
-    r.flags = w->draining ? RS_INFO_DRAINING : 0;
+    r.flags = __atomic_load_n(&w->draining, __ATOMIC_RELAXED) ? RS_INFO_DRAINING : 0;
     /* Shuffles first, then connections, as many as one message holds. */
     uint32_t n_sh = 0, n_conn = 0, want_sh = 0, want_conn = 0;
     rs_list_t *pos, *tmp;

@@ -175,7 +175,7 @@ struct rs_worker {
     int counted;            /* in the process's count of listening workers (the watch needs 1) */
     uint64_t next_watch;    /* the listener watch (worker.c), coarse ns */
     uint32_t watch_strikes; /* checks in a row that found connections nobody accepts */
-    volatile int draining;  /* rs_worker_drain: no new shuffles or maps */
+    int draining;           /* rs_worker_drain: no new shuffles or maps (__atomic: any thread) */
 };
 
 /* serve.c */

@@ -128,7 +128,7 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
         reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_INVALID);
         return;
     }
-    if (m.role == RS_ROLE_PUSHER && w->draining) {
+    if (m.role == RS_ROLE_PUSHER && __atomic_load_n(&w->draining, __ATOMIC_RELAXED)) {
         /* Draining (rs_worker_drain): what it holds is read, nothing new is taken. */
         rs_info("worker: draining, refused map %u of shuffle %u", m.map_id, m.shuffle_id);
         reply_status(ep, RS_SMSG_ATTACH_REPLY, RS_ERR_STATE);

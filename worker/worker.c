@@ -34,12 +34,14 @@ static atomic_int listening_workers; /* the watch runs only in a process with on
 
 static void listen_watch(rs_worker_t *w, uint64_t now)
 {
-    if (w->listener == NULL || w->n_watched <= 0 || now < w->next_watch ||
+    /* Published by rs_worker_listen on the caller's thread while this one runs. */
+    const rs_listener_t *l = __atomic_load_n(&w->listener, __ATOMIC_ACQUIRE);
+    if (l == NULL || w->n_watched <= 0 || now < w->next_watch ||
         atomic_load(&listening_workers) != 1)
         return;
     w->next_watch = now + W_WATCH_NS;
     rs_wk_listening_t v[RS_WK_WATCH_PORTS];
-    int n = rs_wk_listening(rs_listener_port(w->listener), v);
+    int n = rs_wk_listening(rs_listener_port(l), v);
     if (n < 0 || n == RS_WK_WATCH_PORTS)
         return; /* cannot be told (or more listeners than scanned: ours may be past them) */
     uint32_t waiting = 0;
@@ -269,9 +271,11 @@ rs_status_t rs_worker_listen(rs_worker_t *w, const char *host, uint16_t port)
         return RS_ERR_STATE;
     rs_wk_raise_nofile();
     rs_wk_ignore_sigpipe();
-    rs_status_t s = rs_listen(w->ctx, host, port, &w->listener);
+    rs_listener_t *l;
+    rs_status_t s = rs_listen(w->ctx, host, port, &l);
     if (s != RS_OK)
         return s;
+    __atomic_store_n(&w->listener, l, __ATOMIC_RELEASE); /* the worker thread's watch reads it */
     /* Readers of this process then read its partitions in place (not an error if it fails). */
     w->counted = 1;
     atomic_fetch_add(&listening_workers, 1);
@@ -315,12 +319,12 @@ void rs_worker_stats(rs_worker_t *w, rs_worker_stats_t *stats)
 void rs_worker_drain(rs_worker_t *w)
 {
     if (w != NULL)
-        w->draining = 1; /* read by the worker thread at each pusher's attach */
+        __atomic_store_n(&w->draining, 1, __ATOMIC_RELAXED); /* read by the worker thread */
 }
 
 int rs_worker_draining(const rs_worker_t *w)
 {
-    return w != NULL && w->draining;
+    return w != NULL && __atomic_load_n(&w->draining, __ATOMIC_RELAXED);
 }
 
 void rs_worker_destroy(rs_worker_t *w)

@@ -22,9 +22,10 @@ static rs_log_level_t level_of(ucs_log_level_t level)
                                          : RS_LOG_DEBUG;
 }
 
-static ucs_log_func_rc_t route(const char *file, unsigned line, const char *function,
-                               ucs_log_level_t level, const ucs_log_component_config_t *comp,
-                               const char *fmt, va_list ap)
+/* fmt and ap are UCX's own printf format and its arguments. */
+__attribute__((format(printf, 6, 0))) static ucs_log_func_rc_t
+route(const char *file, unsigned line, const char *function, ucs_log_level_t level,
+      const ucs_log_component_config_t *comp, const char *fmt, va_list ap)
 {
     (void)function;
     (void)comp;
