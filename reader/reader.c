@@ -434,7 +434,8 @@ static void leave_worker(rs_reader_t *r, int to)
     r->span = NULL;
     r->span_n = r->span_i = 0;
     r->rec = r->rec_end = NULL;
-    qsort(r->delivered, r->n_delivered, sizeof(*r->delivered), cmp_u64);
+    if (r->n_delivered > 1) /* none yet: delivered may be NULL, which qsort must not get */
+        qsort(r->delivered, r->n_delivered, sizeof(*r->delivered), cmp_u64);
     maps_move(r, RMAP_HERE, to);
 }
 
