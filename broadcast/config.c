@@ -19,11 +19,11 @@ static const char *const kinds[] = {"hostport", "blob", NULL};
     RS_CFG_UINT_ROW(rs_bcast_config_t, env, field, dflt, min, max, desc)
 static const rs_cfg_row_t rows[] = {
     NUM("RSHUFFLE_BCAST_BLOCK_SIZE", block_size, "4M", RS_BCAST_BLOCK_MIN, RS_BCAST_BLOCK_MAX,
-        "broadcast block, 4 KiB .. 1 GiB"),
+        "broadcast block, bytes"),
     NUM("RSHUFFLE_BCAST_INLINE_MAX", inline_max, "64K", 0, RS_BCAST_INLINE_CAP,
         "objects up to this ride inline in the first reply"),
     NUM("RSHUFFLE_BCAST_EMBED_MAX", embed_max, "1K", 0, RS_BCAST_EMBED_CAP,
-        "objects up to this (<= 2K) ride in the descriptor itself"),
+        "objects up to this ride in the descriptor itself"),
     NUM("RSHUFFLE_BCAST_READS_PER_EP", reads_per_ep, "4", 1, 1024,
         "outstanding block reads per peer"),
     NUM("RSHUFFLE_BCAST_SOURCE_READS", source_reads, "2", 1, 1024,

@@ -80,9 +80,22 @@ rs_status_t rs_cfg_apply(const rs_cfg_table_t *t, void *cfg);
  */
 rs_status_t rs_cfg_check(const rs_cfg_table_t *t, const void *cfg);
 
+/*
+ * What row r accepts, written into buf[cap] as man/rshuffle.7 says it
+ * ("1M .. 16M"; "at least 4096" or "any" for a max of UINT64_MAX; sizes
+ * of 1M and up as multiples of M or G where exact) for a UINT row, "" for
+ * the others. rshuffle_info -c prints it after the description.
+ */
+void rs_cfg_range(const rs_cfg_row_t *r, char *buf, size_t cap);
+
 /* The tables common/vars.c lists (each defined next to its module's code). */
-extern const rs_cfg_table_t rs_config_table;     /* transport, generic (common/config_table.c) */
-extern const rs_cfg_table_t rs_bc_config_table;  /* broadcast (broadcast/config.c) */
-extern const rs_cfg_table_t rs_ucx_config_table; /* UCX backend (transport/ucx/config.c) */
+extern const rs_cfg_table_t rs_config_table;        /* transport, generic (common/config_table.c) */
+extern const rs_cfg_table_t rs_bc_config_table;     /* broadcast (broadcast/config.c) */
+extern const rs_cfg_table_t rs_ucx_config_table;    /* UCX backend (transport/ucx/config.c) */
+extern const rs_cfg_table_t rs_shuffle_env_table;   /* RSHUFFLE_REPLICAS (shuffle/config.c) */
+extern const rs_cfg_table_t rs_client_config_table; /* shuffle client (shuffle/config.c) */
+extern const rs_cfg_table_t rs_pusher_config_table; /* pusher (pusher/config.c) */
+extern const rs_cfg_table_t rs_worker_config_table; /* worker (worker/config.c) */
+extern const rs_cfg_table_t rs_reader_config_table; /* reader (reader/config.c) */
 
 #endif

@@ -1,4 +1,5 @@
 #include "common/log.h"
+#include "common/env.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -33,7 +34,7 @@ rs_log_level_t rs_log_level(void)
         return (rs_log_level_t)level;
 
     rs_log_level_t parsed = RS_LOG_WARN;
-    const char *env = getenv("RSHUFFLE_LOG");
+    const char *env = rs_env_raw("RSHUFFLE_LOG"); /* not rs_env_get: its warning logs */
     if (env != NULL && rs_log_level_parse(env, &parsed) != RS_OK) {
         fprintf(stderr,
                 "rshuffle: RSHUFFLE_LOG='%s' is not one of error|warn|info|debug; "

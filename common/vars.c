@@ -1,9 +1,10 @@
 /*
  * Every RSHUFFLE_* variable the library reads, for rshuffle_info and the
  * unknown-variable warning: the modules' configuration tables (cfgtab.h),
- * then the rows of the modules that have no table yet. tests/common/check-vars
- * checks that every variable named in the sources is listed here, and that
- * man/rshuffle.7 gives each its default.
+ * then the test builds' fault hooks. tests/common/check-vars checks that
+ * every variable named in the sources is listed here, and
+ * tests/common/test_cfgtab.c that man/rshuffle.7 gives each its default and
+ * range.
  */
 #include "common/cfgtab.h"
 #include "common/env.h"
@@ -11,6 +12,7 @@
 #include <rshuffle/config.h>
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,47 +21,22 @@ static const rs_cfg_table_t *const tables[] = {
 #ifdef RS_HAVE_UCX
     &rs_ucx_config_table,
 #endif
-    &rs_bc_config_table,
+    &rs_shuffle_env_table,   &rs_client_config_table, &rs_pusher_config_table,
+    &rs_worker_config_table, &rs_reader_config_table, &rs_bc_config_table,
 };
 #define N_TABLES (sizeof(tables) / sizeof(tables[0]))
 
-/* Modules whose variables are read by inline rs_env_* calls, not yet by a table. */
-static const rs_config_var_t untabled[] = {
-    /* shuffle */
-    {"RSHUFFLE_REPLICAS", "1",
-     "workers holding each batch (1..3), for descriptors that leave replicas 0"},
-    /* client */
-    {"RSHUFFLE_CLIENT_LANES", "64",
-     "idle lanes (context, pool, connections) a client keeps for later tasks; 0: none"},
-    /* pusher */
-    {"RSHUFFLE_CODEC", "none", "shuffle codec: none|lz4|snappy"},
-    {"RSHUFFLE_PUSH_BUF", "256K", "a full push buffer, bytes"},
-    {"RSHUFFLE_PUSH_POOL", "32M", "a push lane's registered slab, bytes"},
-    {"RSHUFFLE_PUSH_INFLIGHT", "4M", "bytes in flight per worker"},
-    {"RSHUFFLE_PUSH_WAIT_MS", "30000", "bound of every wait of append, swap and close"},
-    {"RSHUFFLE_PUSH_BACKPRESSURE_MS", "30000", "worker backpressure longer than this fails"},
-    /* worker */
-    {"RSHUFFLE_WORKER_MEM", "256M", "a worker's registered arena, bytes"},
-    {"RSHUFFLE_WORKER_HIGH_WATER", "75", "spill above this percentage of the arena"},
-    {"RSHUFFLE_WORKER_SPILL_DIR", "/tmp", "directory of spill files"},
-    {"RSHUFFLE_WORKER_EXTENT_MIN", "64K", "first extent of a partition, bytes"},
-    {"RSHUFFLE_WORKER_EXTENT_MAX", "8M", "extents double up to this, bytes"},
-    {"RSHUFFLE_WORKER_GRANT_BULK", "1M", "extra space per bulk grant, bytes"},
-    {"RSHUFFLE_WORKER_VERIFY", "0",
-     "also check batch checksums on arrival (0|1; readers always verify)"},
-    {"RSHUFFLE_WORKER_SINK", "0", "perf only: free batches once committed (0|1)"},
-    /* reader */
-    {"RSHUFFLE_READ_MAX", "16M", "bytes per one-sided read, the reader's registered buffer"},
-    {"RSHUFFLE_READ_WAIT_MS", "30000", "bound of any single reader wait"},
-    {"RSHUFFLE_READ_LOCAL", "1", "read partitions of a worker in this process in place (0|1)"},
-#ifdef RS_FAULT_INJECTION /* test builds only: a library for use names no hook */
+/* Test hooks, read by inline rs_env_* calls in test builds only. */
+static const rs_config_var_t hooks[] = {
+#ifdef RS_FAULT_INJECTION /* a library for use names no hook */
     {"RSHUFFLE_BCAST_FAULT", "", "test builds only: corrupt|slow fault injection"},
 #endif
+    {NULL, NULL, NULL},
 };
-#define N_UNTABLED (sizeof(untabled) / sizeof(untabled[0]))
 
 #define N_VARS_MAX 128
 static rs_config_var_t vars[N_VARS_MAX];
+static char descs[N_VARS_MAX][256]; /* a row's description and its range */
 static size_t n_vars;
 
 static void vars_build(void)
@@ -68,10 +45,16 @@ static void vars_build(void)
     for (size_t t = 0; t < N_TABLES; t++)
         for (size_t i = 0; i < tables[t]->n && n < N_VARS_MAX; i++, n++) {
             const rs_cfg_row_t *r = &tables[t]->rows[i];
-            vars[n] = (rs_config_var_t){r->env, r->dflt, r->desc};
+            char range[96];
+            rs_cfg_range(r, range, sizeof(range));
+            if (range[0] != '\0')
+                snprintf(descs[n], sizeof(descs[n]), "%s (%s)", r->desc, range);
+            else
+                snprintf(descs[n], sizeof(descs[n]), "%s", r->desc);
+            vars[n] = (rs_config_var_t){r->env, r->dflt, descs[n]};
         }
-    for (size_t i = 0; i < N_UNTABLED && n < N_VARS_MAX; i++)
-        vars[n++] = untabled[i];
+    for (size_t i = 0; hooks[i].name != NULL && n < N_VARS_MAX; i++)
+        vars[n++] = hooks[i];
     n_vars = n;
 }
 

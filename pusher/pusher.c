@@ -1,8 +1,8 @@
 /* The map side's writer calls: open, append, swap, close (docs/shuffle.md). */
 #include "pusher/internal.h"
+#include "pusher/config.h"
 
 #include "common/clock.h"
-#include "common/env.h"
 #include "common/log.h"
 #include "shuffle/name.h"
 
@@ -16,44 +16,6 @@
 #define RS_CLOSE_SPIN_NS 1000000
 /* open polls for the attach replies this long before it sleeps. */
 #define RS_ATTACH_SPIN_NS 200000
-
-void rs_pusher_config_defaults(rs_pusher_config_t *cfg)
-{
-    if (cfg == NULL)
-        return;
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->codec = RS_CODEC_NONE;
-    cfg->buf_len = 256 << 10;
-    cfg->min_buf = 4 << 10;
-    cfg->pool_bytes = 32 << 20;
-    cfg->queue_depth = 16;
-    cfg->max_inflight = 4 << 20;
-    cfg->wait_ms = 30000;
-    cfg->backpressure_ms = 30000;
-}
-
-rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
-{
-    if (cfg == NULL)
-        return RS_ERR_INVALID;
-    rs_pusher_config_t c = *cfg;
-    static const char *const codecs[] = {"none", "lz4", "snappy", NULL};
-    int codec = (int)c.codec;
-    uint64_t buf = c.buf_len, pool = c.pool_bytes;
-    rs_status_t s;
-    if ((s = rs_env_choice("RSHUFFLE_CODEC", codecs, &codec)) != RS_OK ||
-        (s = rs_env_u64("RSHUFFLE_PUSH_BUF", 1024, 16 << 20, &buf)) != RS_OK ||
-        (s = rs_env_u64("RSHUFFLE_PUSH_POOL", 1 << 20, 1ull << 36, &pool)) != RS_OK ||
-        (s = rs_env_u64("RSHUFFLE_PUSH_INFLIGHT", 4096, 1ull << 36, &c.max_inflight)) != RS_OK ||
-        (s = rs_env_u32("RSHUFFLE_PUSH_WAIT_MS", 10, 3600000, &c.wait_ms)) != RS_OK ||
-        (s = rs_env_u32("RSHUFFLE_PUSH_BACKPRESSURE_MS", 10, 3600000, &c.backpressure_ms)) != RS_OK)
-        return s;
-    c.codec = (rs_codec_t)codec;
-    c.buf_len = buf;
-    c.pool_bytes = pool;
-    *cfg = c;
-    return RS_OK;
-}
 
 #define PART_BUF_MIN 64 /* smallest partition buffer, bytes (+ RS_PBUF_HEAD_ROOM) */
 
@@ -330,14 +292,8 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
         if ((s = rs_pusher_config_from_env(&p->cfg)) != RS_OK)
             goto err_free;
     }
-    if (p->cfg.buf_len == 0 || p->cfg.min_buf == 0 || p->cfg.max_inflight == 0 ||
-        p->cfg.buf_len + RS_FRAME_HEADER_SIZE > RS_GRANT_MAX ||
-        p->cfg.pool_bytes < 4 * (p->cfg.buf_len + RS_PBUF_HEAD_ROOM)) {
-        rs_error("pusher: invalid configuration (buffer %zu, pool %zu)", p->cfg.buf_len,
-                 p->cfg.pool_bytes);
-        s = RS_ERR_CONFIG;
+    if ((s = rs_push_config_check(&p->cfg)) != RS_OK)
         goto err_free;
-    }
     rs_push_lane_key_t key;
     memset(&key, 0, sizeof(key)); /* compared bytewise: padding too */
     if (p->cfg.transport != NULL)

@@ -5,9 +5,9 @@
  * dropped, never taken for the current one).
  */
 #include "reader/internal.h"
+#include "reader/config.h"
 
 #include "common/clock.h"
-#include "common/env.h"
 #include "common/log.h"
 #include "shuffle/local.h"
 #include "shuffle/name.h"
@@ -19,32 +19,6 @@
 
 /* A reply is waited for by polling this long before sleeping (as the worker and push engine do). */
 #define RSESS_SPIN_NS 100000
-
-void rs_reader_config_defaults(rs_reader_config_t *cfg)
-{
-    if (cfg == NULL)
-        return;
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->read_max = 16 << 20;
-    cfg->wait_ms = 30000;
-    cfg->local_reads = 1;
-}
-
-rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg)
-{
-    if (cfg == NULL)
-        return RS_ERR_INVALID;
-    rs_reader_config_t c = *cfg;
-    uint64_t max = c.read_max;
-    rs_status_t s;
-    if ((s = rs_env_u64("RSHUFFLE_READ_MAX", 1 << 20, 1ull << 32, &max)) != RS_OK ||
-        (s = rs_env_u32("RSHUFFLE_READ_WAIT_MS", 10, 3600000, &c.wait_ms)) != RS_OK ||
-        (s = rs_env_bool("RSHUFFLE_READ_LOCAL", &c.local_reads)) != RS_OK)
-        return s;
-    c.read_max = (size_t)max;
-    *cfg = c;
-    return RS_OK;
-}
 
 static void on_reply(rs_read_lane_t *l, unsigned type, rs_ep_t *ep, const void *data, size_t len)
 {
@@ -428,10 +402,10 @@ rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuffle_desc
             return st;
         }
     }
-    if (s->cfg.read_max < RS_GRANT_MAX)
-        s->cfg.read_max = RS_GRANT_MAX; /* one frame always fits */
-    if (s->cfg.wait_ms == 0)
-        s->cfg.wait_ms = 30000;
+    if ((st = rs_rd_config_check(&s->cfg)) != RS_OK) {
+        free(s);
+        return st;
+    }
     s->desc = *desc;
     if ((st = rs_shuffle_replicas(desc, &s->replicas)) != RS_OK) {
         free(s);

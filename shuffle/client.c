@@ -4,8 +4,8 @@
  * The client lives until it was destroyed and every lent lane came back.
  */
 #include "shuffle/client.h"
+#include "shuffle/config.h"
 
-#include "common/env.h"
 #include "common/log.h"
 
 #include <pthread.h>
@@ -22,26 +22,6 @@ struct rs_client {
     rs_client_stats_t stats;
 };
 
-void rs_client_config_defaults(rs_client_config_t *cfg)
-{
-    if (cfg == NULL)
-        return;
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->max_idle = 64;
-}
-
-rs_status_t rs_client_config_from_env(rs_client_config_t *cfg)
-{
-    if (cfg == NULL)
-        return RS_ERR_INVALID;
-    rs_client_config_t c = *cfg;
-    rs_status_t s = rs_env_u32("RSHUFFLE_CLIENT_LANES", 0, 65536, &c.max_idle);
-    if (s != RS_OK)
-        return s;
-    *cfg = c;
-    return RS_OK;
-}
-
 rs_status_t rs_client_create(const rs_client_config_t *cfg, rs_client_t **client_p)
 {
     if (client_p == NULL)
@@ -55,6 +35,8 @@ rs_status_t rs_client_create(const rs_client_config_t *cfg, rs_client_t **client
         if (s != RS_OK)
             return s;
     }
+    if (rs_sh_client_config_check(&c) != RS_OK)
+        return RS_ERR_CONFIG;
     rs_client_t *cl = calloc(1, sizeof(*cl));
     if (cl == NULL)
         return RS_ERR_NOMEM;

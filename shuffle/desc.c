@@ -1,8 +1,8 @@
 /* Placement of partitions on workers (include/rshuffle/shuffle.h). */
 #include <rshuffle/shuffle.h>
 
-#include "common/env.h"
 #include "common/log.h"
+#include "shuffle/config.h"
 
 uint32_t rs_placement_default(void *arg, uint32_t shuffle_id, uint32_t partition,
                               uint32_t n_workers)
@@ -35,8 +35,7 @@ rs_status_t rs_shuffle_replicas(const rs_shuffle_desc_t *desc, uint32_t *replica
         return RS_ERR_INVALID;
     uint32_t r = desc->replicas;
     if (r == 0) {
-        r = 1;
-        rs_status_t s = rs_env_u32("RSHUFFLE_REPLICAS", 1, RS_SHUFFLE_REPLICAS_MAX, &r);
+        rs_status_t s = rs_sh_env_replicas(&r);
         if (s != RS_OK)
             return s;
     }

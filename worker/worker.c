@@ -1,10 +1,10 @@
-/* The worker's lifecycle, configuration and thread. */
+/* The worker's lifecycle and thread (its configuration: worker/config.c). */
 #include "worker/internal.h"
+#include "worker/config.h"
 #include "worker/limits.h"
 #include "worker/watch.h"
 
 #include "common/clock.h"
-#include "common/env.h"
 #include "common/log.h"
 #include "shuffle/local.h"
 #include "shuffle/name.h"
@@ -71,42 +71,6 @@ static void listen_watch(rs_worker_t *w, uint64_t now)
              "exiting with status 3",
              port, (unsigned)(W_WATCH_STRIKES * (W_WATCH_NS / 1000000000ull)), waiting);
     _exit(3);
-}
-
-void rs_worker_config_defaults(rs_worker_config_t *cfg)
-{
-    if (cfg == NULL)
-        return;
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->mem_limit = 256ull << 20;
-    cfg->high_water_pct = 75;
-    strcpy(cfg->spill_dir, "/tmp");
-    cfg->extent_min = 64 << 10;
-    cfg->extent_max = 8 << 20;
-    cfg->grant_bulk = 1 << 20;
-    cfg->verify = 0; /* readers verify every frame end to end: see docs/shuffle.md */
-    cfg->sink = 0;
-    cfg->commit_wait_ms = 5000;
-    cfg->retry_ms = 20;
-}
-
-rs_status_t rs_worker_config_from_env(rs_worker_config_t *cfg)
-{
-    if (cfg == NULL)
-        return RS_ERR_INVALID;
-    rs_worker_config_t c = *cfg;
-    rs_status_t s;
-    if ((s = rs_env_u64("RSHUFFLE_WORKER_MEM", 1 << 20, 1ull << 40, &c.mem_limit)) != RS_OK ||
-        (s = rs_env_u32("RSHUFFLE_WORKER_HIGH_WATER", 1, 100, &c.high_water_pct)) != RS_OK ||
-        (s = rs_env_str("RSHUFFLE_WORKER_SPILL_DIR", c.spill_dir, sizeof(c.spill_dir))) != RS_OK ||
-        (s = rs_env_u64("RSHUFFLE_WORKER_EXTENT_MIN", 4096, 1 << 30, &c.extent_min)) != RS_OK ||
-        (s = rs_env_u64("RSHUFFLE_WORKER_EXTENT_MAX", 4096, 1 << 30, &c.extent_max)) != RS_OK ||
-        (s = rs_env_u64("RSHUFFLE_WORKER_GRANT_BULK", 0, 1 << 24, &c.grant_bulk)) != RS_OK ||
-        (s = rs_env_bool("RSHUFFLE_WORKER_VERIFY", &c.verify)) != RS_OK ||
-        (s = rs_env_bool("RSHUFFLE_WORKER_SINK", &c.sink)) != RS_OK)
-        return s;
-    *cfg = c;
-    return RS_OK;
 }
 
 void rs_wk_defer_close(rs_worker_t *w, rs_ep_t *ep)
@@ -191,13 +155,8 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
         if (s != RS_OK)
             return s;
     }
-    if (cfg.mem_limit < (1 << 20) || cfg.extent_min == 0 || cfg.extent_max < cfg.extent_min ||
-        cfg.high_water_pct == 0 || cfg.high_water_pct > 100) {
-        rs_error("worker: invalid configuration (memory %llu, extents %llu..%llu)",
-                 (unsigned long long)cfg.mem_limit, (unsigned long long)cfg.extent_min,
-                 (unsigned long long)cfg.extent_max);
+    if (rs_wk_config_check(&cfg) != RS_OK)
         return RS_ERR_CONFIG;
-    }
     if (!cfg.sink && rs_wk_check_spill_dir(cfg.spill_dir) != RS_OK)
         return RS_ERR_CONFIG;
     rs_worker_t *w = calloc(1, sizeof(*w));

@@ -1,0 +1,71 @@
+/* rs_pusher_config_t: its table (RSHUFFLE_CODEC, RSHUFFLE_PUSH_*), defaults, environment, check. */
+#include "pusher/config.h"
+
+#include "common/cfgtab.h"
+#include "common/log.h"
+#include "shuffle/proto.h"
+
+#include <string.h>
+
+/* A full buffer's batch (frame header + records) fits one grant of a worker. */
+#define PUSH_BUF_MIN  1024u
+#define PUSH_BUF_MAX  (RS_GRANT_MAX - RS_FRAME_HEADER_SIZE)
+#define PUSH_POOL_MIN (4u * (PUSH_BUF_MIN + RS_PBUF_HEAD_ROOM)) /* 4 of the smallest buffers */
+
+static const char *const codecs[] = {"none", "lz4", "snappy", NULL};
+
+#define NUM(env, field, dflt, min, max, desc) \
+    RS_CFG_UINT_ROW(rs_pusher_config_t, env, field, dflt, min, max, desc)
+static const rs_cfg_row_t rows[] = {
+    RS_CFG_CHOICE_ROW(rs_pusher_config_t, "RSHUFFLE_CODEC", codec, "none", codecs,
+                      "shuffle codec: none|lz4|snappy"),
+    NUM("RSHUFFLE_PUSH_BUF", buf_len, "256K", PUSH_BUF_MIN, PUSH_BUF_MAX,
+        "a full push buffer, bytes"),
+    NUM("RSHUFFLE_PUSH_POOL", pool_bytes, "32M", PUSH_POOL_MIN, 1ull << 36,
+        "a push lane's registered slab, bytes; holds 4 buffers of PUSH_BUF + 64"),
+    NUM("RSHUFFLE_PUSH_INFLIGHT", max_inflight, "4M", 4096, 1ull << 36,
+        "bytes in flight per worker"),
+    NUM("RSHUFFLE_PUSH_WAIT_MS", wait_ms, "30000", 10, 3600000,
+        "bound of every wait of append, swap and close"),
+    NUM("RSHUFFLE_PUSH_BACKPRESSURE_MS", backpressure_ms, "30000", 10, 3600000,
+        "worker backpressure longer than this fails"),
+};
+#undef NUM
+
+const rs_cfg_table_t rs_pusher_config_table = {"pusher config", rows,
+                                               sizeof(rows) / sizeof(rows[0])};
+
+void rs_pusher_config_defaults(rs_pusher_config_t *cfg)
+{
+    if (cfg == NULL)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    rs_cfg_defaults(&rs_pusher_config_table, cfg);
+    cfg->min_buf = 4 << 10; /* the fields no variable sets */
+    cfg->queue_depth = 16;
+}
+
+rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
+{
+    if (cfg == NULL)
+        return RS_ERR_INVALID;
+    return rs_cfg_apply(&rs_pusher_config_table, cfg);
+}
+
+rs_status_t rs_push_config_check(const rs_pusher_config_t *cfg)
+{
+    rs_status_t st = rs_cfg_check(&rs_pusher_config_table, cfg);
+    if (st != RS_OK)
+        return st;
+    if (cfg->min_buf == 0) {
+        rs_error("pusher config field min_buf is 0: a partition's first buffer needs a byte");
+        return RS_ERR_CONFIG;
+    }
+    if (cfg->pool_bytes < 4 * (cfg->buf_len + RS_PBUF_HEAD_ROOM)) {
+        rs_error("pusher config: pool_bytes (RSHUFFLE_PUSH_POOL) = %zu holds fewer than 4 "
+                 "buffers of buf_len (RSHUFFLE_PUSH_BUF) = %zu plus %d bytes of head room",
+                 cfg->pool_bytes, cfg->buf_len, RS_PBUF_HEAD_ROOM);
+        return RS_ERR_CONFIG;
+    }
+    return RS_OK;
+}

@@ -1,0 +1,15 @@
+/* The pusher's configuration check (pusher/config.c). */
+#ifndef RS_PUSHER_CONFIG_H
+#define RS_PUSHER_CONFIG_H
+
+#include <rshuffle/pusher.h>
+
+/*
+ * RS_OK when cfg is one rs_pusher_open can use: every field of the table
+ * in its variable's range, min_buf not 0, and the pool holding 4 buffers
+ * (pool_bytes >= 4 * (buf_len + RS_PBUF_HEAD_ROOM)). Else RS_ERR_CONFIG,
+ * logged naming the field and its variable.
+ */
+rs_status_t rs_push_config_check(const rs_pusher_config_t *cfg);
+
+#endif
