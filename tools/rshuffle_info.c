@@ -218,15 +218,18 @@ static rs_status_t parse_all(void)
     rs_reader_config_t r;
     rs_worker_config_t w;
     rs_bcast_config_t b;
+    rs_client_config_t cl;
     rs_shuffle_desc_t d = {.n_partitions = 1, .n_workers = 2, .workers = two};
     uint32_t replicas;
     rs_status_t s;
     rs_pusher_config_defaults(&p);
     rs_reader_config_defaults(&r);
     rs_worker_config_defaults(&w);
+    rs_client_config_defaults(&cl);
     if ((s = rs_config_init(&t)) != RS_OK || (s = rs_pusher_config_from_env(&p)) != RS_OK ||
         (s = rs_reader_config_from_env(&r)) != RS_OK ||
-        (s = rs_worker_config_from_env(&w)) != RS_OK || (s = rs_bcast_config_init(&b)) != RS_OK)
+        (s = rs_worker_config_from_env(&w)) != RS_OK || (s = rs_bcast_config_init(&b)) != RS_OK ||
+        (s = rs_client_config_from_env(&cl)) != RS_OK)
         return s;
     return rs_shuffle_replicas(&d, &replicas);
 }

@@ -66,8 +66,8 @@ RS_API rs_status_t rs_client_config_from_env(rs_client_config_t *cfg);
 /*
  * Creates a client (nothing is connected or registered yet). cfg NULL:
  * defaults and environment; *cfg is copied. RS_ERR_INVALID: NULL client_p;
- * RS_ERR_CONFIG (cfg NULL and a bad variable); RS_ERR_NOMEM. *client_p is
- * set only on RS_OK.
+ * RS_ERR_CONFIG (cfg NULL and a bad variable, or max_idle above 65536);
+ * RS_ERR_NOMEM. *client_p is set only on RS_OK.
  */
 RS_API rs_status_t rs_client_create(const rs_client_config_t *cfg, rs_client_t **client_p);
 

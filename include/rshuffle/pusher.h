@@ -211,15 +211,16 @@ RS_API rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg);
  * n_partitions); RS_ERR_EXISTS: a worker has (map_id, attempt) of this
  * shuffle open by another pusher or committed already (a second pusher of
  * one attempt would mix its batches with the first's: open another
- * attempt); RS_ERR_CONFIG: a bad variable (cfg NULL, or RSHUFFLE_REPLICAS), buf_len, min_buf
- * or max_inflight 0, buf_len + RS_FRAME_HEADER_SIZE over 16 MiB, or
- * pool_bytes < 4 * (buf_len + RS_PBUF_HEAD_ROOM); rs_ctx_create's errors;
+ * attempt); RS_ERR_CONFIG: a bad variable (cfg NULL, or RSHUFFLE_REPLICAS),
+ * a field outside its variable's range (man/rshuffle.7: buf_len 1 KiB ..
+ * 16 MiB - RS_FRAME_HEADER_SIZE, max_inflight at least 4 KiB, wait_ms and
+ * backpressure_ms 10 .. 3600000, codec not an rs_codec_t), min_buf 0, or
+ * pool_bytes < 4 * (buf_len + RS_PBUF_HEAD_ROOM), logged naming the field
+ * and its variable; rs_ctx_create's errors;
  * rs_connect's (RS_ERR_REFUSED, RS_ERR_AUTH, RS_ERR_TIMEOUT,
  * RS_ERR_UNREACHABLE); RS_ERR_TIMEOUT: a worker did not answer the attach;
  * RS_ERR_NOMEM; rs_mem_alloc's for the pool; RS_ERR_IO. Everything opened
  * is closed again on an error; *pusher_p (not NULL) is set only on RS_OK.
- * cfg->codec is not checked here: an unknown codec fails the first batch
- * (RS_ERR_BAD_CODEC).
  * RS_ERR_EXISTS: a worker holds the shuffle id for another generation
  * (rs_shuffle_desc_t.generation).
  */

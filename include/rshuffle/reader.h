@@ -51,7 +51,8 @@ RS_API void rs_reader_config_defaults(rs_reader_config_t *cfg);
 
 /*
  * Applies the RSHUFFLE_READ_* variables named above; RS_ERR_CONFIG names a
- * bad one, and *cfg is then unchanged.
+ * bad one (RSHUFFLE_READ_MAX under 16M, one batch, among them), and *cfg
+ * is then unchanged.
  */
 RS_API rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg);
 
@@ -64,7 +65,9 @@ RS_API rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg);
  * *cfg->transport are copied. A read_max below 16 MiB (one batch) is raised
  * to 16 MiB; wait_ms 0 means 30000.
  * Errors: RS_ERR_INVALID: NULL desc or workers, n_workers 0, NULL attempts
- * with n_maps > 0; RS_ERR_CONFIG: a bad variable (cfg NULL);
+ * with n_maps > 0; RS_ERR_CONFIG: a bad variable (cfg NULL), or after the
+ * raise a field outside its variable's range (read_max above 4 GiB,
+ * wait_ms above 3600000 or under 10), logged naming it;
  * rs_ctx_create's errors; RS_ERR_NOMEM. *sess_p (not NULL) is set only on
  * RS_OK.
  */

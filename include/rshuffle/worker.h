@@ -56,8 +56,10 @@ typedef struct rs_worker rs_worker_t;
  * of /dev/shm, and when spill_dir
  * is missing, not a directory or does not take new files (not checked in
  * sink mode, which never spills).
- * RS_ERR_CONFIG also: a bad variable (wcfg NULL), mem_limit under 1 MiB,
- * extent_min 0, extent_max < extent_min, high_water_pct not in 1..100;
+ * RS_ERR_CONFIG also: a bad variable (wcfg NULL), a field outside its
+ * variable's range (man/rshuffle.7: mem_limit 1 MiB .. 1 TiB, extents
+ * 4 KiB .. 1 GiB, grant_bulk at most 16 MiB, high_water_pct 1..100) or
+ * extent_max < extent_min, logged naming the field and its variable;
  * rs_ctx_create's errors; rs_mem_alloc's for the arena; RS_ERR_BAD_RKEY;
  * RS_ERR_NOMEM (also: the thread did not start). Nothing is left on an
  * error; *worker_p (not NULL) is set only on RS_OK.

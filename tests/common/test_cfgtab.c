@@ -1,9 +1,10 @@
 /*
  * Configuration tables (common/cfgtab.c): every table's defaults parse and
  * pass its own check and are what the module's *_defaults writes; a bad
- * variable is refused naming it, leaving the config as it was; ranges are
- * checked on configs built in code; man/rshuffle.7 gives each variable the
- * table's default; the UCX backend's knobs are refused when bogus.
+ * variable of each table is refused naming it, leaving the config as it
+ * was; ranges and the rules between fields are checked on configs built
+ * in code; man/rshuffle.7 gives each variable the table's default, range
+ * and choices; the UCX backend's knobs are refused when bogus.
  * Usage: test_cfgtab MAN_PAGE
  */
 #include <setjmp.h>
@@ -16,10 +17,16 @@
 #include <cmocka.h>
 
 #include <rshuffle/broadcast.h>
+#include <rshuffle/client.h>
 #include <rshuffle/config.h>
 #include <rshuffle/log.h>
+#include <rshuffle/pusher.h>
+#include <rshuffle/reader.h>
+#include <rshuffle/shuffle.h>
 #include <rshuffle/transport.h>
+#include <rshuffle/worker.h>
 #include "common/cfgtab.h"
+#include "reader/config.h"
 
 static const char *man_path;
 static char logged[4096];
@@ -45,13 +52,17 @@ static void log_stop(void)
     rs_log_set_handler(NULL, NULL);
 }
 
-static const rs_cfg_table_t *const tables[] = {&rs_config_table, &rs_ucx_config_table,
-                                               &rs_bc_config_table};
+static const rs_cfg_table_t *const tables[] = {
+    &rs_config_table,        &rs_ucx_config_table,    &rs_shuffle_env_table,
+    &rs_client_config_table, &rs_pusher_config_table, &rs_worker_config_table,
+    &rs_reader_config_table, &rs_bc_config_table,
+};
+#define N_TABLES (sizeof(tables) / sizeof(tables[0]))
 
 static void test_defaults_pass_their_check(void **state)
 {
     (void)state;
-    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+    for (size_t t = 0; t < N_TABLES; t++) {
         uint8_t cfg[4096];
         memset(cfg, 0, sizeof(cfg));
         assert_int_equal(rs_cfg_defaults(tables[t], cfg), RS_OK);
@@ -85,6 +96,194 @@ static void test_module_defaults_are_the_tables(void **state)
     assert_int_equal(c.transport, RS_TRANSPORT_AUTO);
     assert_string_equal(c.job_token, "rshuffle");
     assert_int_equal(c.verbs_cq_depth, 4096);
+
+    /* The shuffle modules: the table's rows, plus the fields no variable sets. */
+    rs_pusher_config_t p, pt;
+    rs_pusher_config_defaults(&p);
+    memset(&pt, 0, sizeof(pt));
+    assert_int_equal(rs_cfg_defaults(&rs_pusher_config_table, &pt), RS_OK);
+    pt.min_buf = 4 << 10;
+    pt.queue_depth = 16;
+    assert_memory_equal(&p, &pt, sizeof(p));
+    assert_int_equal(p.buf_len, 256u << 10);
+    assert_int_equal(p.pool_bytes, 32u << 20);
+    assert_int_equal(p.codec, RS_CODEC_NONE);
+
+    rs_reader_config_t r, rt;
+    rs_reader_config_defaults(&r);
+    memset(&rt, 0, sizeof(rt));
+    assert_int_equal(rs_cfg_defaults(&rs_reader_config_table, &rt), RS_OK);
+    assert_memory_equal(&r, &rt, sizeof(r));
+    assert_int_equal(r.read_max, 16u << 20);
+    assert_int_equal(r.local_reads, 1);
+
+    rs_worker_config_t w, wt;
+    rs_worker_config_defaults(&w);
+    memset(&wt, 0, sizeof(wt));
+    assert_int_equal(rs_cfg_defaults(&rs_worker_config_table, &wt), RS_OK);
+    wt.commit_wait_ms = 5000;
+    wt.retry_ms = 20;
+    assert_memory_equal(&w, &wt, sizeof(w));
+    assert_string_equal(w.spill_dir, "/tmp");
+    assert_int_equal(w.extent_max, 8u << 20);
+
+    rs_client_config_t cl;
+    rs_client_config_defaults(&cl);
+    assert_int_equal(cl.max_idle, 64);
+}
+
+/* Sets name=value, runs the reader, and expects RS_ERR_CONFIG with a line naming the variable. */
+#define REFUSED(name, value, call)                                                    \
+    do {                                                                              \
+        setenv(name, value, 1);                                                       \
+        log_start();                                                                  \
+        assert_int_equal((call), RS_ERR_CONFIG);                                      \
+        log_stop();                                                                   \
+        unsetenv(name);                                                               \
+        if (strstr(logged, name) == NULL)                                             \
+            fail_msg("%s=%s: the refusal does not name it: %s", name, value, logged); \
+    } while (0)
+
+/* A bad value of each shuffle module's table is refused naming it; the config stays as it was. */
+static void test_shuffle_tables_refuse(void **state)
+{
+    (void)state;
+    rs_pusher_config_t p, p0;
+    rs_pusher_config_defaults(&p);
+    p0 = p;
+    REFUSED("RSHUFFLE_CODEC", "lz5", rs_pusher_config_from_env(&p));
+    assert_non_null(strstr(logged, "none|lz4|snappy"));
+    REFUSED("RSHUFFLE_PUSH_BUF", "512", rs_pusher_config_from_env(&p));
+    REFUSED("RSHUFFLE_PUSH_BUF", "16M",
+            rs_pusher_config_from_env(&p)); /* its batch is over a grant */
+    REFUSED("RSHUFFLE_PUSH_POOL", "4K", rs_pusher_config_from_env(&p));
+    REFUSED("RSHUFFLE_PUSH_INFLIGHT", "0", rs_pusher_config_from_env(&p));
+    REFUSED("RSHUFFLE_PUSH_WAIT_MS", "5", rs_pusher_config_from_env(&p));
+    REFUSED("RSHUFFLE_PUSH_BACKPRESSURE_MS", "1h", rs_pusher_config_from_env(&p));
+    assert_memory_equal(&p, &p0, sizeof(p));
+
+    rs_reader_config_t r, r0;
+    rs_reader_config_defaults(&r);
+    r0 = r;
+    /* Below one batch: was accepted and then raised to 16M; now refused. */
+    REFUSED("RSHUFFLE_READ_MAX", "8M", rs_reader_config_from_env(&r));
+    assert_non_null(strstr(logged, "[16777216, "));
+    REFUSED("RSHUFFLE_READ_WAIT_MS", "0", rs_reader_config_from_env(&r));
+    REFUSED("RSHUFFLE_READ_LOCAL", "maybe", rs_reader_config_from_env(&r));
+    assert_memory_equal(&r, &r0, sizeof(r));
+    setenv("RSHUFFLE_READ_MAX", "32M", 1);
+    assert_int_equal(rs_reader_config_from_env(&r), RS_OK);
+    assert_int_equal(r.read_max, 32u << 20);
+    unsetenv("RSHUFFLE_READ_MAX");
+
+    rs_worker_config_t w, w0;
+    rs_worker_config_defaults(&w);
+    w0 = w;
+    REFUSED("RSHUFFLE_WORKER_MEM", "512K", rs_worker_config_from_env(&w));
+    REFUSED("RSHUFFLE_WORKER_HIGH_WATER", "101", rs_worker_config_from_env(&w));
+    REFUSED("RSHUFFLE_WORKER_EXTENT_MIN", "2K", rs_worker_config_from_env(&w));
+    REFUSED("RSHUFFLE_WORKER_EXTENT_MAX", "2G", rs_worker_config_from_env(&w));
+    REFUSED("RSHUFFLE_WORKER_GRANT_BULK", "32M", rs_worker_config_from_env(&w));
+    REFUSED("RSHUFFLE_WORKER_VERIFY", "2", rs_worker_config_from_env(&w));
+    REFUSED("RSHUFFLE_WORKER_SINK", "yes please", rs_worker_config_from_env(&w));
+    char dir[RS_SPILL_DIR_MAX + 8];
+    memset(dir, 'd', sizeof(dir) - 1);
+    dir[0] = '/';
+    dir[sizeof(dir) - 1] = '\0';
+    REFUSED("RSHUFFLE_WORKER_SPILL_DIR", dir, rs_worker_config_from_env(&w));
+    assert_memory_equal(&w, &w0, sizeof(w));
+
+    rs_client_config_t cl, cl0;
+    rs_client_config_defaults(&cl);
+    cl0 = cl;
+    REFUSED("RSHUFFLE_CLIENT_LANES", "70000", rs_client_config_from_env(&cl));
+    assert_memory_equal(&cl, &cl0, sizeof(cl));
+
+    static const char *const two[] = {"127.0.0.1:1", "127.0.0.1:2"};
+    rs_shuffle_desc_t d = {.n_partitions = 1, .n_workers = 2, .workers = two};
+    uint32_t rep = 7;
+    REFUSED("RSHUFFLE_REPLICAS", "0", rs_shuffle_replicas(&d, &rep));
+    REFUSED("RSHUFFLE_REPLICAS", "4", rs_shuffle_replicas(&d, &rep));
+    assert_int_equal(rep, 7);
+    assert_int_equal(rs_shuffle_replicas(&d, &rep), RS_OK);
+    assert_int_equal(rep, 1);
+}
+
+/*
+ * Configs built in code meet the same rows and the rules between fields at
+ * the call that uses them, before anything is connected or allocated; the
+ * refusal names the field and its variable.
+ */
+static void test_shuffle_checks_in_code(void **state)
+{
+    (void)state;
+    static const char *const one[] = {"127.0.0.1:1"};
+    rs_shuffle_desc_t d = {.shuffle_id = 1, .n_partitions = 1, .n_workers = 1, .workers = one};
+
+    rs_pusher_config_t p;
+    rs_pusher_t *pusher = (rs_pusher_t *)&p; /* a sentinel: must not be overwritten */
+    rs_pusher_config_defaults(&p);
+    p.buf_len = 8u << 20; /* 4 of them do not fit the default 32M pool */
+    log_start();
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &p, &pusher), RS_ERR_CONFIG);
+    log_stop();
+    assert_ptr_equal(pusher, (rs_pusher_t *)&p);
+    assert_non_null(strstr(logged, "RSHUFFLE_PUSH_POOL"));
+    assert_non_null(strstr(logged, "RSHUFFLE_PUSH_BUF"));
+    rs_pusher_config_defaults(&p);
+    p.codec = (rs_codec_t)9;
+    log_start();
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &p, &pusher), RS_ERR_CONFIG);
+    log_stop();
+    assert_non_null(strstr(logged, "RSHUFFLE_CODEC"));
+    rs_pusher_config_defaults(&p);
+    p.min_buf = 0;
+    assert_int_equal(rs_pusher_open(&d, 0, 0, &p, &pusher), RS_ERR_CONFIG);
+
+    /* The reader raises a small read_max (documented); one above the range is refused. */
+    rs_reader_config_t r;
+    rs_reader_config_defaults(&r);
+    r.read_max = 1u << 20;
+    r.wait_ms = 0;
+    assert_int_equal(rs_rd_config_check(&r), RS_OK);
+    assert_int_equal(r.read_max, 16u << 20);
+    assert_int_equal(r.wait_ms, 30000);
+    rs_reader_session_t *sess = (rs_reader_session_t *)&r;
+    rs_reader_config_defaults(&r);
+    r.read_max = (size_t)8 << 30;
+    log_start();
+    assert_int_equal(rs_reader_session_open(&d, 0, NULL, &r, &sess), RS_ERR_CONFIG);
+    log_stop();
+    assert_ptr_equal(sess, (rs_reader_session_t *)&r);
+    assert_non_null(strstr(logged, "RSHUFFLE_READ_MAX"));
+
+    rs_worker_config_t w;
+    rs_worker_t *worker = (rs_worker_t *)&w;
+    rs_worker_config_defaults(&w);
+    w.extent_min = 1u << 20;
+    w.extent_max = 64u << 10;
+    log_start();
+    assert_int_equal(rs_worker_create(NULL, &w, &worker), RS_ERR_CONFIG);
+    log_stop();
+    assert_ptr_equal(worker, (rs_worker_t *)&w);
+    assert_non_null(strstr(logged, "RSHUFFLE_WORKER_EXTENT_MIN"));
+    assert_non_null(strstr(logged, "RSHUFFLE_WORKER_EXTENT_MAX"));
+    rs_worker_config_defaults(&w);
+    w.high_water_pct = 0;
+    log_start();
+    assert_int_equal(rs_worker_create(NULL, &w, &worker), RS_ERR_CONFIG);
+    log_stop();
+    assert_non_null(strstr(logged, "RSHUFFLE_WORKER_HIGH_WATER"));
+
+    rs_client_config_t cl;
+    rs_client_t *client = (rs_client_t *)&cl;
+    rs_client_config_defaults(&cl);
+    cl.max_idle = 70000;
+    log_start();
+    assert_int_equal(rs_client_create(&cl, &client), RS_ERR_CONFIG);
+    log_stop();
+    assert_ptr_equal(client, (rs_client_t *)&cl);
+    assert_non_null(strstr(logged, "RSHUFFLE_CLIENT_LANES"));
 }
 
 /* A bad value names its variable and leaves every field as it was, even ones set before it. */
@@ -180,6 +379,56 @@ static void test_man_page_defaults(void **state)
         if (d == NULL || d > end)
             fail_msg("%s: %s does not say '%s'", man_path, vars[i].name, want);
     }
+    /* Each numeric row's range as the row has it, each choice row's names. */
+    for (size_t t = 0; t < N_TABLES; t++) {
+        for (size_t i = 0; i < tables[t]->n; i++) {
+            const rs_cfg_row_t *r = &tables[t]->rows[i];
+            char key[128], want[160], range[96];
+            snprintf(key, sizeof(key), ".B %s\n", r->env);
+            const char *at = strstr(man, key);
+            assert_non_null(at);
+            const char *end = strstr(at + strlen(key), ".TP");
+            if (end == NULL)
+                end = at + strlen(at);
+            rs_cfg_range(r, range, sizeof(range));
+            if (range[0] != '\0') {
+                snprintf(want, sizeof(want), "Range: %s.", range);
+                const char *d = strstr(at, want);
+                if (d == NULL || d > end)
+                    fail_msg("%s: %s does not say '%s'", man_path, r->env, want);
+            }
+            for (int c = 0; r->kind == RS_CFG_CHOICE && r->choices[c] != NULL; c++) {
+                const char *d = strstr(at, r->choices[c]);
+                if (d == NULL || d > end)
+                    fail_msg("%s: %s does not name its choice '%s'", man_path, r->env,
+                             r->choices[c]);
+            }
+        }
+    }
+}
+
+/* rshuffle_info -c's descriptions carry the rows' ranges. */
+static void test_listed_ranges(void **state)
+{
+    (void)state;
+    const rs_config_var_t *vars;
+    size_t n = rs_config_vars(&vars);
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(vars[i].name, "RSHUFFLE_READ_MAX") == 0) {
+            assert_non_null(strstr(vars[i].description, "(16M .. 4G)"));
+            seen++;
+        }
+        if (strcmp(vars[i].name, "RSHUFFLE_PUSH_BUF") == 0) {
+            assert_non_null(strstr(vars[i].description, "(1024 .. 16777168)"));
+            seen++;
+        }
+        if (strcmp(vars[i].name, "RSHUFFLE_BCAST_CACHE_BYTES") == 0) {
+            assert_non_null(strstr(vars[i].description, "(any)"));
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 3);
 }
 
 /* The UCX backend's knobs go through its table: a bogus one fails the context, naming it. */
@@ -219,8 +468,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_defaults_pass_their_check),
         cmocka_unit_test(test_module_defaults_are_the_tables),
         cmocka_unit_test(test_apply_refuses_and_keeps),
+        cmocka_unit_test(test_shuffle_tables_refuse),
+        cmocka_unit_test(test_shuffle_checks_in_code),
         cmocka_unit_test(test_check_ranges_in_code),
         cmocka_unit_test(test_man_page_defaults),
+        cmocka_unit_test(test_listed_ranges),
         cmocka_unit_test(test_ucx_knob_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
