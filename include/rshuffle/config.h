@@ -42,8 +42,8 @@ typedef struct rs_config {
     uint32_t verbs_cq_depth;     /* RSHUFFLE_VERBS_CQ_DEPTH: CQ entries (4096) */
     uint32_t verbs_inline;       /* RSHUFFLE_VERBS_INLINE: max inline send bytes (128) */
     uint32_t verbs_signal_every; /* RSHUFFLE_VERBS_SIGNAL_EVERY: signal one send in N (16) */
-    uint32_t
-        verbs_max_rd_atom; /* RSHUFFLE_VERBS_MAX_RD_ATOM: reads in flight per QP, 0 = device max */
+    uint32_t verbs_max_rd_atom;  /* RSHUFFLE_VERBS_MAX_RD_ATOM: reads in flight per QP
+                                    (0: the device's maximum) */
 } rs_config_t;
 
 /*

@@ -4,7 +4,8 @@
  * variable of each table is refused naming it, leaving the config as it
  * was; ranges and the rules between fields are checked on configs built
  * in code; man/rshuffle.7 gives each variable the table's default, range
- * and choices; the UCX backend's knobs are refused when bogus.
+ * and choices, and the public headers' field comments its default; the
+ * UCX backend's knobs are refused when bogus.
  * Usage: test_cfgtab MAN_PAGE
  */
 #include <setjmp.h>
@@ -407,6 +408,81 @@ static void test_man_page_defaults(void **state)
     }
 }
 
+/* The default a value text names: "256 KiB" as "256K", quotes dropped; *out[cap]. */
+static void default_text(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    while (n > 0 && *s == ' ')
+        s++, n--;
+    for (size_t i = 0; i < n && o + 1 < cap; i++) {
+        if (s[i] == '"')
+            continue;
+        if (s[i] == ' ' && i + 4 <= n && strchr("KMG", s[i + 1]) != NULL &&
+            strncmp(s + i + 2, "iB", 2) == 0) {
+            out[o++] = s[i + 1];
+            i += 3;
+            continue;
+        }
+        if (s[i] == ' ' || s[i] == ':' || s[i] == ';' || s[i] == ',')
+            break;
+        out[o++] = s[i];
+    }
+    out[o] = '\0';
+}
+
+/*
+ * A public header's field comment that names a variable ("RSHUFFLE_X: ...
+ * (default)") gives the table's default in one of its parentheses.
+ */
+static void test_header_defaults(void **state)
+{
+    (void)state;
+    static const char *const headers[] = {"config.h", "pusher.h", "reader.h",
+                                          "worker.h", "client.h", "broadcast.h"};
+    const rs_config_var_t *vars;
+    size_t n = rs_config_vars(&vars), checked = 0;
+    char root[512];
+    snprintf(root, sizeof(root), "%s", man_path);
+    char *slash = strstr(root, "man/rshuffle.7");
+    assert_non_null(slash);
+    *slash = '\0';
+    for (size_t h = 0; h < sizeof(headers) / sizeof(headers[0]); h++) {
+        char path[600];
+        static char text[1 << 17];
+        snprintf(path, sizeof(path), "%sinclude/rshuffle/%s", root, headers[h]);
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        size_t len = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[len] = '\0';
+        for (const char *c = strstr(text, "/* RSHUFFLE_"); c != NULL;
+             c = strstr(c + 1, "/* RSHUFFLE_")) {
+            const char *end = strstr(c, "*/");
+            assert_non_null(end);
+            size_t name_len = strspn(c + 3, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+            const rs_config_var_t *v = NULL;
+            for (size_t i = 0; i < n && v == NULL; i++)
+                if (strlen(vars[i].name) == name_len && strncmp(vars[i].name, c + 3, name_len) == 0)
+                    v = &vars[i];
+            if (v == NULL)
+                fail_msg("%s: %.*s is not a variable rs_config_vars lists", path, (int)name_len,
+                         c + 3);
+            int found = 0;
+            for (const char *o = memchr(c, '(', (size_t)(end - c)); o != NULL && o < end && !found;
+                 o = memchr(o + 1, '(', (size_t)(end - o - 1))) {
+                char got[64];
+                default_text(o + 1, strcspn(o + 1, ")"), got, sizeof(got));
+                found = strcmp(got, v->default_value) == 0;
+            }
+            if (!found)
+                fail_msg("%s: the comment of %s gives no '(%s)', its default", path, v->name,
+                         v->default_value);
+            checked++;
+        }
+    }
+    assert_true(checked >= 30);
+}
+
 /* rshuffle_info -c's descriptions carry the rows' ranges. */
 static void test_listed_ranges(void **state)
 {
@@ -473,6 +549,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_check_ranges_in_code),
         cmocka_unit_test(test_man_page_defaults),
         cmocka_unit_test(test_listed_ranges),
+        cmocka_unit_test(test_header_defaults),
         cmocka_unit_test(test_ucx_knob_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
