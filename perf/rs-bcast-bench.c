@@ -1,5 +1,5 @@
 /*
- * rs-bcast-bench: the torrent broadcast study on this machine (public API only).
+ * rs-bcast-bench: the torrent broadcast study on one host (public API only).
  *
  * One source (this process) and up to R reader processes (forked before any
  * fabric state exists, each with a torrent node and a source-only node). Per

@@ -1,5 +1,5 @@
 /*
- * rs-perf-transport: two processes on this machine, the public transport API
+ * rs-perf-transport: two processes on one host, the public transport API
  * only. Put bandwidth, get bandwidth, notified-put rate and message round
  * trip, per fabric (UCX shared memory, UCX TCP on loopback, or verbs).
  *
