@@ -35,7 +35,7 @@ static uint64_t rnd(uint64_t *x)
 
 unsigned fa_rounds(unsigned dflt)
 {
-    const char *v = getenv("RSHUFFLE_SECURITY_N");
+    const char *v = getenv("RSHUFFLE_TEST_SECURITY_N");
     return v != NULL && atoi(v) > 0 ? (unsigned)atoi(v) : dflt;
 }
 

@@ -18,7 +18,7 @@ typedef struct fa_counts {
     unsigned slow_ms;   /* longest life of a slow connection */
 } fa_counts_t;
 
-/* RSHUFFLE_SECURITY_N, else dflt: connections per kind of attack. */
+/* RSHUFFLE_TEST_SECURITY_N, else dflt: connections per kind of attack. */
 unsigned fa_rounds(unsigned dflt);
 
 /* Descriptors the process holds (entries of /proc/PID/fd). */

@@ -8,7 +8,7 @@
  * of slow connections: a shuffle whose every record is verified, and a
  * broadcast get whose bytes hash right.
  *
- * RSHUFFLE_SECURITY_N sets the connections per kind of attack (default 40).
+ * RSHUFFLE_TEST_SECURITY_N sets the connections per kind of attack (default 40).
  * Before the front door, the first message alone aborted either process
  * inside UCX's socket connection manager.
  */
