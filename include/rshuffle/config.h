@@ -97,7 +97,7 @@ RS_API rs_status_t rs_parse_uint(const char *s, uint64_t max, uint64_t *out);
 typedef struct rs_config_var {
     const char *name;          /* "RSHUFFLE_..." */
     const char *default_value; /* as the variable would be written ("" when empty) */
-    const char *description;   /* one line */
+    const char *description;   /* one line; a number's range at its end ("(1M .. 1024G)") */
 } rs_config_var_t;
 
 /*
