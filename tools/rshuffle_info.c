@@ -209,8 +209,12 @@ static void capture(void *arg, rs_log_level_t level, const char *file, int line,
         snprintf(refusal, sizeof(refusal), "%s", msg);
 }
 
-/* Every configuration parser of the library over the environment as it is now. */
-static rs_status_t parse_all(void)
+/*
+ * Every configuration parser of the library over the environment as it is
+ * now. The UCX backend reads its variables (name, when one of them) as a
+ * context is made: one is made and closed for them.
+ */
+static rs_status_t parse_all(const char *name)
 {
     static const char *const two[] = {"127.0.0.1:1", "127.0.0.1:2"};
     rs_config_t t;
@@ -231,6 +235,19 @@ static rs_status_t parse_all(void)
         (s = rs_worker_config_from_env(&w)) != RS_OK || (s = rs_bcast_config_init(&b)) != RS_OK ||
         (s = rs_client_config_from_env(&cl)) != RS_OK)
         return s;
+#ifdef RS_HAVE_UCX
+    if (strncmp(name, "RSHUFFLE_UCX_", 13) == 0) {
+        rs_ctx_t *ctx;
+        t.transport = RS_TRANSPORT_UCX;
+        s = rs_ctx_create(&t, &ctx);
+        if (s == RS_OK)
+            rs_ctx_destroy(ctx);
+        else if (s == RS_ERR_CONFIG)
+            return s; /* other failures (no usable transport) are -d's to tell */
+    }
+#else
+    (void)name;
+#endif
     return rs_shuffle_replicas(&d, &replicas);
 }
 
@@ -267,7 +284,7 @@ static rs_status_t check_var(const char *name)
     }
     refusal[0] = '\0';
     rs_log_set_handler(capture, NULL);
-    rs_status_t s = parse_all();
+    rs_status_t s = parse_all(name);
     rs_log_set_handler(NULL, NULL);
     for (size_t i = 0; i < n; i++) {
         char *eq = saved[i] != NULL ? strchr(saved[i], '=') : NULL;
