@@ -16,6 +16,7 @@
 
 #include "tests/loopback/lb_util.h"
 
+#include "pusher/internal.h"
 #include "shuffle/proto.h"
 
 #define WAIT_MS 4000
@@ -223,6 +224,74 @@ static void test_abort_commits_nothing(void **state)
     lb_shuffle_free(&s);
 }
 
+
+#ifdef RS_FAULT_INJECTION
+/*
+ * A batch numbered past what a worker takes is refused (NACK): close
+ * reports the reason. With every NACK lost on the way, the worker's commit
+ * check still catches it: the batch never arrived, the commit times out
+ * after the worker's commit_wait_ms, and close returns within its bound.
+ */
+static rs_status_t push_faulty(lb_shuffle_t *s, uint32_t attempt, uint64_t *ms)
+{
+    rs_pusher_config_t pc;
+    lb_pusher_config(&pc, 3000);
+    rs_pusher_t *p;
+    uint64_t t0 = lb_now_ms();
+    rs_status_t st = rs_pusher_open(&s->desc, 0, attempt, &pc, &p);
+    assert_int_equal(st, RS_OK);
+    rs_push_fault(p, RS_FAULT_HUGE_SEQ, 4);
+    uint8_t rec[LB_REC_MAX];
+    for (uint32_t i = 0; i < s->n_records && st == RS_OK; i++)
+        st = rs_pusher_append(p, i % 2, rec, lb_rec_make(0, i, rec));
+    if (st == RS_OK)
+        st = rs_pusher_close(p, NULL);
+    rs_pusher_destroy(p);
+    *ms = lb_now_ms() - t0;
+    return st;
+}
+
+static void test_nack_and_dropped_nack(void **state)
+{
+    (void)state;
+    rs_worker_config_t wc;
+    lb_worker_config(&wc, 8 << 20, NULL);
+    wc.commit_wait_ms = 500;
+    lb_shuffle_t s = {0};
+    lb_workers_start(&s, 1, &wc);
+    lb_shuffle_desc(&s, 6, 2, 1, 1, 2000);
+    rs_lb_reset();
+    uint64_t ms;
+    assert_int_equal(push_faulty(&s, 0, &ms), RS_ERR_PROTOCOL);
+    rs_lb_counts_t c;
+    rs_lb_counts(&c);
+    assert_true(c.delivered[RS_SMSG_NACK] > 0);
+    rs_worker_stats_t w;
+    sum_workers(&s, &w);
+    assert_int_equal(w.commits, 0);
+
+    rs_lb_reset();
+    rs_lb_drop(RS_SMSG_NACK, 1000);
+    assert_int_equal(push_faulty(&s, 1, &ms), RS_ERR_TIMEOUT);
+    rs_lb_counts(&c);
+    assert_true(c.dropped[RS_SMSG_NACK] > 0);
+    assert_int_equal(c.delivered[RS_SMSG_NACK], 0);
+    assert_true(ms >= 450 && ms < 4000);
+    sum_workers(&s, &w);
+    assert_int_equal(w.commits, 0);
+    rs_lb_reset();
+
+    /* A clean attempt commits and is read back alone. */
+    rs_pusher_config_t pc;
+    lb_pusher_config(&pc, WAIT_MS);
+    assert_int_equal(lb_push_map(&s, 0, 2, &pc), RS_OK);
+    uint32_t attempts[1] = {2};
+    read_check(&s, attempts);
+    lb_workers_stop(&s);
+    lb_shuffle_free(&s);
+}
+#endif
+
 int main(void)
 {
     lb_env_defaults();
@@ -233,6 +302,9 @@ int main(void)
         cmocka_unit_test(test_dropped_commit_reply),
         cmocka_unit_test(test_failover_replica),
         cmocka_unit_test(test_abort_commits_nothing),
+#ifdef RS_FAULT_INJECTION
+        cmocka_unit_test(test_nack_and_dropped_nack),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
