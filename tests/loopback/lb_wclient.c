@@ -20,10 +20,10 @@ static void on_msg(void *arg, rs_ep_t *ep, const void *data, size_t len, unsigne
     c->got[type]++;
 }
 
-#define LBW_HANDLER(t)                                                            \
+#define LBW_HANDLER(t)                                                       \
     static void on_##t(void *arg, rs_ep_t *ep, const void *data, size_t len) \
-    {                                                                             \
-        on_msg(arg, ep, data, len, t);                                            \
+    {                                                                        \
+        on_msg(arg, ep, data, len, t);                                       \
     }
 LBW_HANDLER(RS_SMSG_ATTACH_REPLY)
 LBW_HANDLER(RS_SMSG_GRANT)
@@ -71,8 +71,8 @@ static void send_msg(lbw_client_t *c, unsigned type, const void *buf, size_t len
     assert_int_equal(rs_msg_send(c->ep, type, buf, len, NULL, NULL), RS_OK);
 }
 
-rs_status_t lbw_attach(lbw_client_t *c, uint32_t shuffle_id, uint32_t n_partitions,
-                       uint32_t map_id, uint32_t attempt)
+rs_status_t lbw_attach(lbw_client_t *c, uint32_t shuffle_id, uint32_t n_partitions, uint32_t map_id,
+                       uint32_t attempt)
 {
     rs_smsg_attach_t m = {.status = RS_OK,
                           .role = RS_ROLE_PUSHER,
@@ -116,8 +116,8 @@ rs_status_t lbw_grant(lbw_client_t *c, const rs_grant_want_t *wants, uint32_t n,
     send_msg(c, RS_SMSG_GRANT_REQ, buf, len);
     assert_true(lbw_wait(c, RS_SMSG_GRANT, before, 2000));
     rs_smsg_grant_t r;
-    assert_int_equal(
-        rs_sproto_grant_decode(c->last[RS_SMSG_GRANT], c->last_len[RS_SMSG_GRANT], &r), RS_OK);
+    assert_int_equal(rs_sproto_grant_decode(c->last[RS_SMSG_GRANT], c->last_len[RS_SMSG_GRANT], &r),
+                     RS_OK);
     if (r.status != RS_OK)
         return r.status;
     assert_int_equal(r.req_id, m.req_id);
@@ -127,8 +127,8 @@ rs_status_t lbw_grant(lbw_client_t *c, const rs_grant_want_t *wants, uint32_t n,
     return RS_OK;
 }
 
-size_t lbw_frame(lbw_client_t *c, uint32_t partition, uint64_t seq, const void *payload,
-                 size_t len, uint64_t *checksum_p, size_t *at_p)
+size_t lbw_frame(lbw_client_t *c, uint32_t partition, uint64_t seq, const void *payload, size_t len,
+                 uint64_t *checksum_p, size_t *at_p)
 {
     rs_frame_ids_t ids = {.shuffle_id = c->shuffle_id,
                           .map_id = c->map_id,
@@ -138,9 +138,9 @@ size_t lbw_frame(lbw_client_t *c, uint32_t partition, uint64_t seq, const void *
     uint8_t *base = rs_mr_addr(c->mr);
     size_t at = c->buf_used;
     size_t flen;
-    assert_int_equal(rs_frame_encode(RS_CODEC_NONE, 0, &ids, payload, len, base + at,
-                                     LBW_BUF_LEN - at, &flen),
-                     RS_OK);
+    assert_int_equal(
+        rs_frame_encode(RS_CODEC_NONE, 0, &ids, payload, len, base + at, LBW_BUF_LEN - at, &flen),
+        RS_OK);
     rs_frame_t f;
     assert_int_equal(rs_frame_parse(base + at, flen, &f), RS_OK);
     c->buf_used = at + rs_sproto_round(flen);
@@ -159,8 +159,7 @@ static void put_cb(void *arg, rs_status_t status)
         c->puts_failed++;
 }
 
-rs_status_t lbw_put_batch(lbw_client_t *c, size_t at, size_t len, const rs_grant_t *g,
-                          uint64_t in)
+rs_status_t lbw_put_batch(lbw_client_t *c, size_t at, size_t len, const rs_grant_t *g, uint64_t in)
 {
     int before = c->puts_done + c->puts_failed;
     uint8_t *base = rs_mr_addr(c->mr);
@@ -199,7 +198,7 @@ rs_smsg_nack_t lbw_last_nack(const lbw_client_t *c)
 {
     rs_smsg_nack_t n;
     assert_true(c->got[RS_SMSG_NACK] > 0);
-    assert_int_equal(
-        rs_sproto_nack_decode(c->last[RS_SMSG_NACK], c->last_len[RS_SMSG_NACK], &n), RS_OK);
+    assert_int_equal(rs_sproto_nack_decode(c->last[RS_SMSG_NACK], c->last_len[RS_SMSG_NACK], &n),
+                     RS_OK);
     return n;
 }

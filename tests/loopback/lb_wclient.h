@@ -41,8 +41,8 @@ void lbw_close(lbw_client_t *c);
 int lbw_wait(lbw_client_t *c, unsigned type, unsigned before, int ms);
 
 /* ATTACH as a pusher of (map, attempt); returns the reply's status (arena rkey kept). */
-rs_status_t lbw_attach(lbw_client_t *c, uint32_t shuffle_id, uint32_t n_partitions,
-                       uint32_t map_id, uint32_t attempt);
+rs_status_t lbw_attach(lbw_client_t *c, uint32_t shuffle_id, uint32_t n_partitions, uint32_t map_id,
+                       uint32_t attempt);
 
 /* One GRANT_REQ of n wants; the answer's entries go to out (n of them); returns its status. */
 rs_status_t lbw_grant(lbw_client_t *c, const rs_grant_want_t *wants, uint32_t n, rs_grant_t *out);
@@ -51,11 +51,10 @@ rs_status_t lbw_grant(lbw_client_t *c, const rs_grant_want_t *wants, uint32_t n,
  * Frames payload (ids: the client's shuffle, map, attempt; partition, seq)
  * into the local buffer. Returns the frame length; *checksum_p its checksum.
  */
-size_t lbw_frame(lbw_client_t *c, uint32_t partition, uint64_t seq, const void *payload,
-                 size_t len, uint64_t *checksum_p, size_t *at_p);
+size_t lbw_frame(lbw_client_t *c, uint32_t partition, uint64_t seq, const void *payload, size_t len,
+                 uint64_t *checksum_p, size_t *at_p);
 /* Puts the frame at local offset at (len bytes) into grant g at in, notified; waits for it. */
-rs_status_t lbw_put_batch(lbw_client_t *c, size_t at, size_t len, const rs_grant_t *g,
-                          uint64_t in);
+rs_status_t lbw_put_batch(lbw_client_t *c, size_t at, size_t len, const rs_grant_t *g, uint64_t in);
 
 /* One COMMIT (n entries, last chunk, total_batches); returns COMMIT_REPLY's status. */
 rs_status_t lbw_commit(lbw_client_t *c, const rs_commit_entry_t *e, uint32_t n,

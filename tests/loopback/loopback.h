@@ -65,7 +65,8 @@ typedef struct rs_lb_counts {
 } rs_lb_counts_t;
 void rs_lb_counts(rs_lb_counts_t *out);
 
-/* Clears the counters, drops and holds (queued messages stay queued, and a held one is released). */
+/* Clears the counters, drops and holds (queued messages stay queued, and a held one is released).
+ */
 void rs_lb_reset(void);
 
 #endif

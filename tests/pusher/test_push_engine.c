@@ -224,7 +224,6 @@ static void test_abort_commits_nothing(void **state)
     lb_shuffle_free(&s);
 }
 
-
 #ifdef RS_FAULT_INJECTION
 /*
  * A batch numbered past what a worker takes is refused (NACK): close
@@ -297,10 +296,8 @@ int main(void)
     lb_env_defaults();
     lb_alarm(120);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grants_and_commit),
-        cmocka_unit_test(test_dropped_grant),
-        cmocka_unit_test(test_dropped_commit_reply),
-        cmocka_unit_test(test_failover_replica),
+        cmocka_unit_test(test_grants_and_commit),     cmocka_unit_test(test_dropped_grant),
+        cmocka_unit_test(test_dropped_commit_reply),  cmocka_unit_test(test_failover_replica),
         cmocka_unit_test(test_abort_commits_nothing),
 #ifdef RS_FAULT_INJECTION
         cmocka_unit_test(test_nack_and_dropped_nack),

@@ -58,7 +58,8 @@ static void read_sum(lb_shuffle_t *s, const rs_reader_config_t *rc, const uint32
     assert_int_equal(sum->records, (uint64_t)s->n_maps * s->n_records);
 }
 
-/* Each partition is asked of the worker holding it: one READ_OPEN each, through the transport or in place. */
+/* Each partition is asked of the worker holding it: one READ_OPEN each, through the transport or in
+ * place. */
 static void test_planning_across_workers(void **state)
 {
     (void)state;

@@ -19,8 +19,8 @@
 #include "tests/loopback/lb_util.h"
 #include "tests/loopback/lb_wclient.h"
 
-#define PARTS    4
-#define PER_PART 60 /* records of each partition */
+#define PARTS     4
+#define PER_PART  60 /* records of each partition */
 #define PER_BATCH 20
 
 static void worker_stats_settled(rs_worker_t *w, rs_worker_stats_t *st, uint64_t commits)
@@ -84,7 +84,6 @@ static void test_grant_accounting(void **state)
     lb_workers_stop(&s);
 }
 
-
 /* Pushes every batch of map into its own grant; fills e[PARTS] with what was sent. */
 static void push_all(lbw_client_t *c, uint32_t map, rs_commit_entry_t *e, uint64_t *total)
 {
@@ -98,17 +97,15 @@ static void push_all(lbw_client_t *c, uint32_t map, rs_commit_entry_t *e, uint64
             uint64_t cs;
             size_t at;
             size_t flen = lbw_frame(c, p, seq++, payload, len, &cs, &at);
-            rs_grant_want_t w = {.partition = p,
-                                 .want = rs_sproto_round(flen),
-                                 .retire_slot = RS_SLOT_NONE};
+            rs_grant_want_t w = {
+                .partition = p, .want = rs_sproto_round(flen), .retire_slot = RS_SLOT_NONE};
             rs_grant_t g;
             assert_int_equal(lbw_grant(c, &w, 1, &g), RS_OK);
             assert_int_equal(g.status, RS_OK);
             assert_int_equal(lbw_put_batch(c, at, flen, &g, 0), RS_OK);
             /* Retire it: this is all the grant gets. */
-            rs_grant_want_t r = {.partition = p,
-                                 .retire_slot = g.slot,
-                                 .retire_used = rs_sproto_round(flen)};
+            rs_grant_want_t r = {
+                .partition = p, .retire_slot = g.slot, .retire_used = rs_sproto_round(flen)};
             rs_grant_t rg;
             assert_int_equal(lbw_grant(c, &r, 1, &rg), RS_OK);
             assert_int_equal(rg.status, RS_OK);
@@ -364,9 +361,12 @@ int main(void)
     lb_env_defaults();
     lb_alarm(120);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grant_accounting), cmocka_unit_test(test_commit_match),
-        cmocka_unit_test(test_bad_frame_nack),    cmocka_unit_test(test_commit_mismatch),
-        cmocka_unit_test(test_spill),             cmocka_unit_test(test_drop),
+        cmocka_unit_test(test_grant_accounting),
+        cmocka_unit_test(test_commit_match),
+        cmocka_unit_test(test_bad_frame_nack),
+        cmocka_unit_test(test_commit_mismatch),
+        cmocka_unit_test(test_spill),
+        cmocka_unit_test(test_drop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
