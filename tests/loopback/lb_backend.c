@@ -342,6 +342,8 @@ static int lb_fd(rs_ctx_t *ctx)
     return ((lb_ctx_t *)rs_tp_ctx_be(ctx))->efd;
 }
 
+static lb_item_t *next_in(lb_ctx_t *c);
+
 /* Something progress would handle now (lb_lock held). */
 static int pending(lb_ctx_t *c)
 {
@@ -351,13 +353,7 @@ static int pending(lb_ctx_t *c)
         if (!rs_list_empty(&RS_CONTAINER_OF(pos, lb_ep_t, link)->out))
             return 1;
     }
-    LB_FOR_EACH(pos, &c->inbound)
-    {
-        lb_item_t *it = RS_CONTAINER_OF(pos, lb_item_t, link);
-        if (it->kind != LB_IN_MSG || !lb.hold[it->type & 255])
-            return 1;
-    }
-    return 0;
+    return next_in(c) != NULL;
 }
 
 static rs_status_t lb_arm(rs_ctx_t *ctx)
@@ -852,7 +848,7 @@ static unsigned progress_out(lb_ctx_t *c)
     return 1;
 }
 
-/* The next inbound event that may be delivered, unlinked; NULL when none (lb_lock held). */
+/* The next inbound event that may be delivered (still queued); NULL when none (lb_lock held). */
 static lb_item_t *next_in(lb_ctx_t *c)
 {
     lb_ep_t *blocked[16];
@@ -870,10 +866,8 @@ static lb_item_t *next_in(lb_ctx_t *c)
             blocked[n_blocked++] = it->to;
             skip = 1;
         }
-        if (!skip) {
-            rs_list_del(&it->link);
+        if (!skip)
             return it;
-        }
     }
     return NULL;
 }
@@ -909,6 +903,8 @@ static unsigned progress_in(lb_ctx_t *c)
 {
     lb_lock();
     lb_item_t *it = next_in(c);
+    if (it != NULL)
+        rs_list_del(&it->link);
     if (it != NULL && it->kind == LB_IN_MSG)
         lb.counts.delivered[it->type & 255]++;
     lb_unlock();

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,37 @@ static void test_dropped_grant(void **state)
     assert_int_equal(push_timed(&s, 1, 0, &ms), RS_OK);
     uint32_t attempts[2] = {1, 0};
     read_check(&s, attempts);
+    lb_workers_stop(&s);
+    lb_shuffle_free(&s);
+}
+
+static void *release_later(void *arg)
+{
+    lb_sleep_ms(300);
+    rs_lb_release((unsigned)(uintptr_t)arg);
+    return NULL;
+}
+
+/* Grants delayed 300 ms (below the peer timeout): the push waits for them and succeeds. */
+static void test_delayed_grant(void **state)
+{
+    (void)state;
+    lb_shuffle_t s = {0};
+    lb_workers_start(&s, 1, NULL);
+    lb_shuffle_desc(&s, 7, 2, 1, 1, 1000);
+    rs_lb_reset();
+    rs_lb_hold(RS_SMSG_GRANT);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, release_later, (void *)(uintptr_t)RS_SMSG_GRANT), 0);
+    uint64_t ms;
+    assert_int_equal(push_timed(&s, 0, 0, &ms), RS_OK);
+    pthread_join(t, NULL);
+    assert_true(ms >= 250);
+    rs_lb_counts_t c;
+    rs_lb_counts(&c);
+    assert_true(c.delivered[RS_SMSG_GRANT] > 0);
+    assert_int_equal(c.dropped[RS_SMSG_GRANT], 0);
+    read_check(&s, NULL);
     lb_workers_stop(&s);
     lb_shuffle_free(&s);
 }
@@ -298,7 +330,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grants_and_commit),     cmocka_unit_test(test_dropped_grant),
         cmocka_unit_test(test_dropped_commit_reply),  cmocka_unit_test(test_failover_replica),
-        cmocka_unit_test(test_abort_commits_nothing),
+        cmocka_unit_test(test_abort_commits_nothing), cmocka_unit_test(test_delayed_grant),
 #ifdef RS_FAULT_INJECTION
         cmocka_unit_test(test_nack_and_dropped_nack),
 #endif
