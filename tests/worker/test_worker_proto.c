@@ -85,6 +85,70 @@ static void test_grant_accounting(void **state)
     lb_workers_stop(&s);
 }
 
+/* Asks one grant of want bytes for partition p with flags; returns the entry. */
+static rs_grant_t grant1(lbw_client_t *c, uint32_t p, uint64_t want, uint32_t flags)
+{
+    rs_grant_want_t w = {.partition = p, .flags = flags, .want = want, .retire_slot = RS_SLOT_NONE};
+    rs_grant_t g;
+    assert_int_equal(lbw_grant(c, &w, 1, &g), RS_OK);
+    return g;
+}
+
+/*
+ * Extents double per partition (extent_min, 2x, 4x, ...); bulk grants add
+ * up to four more batches while memory is plentiful; a grant asked ahead is
+ * refused once it is not (here: a quarter of the arena granted and not yet
+ * written), a needed one is not.
+ */
+static void test_grant_flags_and_extents(void **state)
+{
+    (void)state;
+    rs_worker_config_t wc;
+    lb_worker_config(&wc, 1 << 20, NULL);
+    wc.high_water_pct = 50;
+    lb_shuffle_t s = {0};
+    lb_workers_start(&s, 1, &wc);
+    lbw_client_t c;
+    lbw_open(&c, s.port[0]);
+    assert_int_equal(lbw_attach(&c, 16, PARTS, 0, 0), RS_OK);
+
+    /* Partition 0: four grants of 16 KiB take extents of 16, 32 and 64 KiB. */
+    rs_grant_t g[4];
+    for (int k = 0; k < 4; k++) {
+        g[k] = grant1(&c, 0, 16 << 10, 0);
+        assert_int_equal(g[k].status, RS_OK);
+        assert_int_equal(g[k].len, 16 << 10);
+    }
+    assert_int_equal(g[2].off, g[1].off + g[1].len); /* the 32 KiB extent holds two */
+    rs_worker_stats_t st;
+    assert_true(
+        LB_UNTIL((rs_worker_stats(s.worker[0], &st), st.arena_used == (16 + 32 + 64) << 10), 2000));
+
+    /* Partition 1, bulk: 4 KiB asked, 4 KiB + min(grant_bulk, 4 x 4 KiB) granted. */
+    rs_grant_t b = grant1(&c, 1, 4096, RS_GRANT_BULK);
+    assert_int_equal(b.status, RS_OK);
+    assert_int_equal(b.len, 5 * 4096);
+
+    /* Ahead while memory is plentiful: granted. */
+    rs_grant_t a = grant1(&c, 1, 4096, RS_GRANT_AHEAD);
+    assert_int_equal(a.status, RS_OK);
+    assert_int_equal(a.len, 4096);
+    /* 400 KiB more granted and never written: over a quarter of the arena is open room. */
+    for (uint32_t p = 2; p < PARTS; p++) {
+        rs_grant_t f = grant1(&c, p, 200 << 10, 0);
+        assert_int_equal(f.status, RS_OK);
+    }
+    a = grant1(&c, 1, 4096, RS_GRANT_AHEAD);
+    assert_int_equal(a.status, RS_ERR_BUSY);
+    assert_int_equal(a.len, 0);
+    /* Bulk room is not given either; what is asked still is. */
+    rs_grant_t n = grant1(&c, 1, 8192, RS_GRANT_BULK);
+    assert_int_equal(n.status, RS_OK);
+    assert_int_equal(n.len, 8192);
+    lbw_close(&c);
+    lb_workers_stop(&s);
+}
+
 /* Pushes every batch of map into its own grant; fills e[PARTS] with what was sent. */
 static void push_all(lbw_client_t *c, uint32_t map, rs_commit_entry_t *e, uint64_t *total)
 {
@@ -363,6 +427,7 @@ int main(void)
     lb_alarm(120);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grant_accounting),
+        cmocka_unit_test(test_grant_flags_and_extents),
         cmocka_unit_test(test_commit_match),
         cmocka_unit_test(test_bad_frame_nack),
         cmocka_unit_test(test_commit_mismatch),
