@@ -213,6 +213,30 @@ static void test_failover_mid_read(void **state)
     lb_shuffle_free(&s);
 }
 
+/* R = 2, a partition's first replica dead before the session opens: read from the next. */
+static void test_primary_dead_before_open(void **state)
+{
+    (void)state;
+    lb_shuffle_t s = {0};
+    lb_workers_start(&s, 3, NULL);
+    lb_shuffle_desc(&s, 24, 6, 2, 2, 1200);
+    push_all(&s, 0);
+    assert_int_equal(rs_lb_kill(lb_worker_ctx(&s, 0)), RS_OK);
+    rs_reader_config_t rc;
+    lb_reader_config(&rc, 0, WAIT_MS);
+    rs_lb_reset();
+    rs_reader_stats_t sum;
+    read_sum(&s, &rc, NULL, &sum);
+    /* Nothing was read from the dead worker; no failover mid-read was needed. */
+    assert_int_equal(sum.failovers, 0);
+    assert_int_equal(sum.duplicates, 0);
+    rs_lb_counts_t c;
+    rs_lb_counts(&c);
+    assert_int_equal(c.delivered[RS_SMSG_READ_REPLY], 6);
+    lb_workers_stop(&s);
+    lb_shuffle_free(&s);
+}
+
 int main(void)
 {
     lb_env_defaults();
@@ -224,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_dedup_retry),
 #endif
         cmocka_unit_test(test_failover_mid_read),
+        cmocka_unit_test(test_primary_dead_before_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
