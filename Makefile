@@ -2,6 +2,7 @@
 #   make demo   install deps, build, run the main job
 #   make check  install deps, build, run the whole test suite (plain + ASan/UBSan + TSan + fuzz)
 #   make check-quick  static checks, the build's symbol and circle checks, the unit tests
+#   make coverage     line coverage per source folder from the unit tests (gcc --coverage, gcov)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 DEMO ?= $(BUILD)/perf/rs-shuffle-bench
@@ -10,7 +11,7 @@ PREFIX ?= /usr/local
 # make install's own build: Release, no tests, no fault-injection hooks.
 INSTALL_BUILD ?= build-release
 
-.PHONY: demo check check-quick deps build install format format-check layering-check clean
+.PHONY: demo check check-quick coverage deps build install format format-check layering-check clean
 
 deps:
 	scripts/install-deps
@@ -36,6 +37,10 @@ check-quick:
 	scripts/install-deps check
 	scripts/check quick
 
+# Not part of check: a build of its own (build-coverage). CTEST_ARGS picks the tests.
+coverage:
+	JOBS=$(JOBS) scripts/coverage $(CTEST_ARGS)
+
 format:
 	scripts/check-format --fix
 
@@ -46,4 +51,4 @@ layering-check:
 	scripts/check-layering
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz $(INSTALL_BUILD)
+	rm -rf build build-asan build-tsan build-fuzz build-coverage $(INSTALL_BUILD)

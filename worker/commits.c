@@ -4,10 +4,14 @@
  */
 #include "worker/internal.h"
 
+#include "common/assert.h"
+
 #include <stdlib.h>
 
 rs_status_t rs_wk_store_add_entry(rs_wk_store_t *st, wgrant_t *g, const rs_snap_entry_t *e)
 {
+    /* The frame lies inside its grant (serve.c refuses one that runs past it). */
+    RS_ASSERT(e->loc >= g->off && e->len <= g->len && e->loc - g->off <= g->len - e->len);
     st->stats.batches++;
     st->stats.bytes += e->len;
     if (st->cfg.sink)
@@ -31,6 +35,8 @@ rs_status_t rs_wk_store_add_entry(rs_wk_store_t *st, wgrant_t *g, const rs_snap_
 void rs_wk_store_commit(rs_wk_store_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
                         rs_commit_entry_t *entries, uint32_t n)
 {
+    for (uint32_t i = 1; i < n; i++) /* sorted by partition: snapshots search them */
+        RS_ASSERT(entries[i - 1].partition <= entries[i].partition);
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &sh->commits)
     {

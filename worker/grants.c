@@ -6,6 +6,8 @@
  */
 #include "worker/internal.h"
 
+#include "common/assert.h"
+
 #include <stdlib.h>
 
 /* Is there room for len more bytes of grants below the high-water mark? */
@@ -109,6 +111,9 @@ rs_status_t rs_wk_store_grant(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uin
     st->open_room += len;
     e->fill += len;
     e->live_grants++;
+    /* Aligned, at least what was asked, within one grant's bound and inside its extent. */
+    RS_ASSERT(g->off % RS_SPROTO_ALIGN == 0 && len % RS_SPROTO_ALIGN == 0);
+    RS_ASSERT(len >= want && len <= RS_GRANT_MAX && e->fill <= e->len);
     if (st->cfg.sink)
         e->closed = 1; /* one grant per extent: it goes as soon as the grant is released */
     *g_p = g;
@@ -119,6 +124,7 @@ static void open_less(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes)
 {
     if (bytes > g->open)
         bytes = g->open;
+    RS_ASSERT(st->open_room >= bytes); /* the sum of every grant's open bytes */
     g->open -= bytes;
     st->open_room -= bytes;
 }
@@ -130,6 +136,7 @@ static void grant_maybe_release(rs_wk_store_t *st, wgrant_t *g)
         return;
     g->released = 1;
     open_less(st, g, g->open);
+    RS_ASSERT(g->ext->live_grants > 0); /* counted when the grant was carved */
     g->ext->live_grants--;
     rs_wk_extent_maybe_free(st, g->ext);
 }
@@ -178,6 +185,7 @@ void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g)
         tail_back(g);
         g->released = 1;
         open_less(st, g, g->open);
+        RS_ASSERT(g->ext->live_grants > 0);
         g->ext->live_grants--;
         rs_wk_extent_maybe_free(st, g->ext);
     }
