@@ -211,6 +211,16 @@ static inline ucp_request_param_t rs_ucx_am_param(ucp_send_nbx_callback_t cb, vo
     };
 }
 
+/* Request parameters of a one-sided op's request whose completion runs cb(op). */
+static inline ucp_request_param_t rs_ucx_op_param(rs_op_t *op, ucp_send_nbx_callback_t cb)
+{
+    return (ucp_request_param_t){
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = cb,
+        .user_data = op,
+    };
+}
+
 /* Completion callback of an rs_op_t's request (user_data: the op). */
 void rs_ucx_op_done_cb(void *request, ucs_status_t status, void *user_data);
 
@@ -325,12 +335,17 @@ rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t
 rs_status_t rs_ucx_flush(rs_ep_t *ep, rs_op_t *op);
 /* Frees the fetch-add request buffers (after the worker is gone). */
 void rs_ucx_amo_reqs_free(rs_ucx_ctx_t *uc);
+/* The peer is dead (status says how): reported as such from the next progress call. */
+void rs_ucx_ep_mark_failed(rs_ucx_ep_t *uep, ucs_status_t status);
+
+/* notify.c: notified puts (put, ordering, then the notification message). */
+/* A notified put of len bytes at raddr under rk: rs_ucx_put's contract. */
+rs_status_t rs_ucx_notify_put(rs_ucx_ep_t *uep, rs_ucx_ctx_t *uc, rs_op_t *op, const void *src,
+                              size_t len, uint64_t raddr, ucp_rkey_h rk, uint32_t imm);
 /* Sends the notification of a notified put (header in op->be). */
 void rs_ucx_send_notify(rs_op_t *op);
 /* One part of a multi-request op finished (put + notify). */
 void rs_ucx_op_part_done(rs_op_t *op, ucs_status_t status);
-/* The peer is dead (status says how): reported as such from the next progress call. */
-void rs_ucx_ep_mark_failed(rs_ucx_ep_t *uep, ucs_status_t status);
 /* A notified put whose data is already in place: posts the notification alone. */
 void rs_ucx_notify_alone(rs_ucx_ep_t *uep, rs_op_t *op, uint32_t imm);
 
