@@ -237,6 +237,35 @@ int rs_ucx_id_alloc(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep);
 void rs_ucx_id_free(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep);
 rs_ucx_ep_t *rs_ucx_ep_lookup(rs_ucx_ctx_t *uc, uint32_t id);
 
+/* uep.c: a UCX endpoint's own life, below conn.c and front.c. */
+/* A new endpoint with a connection id (NULL: out of memory or ids, logged). */
+rs_ucx_ep_t *rs_ucx_uep_new(rs_ctx_t *ctx);
+void rs_ucx_uep_free(rs_ucx_ep_t *uep);
+/*
+ * Nobody but in-flight control AMs (whose headers live in uep) holds uep any
+ * more: frees it now, or when the last of them completes.
+ */
+void rs_ucx_uep_release(rs_ucx_ep_t *uep);
+/* Closes uep's ucp endpoint at once (a BYE first to a healthy peer); no-op without one. */
+void rs_ucx_uep_force_close(rs_ucx_ep_t *uep);
+/* The peer is dead (status says how): reported as such from the next progress call. */
+void rs_ucx_ep_mark_failed(rs_ucx_ep_t *uep, ucs_status_t status);
+/* Sets p's error handling: a peer failure marks uep failed. */
+void rs_ucx_ep_params(ucp_ep_params_t *p, rs_ucx_ep_t *uep);
+/* The UCX address to connect by in a peer's blob (addr.c); a bare UCX address as it is. */
+const ucp_address_t *rs_ucx_peer_address(const rs_ucx_ctx_t *uc, const void *blob, size_t len);
+/*
+ * Connects uep (linked to its ep) to a worker address and sends CONN.
+ * On failure uep has no ucp endpoint; the caller still owns uep.
+ */
+rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len);
+/* A control AM of uep completed (the request callback of rs_ucx_send_ctl). */
+void rs_ucx_ctl_done(rs_ucx_ep_t *uep);
+void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data);
+/* Sends a control AM (CONN, CONN_ACK, BYE) whose header lives in uep (ctl_inflight counts it). */
+rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
+                            unsigned flags);
+
 /* conn.c */
 rs_status_t rs_ucx_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port);
 rs_status_t rs_ucx_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len);
@@ -246,12 +275,6 @@ void rs_ucx_ep_close(rs_ep_t *ep);
 unsigned rs_ucx_conn_progress(rs_ctx_t *ctx);
 /* Context teardown, before and after the worker is destroyed. */
 void rs_ucx_conn_cleanup(rs_ctx_t *ctx, int worker_gone);
-/* A control AM of uep completed (the request callback of rs_ucx_send_ctl). */
-void rs_ucx_ctl_done(rs_ucx_ep_t *uep);
-void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data);
-/* Sends a control AM (CONN, CONN_ACK, BYE) whose header lives in uep (ctl_inflight counts it). */
-rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
-                            unsigned flags);
 void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, size_t len,
                     const ucp_am_recv_param_t *param);
 void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
@@ -277,11 +300,6 @@ int rs_ucx_front_conn_arrived(rs_ctx_t *ctx);
 void rs_ucx_front_conn_refused(rs_ctx_t *ctx);
 /* Handles what the front door's sockets have ready, and deadlines. */
 unsigned rs_ucx_front_progress(rs_ctx_t *ctx);
-/*
- * Connects uep (linked to its ep) to a worker address and sends CONN (conn.c).
- * On failure uep has no ucp endpoint; the caller still owns uep.
- */
-rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len);
 
 /* addr.c: the address blob. This process's place key (0: unknown). */
 uint64_t rs_ucx_place_key(void);
@@ -335,8 +353,6 @@ rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t
 rs_status_t rs_ucx_flush(rs_ep_t *ep, rs_op_t *op);
 /* Frees the fetch-add request buffers (after the worker is gone). */
 void rs_ucx_amo_reqs_free(rs_ucx_ctx_t *uc);
-/* The peer is dead (status says how): reported as such from the next progress call. */
-void rs_ucx_ep_mark_failed(rs_ucx_ep_t *uep, ucs_status_t status);
 
 /* notify.c: notified puts (put, ordering, then the notification message). */
 /* A notified put of len bytes at raddr under rk: rs_ucx_put's contract. */
