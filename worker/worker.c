@@ -109,26 +109,6 @@ rs_status_t rs_worker_config_from_env(rs_worker_config_t *cfg)
     return RS_OK;
 }
 
-void rs_wk_defer_close(rs_worker_t *w, rs_ep_t *ep)
-{
-    if (w->n_dead == w->cap_dead) {
-        size_t cap = w->cap_dead ? 2 * w->cap_dead : 16;
-        rs_ep_t **n = realloc(w->dead, cap * sizeof(*n));
-        if (n == NULL)
-            return; /* closed with the context */
-        w->dead = n;
-        w->cap_dead = cap;
-    }
-    w->dead[w->n_dead++] = ep;
-}
-
-void rs_wk_stats_publish(rs_worker_t *w)
-{
-    pthread_mutex_lock(&w->stats_lock);
-    w->stats_copy = w->st.stats;
-    pthread_mutex_unlock(&w->stats_lock);
-}
-
 static void housekeeping(rs_worker_t *w)
 {
     for (size_t i = 0; i < w->n_dead; i++)
