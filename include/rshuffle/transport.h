@@ -125,6 +125,16 @@ RS_API void rs_ctx_destroy(rs_ctx_t *ctx);
  */
 RS_API rs_status_t rs_ctx_renew(rs_ctx_t *ctx);
 
+/*
+ * Whether rs_ctx_renew is due: 1 when one of ctx's endpoints is no longer
+ * usable and its peer, a process on this host, has exited, on a backend
+ * whose connections share a receive queue such a peer can leave blocked
+ * (UCX); else 0, always on verbs and for NULL ctx. The caller decides
+ * when to close its endpoints and renew (rs_ctx_renew wants them all
+ * closed). Costs a poll of each unusable endpoint's peer.
+ */
+RS_API int rs_ctx_renew_due(rs_ctx_t *ctx);
+
 /* The backend's name: "ucx" or "verbs". */
 RS_API const char *rs_ctx_backend(const rs_ctx_t *ctx);
 
