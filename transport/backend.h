@@ -20,7 +20,6 @@
 #include <rshuffle/transport.h>
 
 #include "common/list.h"
-#include "transport/front_wire.h" /* the front door's wire format, for a backend's listener */
 
 /* Internal message types, above the user's 0 .. RS_MSG_TYPES-1. Backends carry type as 8 bits. */
 enum {
