@@ -7,7 +7,7 @@
 
 int rs_ctx_renew_due(rs_ctx_t *ctx)
 {
-    if (ctx == NULL || ctx->be_ops->renew == NULL)
+    if ((rs_ctx_caps(ctx) & RS_CAP_RENEW) == 0)
         return 0;
     int due = 0;
     rs_tp_lock(ctx);

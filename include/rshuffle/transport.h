@@ -138,6 +138,32 @@ RS_API int rs_ctx_renew_due(rs_ctx_t *ctx);
 /* The backend's name: "ucx" or "verbs". */
 RS_API const char *rs_ctx_backend(const rs_ctx_t *ctx);
 
+/* What a context's backend does or needs: the bits rs_ctx_caps returns. */
+enum {
+    /*
+     * The context's connections share one receive queue, which a peer on
+     * this host killed mid-send can leave blocked: rs_ctx_renew replaces it
+     * and rs_ctx_renew_due says when (UCX). Without it rs_ctx_renew does
+     * nothing and rs_ctx_renew_due is always 0 (verbs).
+     */
+    RS_CAP_RENEW = 1u << 0,
+    /*
+     * rs_mem_alloc takes shared memory (SysV, or a file in /dev/shm), so an
+     * allocation must fit there too (UCX with RSHUFFLE_UCX_MEM=shared).
+     */
+    RS_CAP_MEM_SHM = 1u << 1,
+    /*
+     * The backend opens TCP listeners of its own besides rs_listen's (UCX's
+     * tcp transport). One stops accepting for good when an accept finds no
+     * descriptor free, so a long-lived listener may watch them (the worker
+     * does; docs/operations.md).
+     */
+    RS_CAP_OWN_LISTENERS = 1u << 2,
+};
+
+/* The RS_CAP_* bits of ctx's backend, as configured for ctx; 0 for NULL ctx. */
+RS_API unsigned rs_ctx_caps(const rs_ctx_t *ctx);
+
 /* The configuration the context was created with. */
 RS_API const rs_config_t *rs_ctx_config(const rs_ctx_t *ctx);
 

@@ -166,6 +166,7 @@ IGNORES(ctx_destroy, rs_ctx_destroy(NULL))
 INVALID(ctx_renew, rs_ctx_renew(NULL))
 RETURNS(ctx_renew_due, rs_ctx_renew_due(NULL), 0)
 RETURNS(ctx_backend, rs_ctx_backend(NULL), NULL)
+RETURNS(ctx_caps, rs_ctx_caps(NULL), 0)
 RETURNS(ctx_config, rs_ctx_config(NULL), NULL)
 RETURNS(progress, rs_progress(NULL), 0)
 INVALID(wait_null, rs_wait(NULL, 0))
@@ -395,6 +396,7 @@ static const struct {
     C(ctx_renew),
     C(ctx_renew_due),
     C(ctx_backend),
+    C(ctx_caps),
     C(ctx_config),
     C(progress),
     C(wait_null),
