@@ -124,8 +124,9 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
         return;
     }
     uep->peer_id = req->src_id;
-    uep->conn_hdr =
-        (rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .kind = RS_UCX_CONN_ACK};
+    rs_ucx_hdr_pack(
+        &(rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .kind = RS_UCX_CONN_ACK},
+        &uep->conn_hdr);
     if (rs_ucx_send_ctl(uep, &uep->conn_hdr, NULL, 0, 0) != RS_OK)
         rs_tp_ep_failed(uep->ep, RS_ERR_UNREACHABLE);
 }

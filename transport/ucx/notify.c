@@ -13,9 +13,7 @@
 
 #include "common/tsan.h"
 
-#include <string.h>
-
-_Static_assert(sizeof(rs_ucx_hdr_t) <= 2 * sizeof(void *), "notify header fits op->be[0..1]");
+_Static_assert(sizeof(rs_ucx_hdr_wire_t) <= 2 * sizeof(void *), "notify header fits op->be[0..1]");
 
 static inline uintptr_t op_parts(const rs_op_t *op)
 {
@@ -70,7 +68,7 @@ void rs_ucx_send_notify(rs_op_t *op)
         op_error_set(op, UCS_ERR_CANCELED);
         return;
     }
-    rs_ucx_hdr_t *hdr = (rs_ucx_hdr_t *)&op->be[0];
+    rs_ucx_hdr_wire_t *hdr = (rs_ucx_hdr_wire_t *)&op->be[0];
     ucp_request_param_t p = rs_ucx_op_param(op, part_done_cb);
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = UCP_AM_SEND_FLAG_EAGER;
@@ -96,7 +94,7 @@ static void notify_begin(rs_ucx_ep_t *uep, rs_op_t *op, uint32_t imm)
 {
     rs_ucx_hdr_t hdr = {
         .dst_id = uep->peer_id, .src_id = uep->id, .arg = imm, .kind = RS_UCX_NOTIFY};
-    memcpy(&op->be[0], &hdr, sizeof(hdr));
+    rs_ucx_hdr_pack(&hdr, (rs_ucx_hdr_wire_t *)&op->be[0]);
     op_parts_set(op, 1); /* held by the caller until every part is posted */
     op->be[3] = (void *)(intptr_t)UCS_OK;
 }

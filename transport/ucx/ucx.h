@@ -3,13 +3,14 @@
  *   ctx.c    ops table, UCP context and worker, progress
  *   conn.c   listeners, connections, endpoint ids, teardown
  *   recv.c   the active-message handler (dispatch by header)
+ *   amhdr.c  the active-message headers: packing, strict decoding
  *   am.c     sending messages and connection control messages
  *   rma.c    one-sided ops on UCX RMA (falls back to amrma.c)
  *   amrma.c  one-sided ops emulated over active messages
  *   mem.c    memory registration and remote keys
  *   req.c    status mapping and request outcomes, used by all
  *
- * Every active message carries an rs_ucx_hdr_t naming the receiver's
+ * Every active message carries a header (amhdr.h) naming the receiver's
  * connection id, so the receiver finds its rs_ep_t without relying on UCX
  * reply endpoints (endpoints created from a worker address have no accept
  * event on the server). Connection setup:
@@ -30,48 +31,12 @@
 #include <ucp/api/ucp.h>
 
 #include "transport/backend.h"
+#include "transport/ucx/amhdr.h"
 
 #define RS_UCX_AM_ID     0x5253 /* the one AM id rshuffle uses */
 #define RS_UCX_MEMFD_MAX 64     /* regions per context in memfds; later ones are private */
 
-enum {
-    RS_UCX_CONN = 1,     /* client -> server: src_id (+ client worker address) */
-    RS_UCX_CONN_ACK = 2, /* server -> client: src_id is the server's id */
-    RS_UCX_MSG = 3,      /* a message; arg is its type */
-    RS_UCX_NOTIFY = 4,   /* a notified put's notification; arg is the immediate */
-    RS_UCX_BYE = 5,      /* the sender closed the connection */
-    /* our own one-sided protocol (amrma.c), header rs_ucx_rma_hdr_t */
-    RS_UCX_PUT = 16,
-    RS_UCX_GET_REQ = 17,
-    RS_UCX_GET_REP = 18,
-    RS_UCX_FADD_REQ = 19,
-    RS_UCX_FADD_REP = 20,
-    RS_UCX_FLUSH_REQ = 21,
-    RS_UCX_FLUSH_REP = 22,
-};
-
-enum {
-    RS_UCX_F_NOTIFY = 1,  /* PUT: notify the target after writing */
-    RS_UCX_F_REFUSED = 2, /* answer: the target refused the address */
-};
-
-/* Header of the emulated one-sided messages (32 bytes: fits op->be). */
-typedef struct rs_ucx_rma_hdr {
-    uint32_t dst_id, src_id;
-    uint16_t kind, flags;
-    uint32_t op_id; /* the requester's pending-request id */
-    uint64_t raddr;
-    uint64_t value; /* immediate, length, addend, old value or status, by kind */
-} rs_ucx_rma_hdr_t;
-
 typedef struct rs_ucx_pending rs_ucx_pending_t;
-
-typedef struct rs_ucx_hdr {
-    uint32_t dst_id; /* receiver's connection id (0: unknown yet) */
-    uint32_t src_id; /* sender's connection id */
-    uint32_t arg;
-    uint32_t kind;
-} rs_ucx_hdr_t;
 
 typedef struct rs_ucx_front rs_ucx_front_t;
 
@@ -88,12 +53,12 @@ typedef struct rs_ucx_ep {
     unsigned released : 1;      /* the generic layer is done with it (zombie) */
     unsigned used_amrma : 1;    /* emulated one-sided messages were sent on it */
     ucs_status_t fail_status;
-    unsigned ctl_inflight; /* control AMs (headers live here) and drain flushes */
-    rs_list_t pend_link;   /* ctx pending list (failure reports) */
-    rs_list_t wait_link;   /* zombie list once released */
-    rs_list_t close_link;  /* ctx close list */
-    rs_ucx_hdr_t conn_hdr;
-    rs_ucx_hdr_t bye_hdr;
+    unsigned ctl_inflight;      /* control AMs (headers live here) and drain flushes */
+    rs_list_t pend_link;        /* ctx pending list (failure reports) */
+    rs_list_t wait_link;        /* zombie list once released */
+    rs_list_t close_link;       /* ctx close list */
+    rs_ucx_hdr_wire_t conn_hdr; /* CONN or CONN_ACK, packed */
+    rs_ucx_hdr_wire_t bye_hdr;  /* BYE, packed (kind byte 0: not sent) */
 } rs_ucx_ep_t;
 
 /* A CONN received inside worker progress, handled right after it. */
@@ -263,7 +228,7 @@ rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len);
 void rs_ucx_ctl_done(rs_ucx_ep_t *uep);
 void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data);
 /* Sends a control AM (CONN, CONN_ACK, BYE) whose header lives in uep (ctl_inflight counts it). */
-rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
+rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_wire_t *hdr, const void *data, size_t len,
                             unsigned flags);
 
 /* conn.c */

@@ -20,7 +20,7 @@ void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data)
     rs_ucx_ctl_done(user_data);
 }
 
-rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
+rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_wire_t *hdr, const void *data, size_t len,
                             unsigned flags)
 {
     if (uep->uep == NULL)
@@ -97,9 +97,10 @@ void rs_ucx_uep_force_close(rs_ucx_ep_t *uep)
     if (uep->uep == NULL)
         return;
     /* Tell the peer, so it need not wait for a transport error or keepalive. */
-    if (!uep->ucp_failed && uep->peer_id != 0 && uep->bye_hdr.kind == 0) {
-        uep->bye_hdr =
-            (rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .kind = RS_UCX_BYE};
+    if (!uep->ucp_failed && uep->peer_id != 0 && uep->bye_hdr.b[0] == 0) {
+        rs_ucx_hdr_pack(
+            &(rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .kind = RS_UCX_BYE},
+            &uep->bye_hdr);
         rs_ucx_send_ctl(uep, &uep->bye_hdr, NULL, 0, 0);
     }
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
@@ -168,7 +169,8 @@ rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len)
         return s == UCS_ERR_NO_MEMORY ? RS_ERR_NOMEM : RS_ERR_UNREACHABLE;
     }
     /* The server connects back to our address (it has no accept event). */
-    uep->conn_hdr = (rs_ucx_hdr_t){.dst_id = 0, .src_id = uep->id, .kind = RS_UCX_CONN};
+    rs_ucx_hdr_pack(&(rs_ucx_hdr_t){.dst_id = 0, .src_id = uep->id, .kind = RS_UCX_CONN},
+                    &uep->conn_hdr);
     rs_status_t st = rs_ucx_send_ctl(uep, &uep->conn_hdr, uc->addr, uc->addr_len, 0);
     if (st != RS_OK)
         rs_ucx_uep_force_close(uep);
