@@ -47,8 +47,8 @@ int rs_bc_fetch_direct(rs_bc_entry_t *e, const rs_bc_desc_t *d, uint64_t deadlin
     int connected = 0, ok = 0;
     rs_rkey_t *rkey = NULL;
     pthread_mutex_lock(&e->lock);
-    if (e->state != RS_BENT_FETCHING || rs_bc_direct_busy(e->direct) || e->have_manifest ||
-        e->req_inflight || e->mr != NULL || e->ops > 0) {
+    if (e->state != RS_BENT_FETCHING || rs_bc_direct_busy(e->direct) ||
+        e->manifest == RS_BMAN_HAVE || e->req_inflight || e->mr != NULL || e->ops > 0) {
         pthread_mutex_unlock(&e->lock);
         return 0;
     }

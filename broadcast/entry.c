@@ -388,7 +388,7 @@ static void apply_news(rs_bc_entry_t *e, const void *arg)
     const rs_bc_news_t *news = arg;
     pthread_mutex_lock(&e->lock);
     active_take(e, news->rversion, news->tickets.p, news->n_active);
-    if (e->have_manifest)
+    if (e->manifest == RS_BMAN_HAVE)
         own_update(e);
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
@@ -615,7 +615,7 @@ static int reply_apply(rs_bc_entry_t *e, const rs_bc_reply_t *r, rs_bc_slot_t *s
         return 0;
     }
     if (r->kind == RS_BREQ_GET)
-        e->have_manifest = 1;
+        e->manifest = RS_BMAN_HAVE;
     return 0;
 }
 

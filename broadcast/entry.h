@@ -57,6 +57,13 @@ typedef enum {
     RS_BDIRECT_FETCHED
 } rs_bc_direct_t;
 
+/*
+ * The manifest (the GET request's reply): NONE -> ASKED (the fetch plan
+ * has a getter send the request) -> HAVE (its reply merged). A failed
+ * request fails the entry instead.
+ */
+typedef enum { RS_BMAN_NONE, RS_BMAN_ASKED, RS_BMAN_HAVE } rs_bc_manifest_t;
+
 static inline int rs_bc_direct_busy(rs_bc_direct_t d)
 {
     return d == RS_BDIRECT_READING || d == RS_BDIRECT_LANDED;
@@ -85,8 +92,7 @@ struct rs_bc_entry {
     rs_status_t err;
     int destroyed;
     int source_gone;
-    int requested; /* the manifest request was sent (or is being sent) */
-    int have_manifest;
+    rs_bc_manifest_t manifest; /* asked for, then here */
     int req_inflight;          /* a request awaits its reply */
     rs_bc_direct_t direct;     /* the direct read of a one-block object (direct.c) */
     rs_status_t direct_status; /* ... how its read completed (RS_BDIRECT_LANDED) */

@@ -34,7 +34,7 @@ static int answer_due(const rs_bc_entry_t *e)
 {
     if (e->state != RS_BENT_FETCHING)
         return 0;
-    return e->reads_inflight > 0 || (e->req_inflight && !e->have_manifest);
+    return e->reads_inflight > 0 || (e->req_inflight && e->manifest != RS_BMAN_HAVE);
 }
 
 /*
@@ -45,7 +45,7 @@ static int answer_due(const rs_bc_entry_t *e)
 static uint64_t snapshot(const rs_bc_entry_t *e)
 {
     return (uint64_t)e->state ^ ((uint64_t)e->reads_inflight << 4) ^
-           ((uint64_t)e->req_inflight << 24) ^ ((uint64_t)e->have_manifest << 25) ^
+           ((uint64_t)e->req_inflight << 24) ^ ((uint64_t)(e->manifest == RS_BMAN_HAVE) << 25) ^
            ((uint64_t)e->n_landed << 26) ^ ((uint64_t)e->n_holders << 40) ^
            ((uint64_t)e->version << 48) ^ ((uint64_t)e->ops << 56);
 }

@@ -131,12 +131,12 @@ void rs_bc_fetch_plan(rs_bc_entry_t *e, rs_bc_act_t *a)
     const rs_bcast_config_t *cfg = &e->node->cfg;
     int torrent = cfg->mode == RS_BCAST_TORRENT;
     memset(a, 0, sizeof(*a));
-    if (!e->requested) {
-        e->requested = 1;
+    if (e->manifest == RS_BMAN_NONE) {
+        e->manifest = RS_BMAN_ASKED;
         a->send_get = 1;
         return;
     }
-    if (!e->have_manifest)
+    if (e->manifest != RS_BMAN_HAVE)
         return;
     if (e->n_landed > 0) {
         a->verify = 1;

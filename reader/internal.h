@@ -1,9 +1,11 @@
 /*
- * Reader internals. session.c: the session (context, one connection per
- * worker, read buffers, request/reply matching). lane.c: what a session
- * borrows from its client and gives back. ahead.c: snapshots asked
- * for ahead of their opens. reader.c: one partition (plan, reads,
- * verification, records).
+ * Reader internals, from the top down. reader.c: one partition (plan,
+ * reads, verification, records). session.c: the session (context, one
+ * connection per worker, read buffers). lane.c: what a session borrows
+ * from its client and gives back. replies.c: the lane's reply handlers.
+ * ahead.c: snapshots asked for ahead of their opens. exchange.c: waits,
+ * requests and reads on one worker. replica.c: which replica serves, which
+ * worker is lost.
  */
 #ifndef RS_READER_INTERNAL_H
 #define RS_READER_INTERNAL_H
@@ -108,7 +110,7 @@ struct rs_reader_session {
  * new one. conns_close: closes every kept connection. conn_lend: the
  * session's connection c takes the lane's kept one to its address (dead or
  * alive), if any. conn_keep: keeps c's connection for a later session (0:
- * it cannot; the caller closes it). handlers (session.c): the lane's reply
+ * it cannot; the caller closes it). handlers (replies.c): the lane's reply
  * handlers, which serve the lane's current session.
  */
 rs_status_t rs_rd_lane_get(rs_client_t *c, const rs_read_lane_key_t *key, rs_read_lane_t **l_p);
@@ -118,14 +120,15 @@ int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c);
 rs_status_t rs_rd_lane_handlers(rs_read_lane_t *l);
 
 /*
- * The connection to worker w, made and attached on first use. After a worker
- * of this host exited, every connection is closed and the context's receive
+ * session.c. The connection to worker w, made and attached on first use.
+ * When the transport says a renewal is due (rs_ctx_renew_due: a worker of
+ * this host exited), every connection is closed and the context's receive
  * queue renewed first (not while another reader is open).
  */
 rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p);
 
 /*
- * Sends an encoded request and waits (bounded) for its reply of reply_type
+ * exchange.c. Sends an encoded request and waits (bounded) for its reply of reply_type
  * carrying tag (ATTACH_REPLY: no tag); the reply is in s->reply, decoded in
  * s->rep. Returns the transport error, RS_ERR_TIMEOUT, the decoder's status
  * for a malformed reply, or the status the reply carries.
@@ -162,7 +165,7 @@ void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened);
 void rs_rd_sess_ahead_drop(rs_reader_session_t *s);
 
 /*
- * R >= 2: after st from worker c, is the worker lost? Yes when its
+ * replica.c. R >= 2: after st from worker c, is the worker lost? Yes when its
  * connection is dead or st says it cannot be reached or answered nothing
  * (c is then never tried again in this session; logged once). Returns 1,
  * c not lost, when c went silent (RS_ERR_TIMEOUT) while a worker of this
@@ -170,9 +173,6 @@ void rs_rd_sess_ahead_drop(rs_reader_session_t *s);
  * (rs_ctx_renew), which the next rs_rd_sess_conn renews; c is asked again.
  */
 int rs_rd_sess_lost(rs_reader_session_t *s, rconn_t *c, rs_status_t st);
-
-/* A worker of this host has exited (its connection is dead): the receive queue needs renewing. */
-int rs_rd_sess_renew_due(rs_reader_session_t *s);
 
 /* The first replica of partition that is not lost (R = 1: its placement). */
 rs_status_t rs_rd_sess_replica(rs_reader_session_t *s, uint32_t partition, uint32_t *worker_p);

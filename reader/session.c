@@ -1,173 +1,19 @@
 /*
  * Reader sessions (include/rshuffle/reader.h): one context, one connection
- * per worker, a pool of registered read buffers, and request/reply matching
- * by endpoint, type and tag (a stale reply to a request that timed out is
- * dropped, never taken for the current one).
+ * per worker (made, attached, renewed), a pool of registered read buffers.
+ * Requests and their replies: exchange.c and replies.c; replicas:
+ * replica.c.
  */
 #include "reader/internal.h"
 #include "reader/config.h"
 
-#include "common/clock.h"
 #include "common/log.h"
 #include "shuffle/local.h"
 #include "shuffle/name.h"
 #include "shuffle/proto.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A reply is waited for by polling this long before sleeping (as the worker and push engine do). */
-#define RSESS_SPIN_NS 100000
-
-static void on_reply(rs_read_lane_t *l, unsigned type, rs_ep_t *ep, const void *data, size_t len)
-{
-    rs_reader_session_t *s = l->sess;
-    rs_smsg_t m;
-    if (s == NULL)
-        return; /* between sessions: a late answer to the last one */
-    if (rs_rd_sess_ahead_reply(s, ep, type, data, len))
-        return;
-    if (ep != s->want_ep || s->got || type != s->want_type)
-        return;
-    rs_status_t st = rs_sproto_decode(data, len, type, &m);
-    if (st != RS_OK) { /* malformed: the request fails with the decoder's status */
-        s->got_status = st;
-        s->got = 1;
-        return;
-    }
-    uint32_t tag = m.type == RS_SMSG_READ_REPLY    ? m.u.read_reply.tag
-                   : m.type == RS_SMSG_SPILL_REPLY ? m.u.spill_reply.tag
-                                                   : s->want_tag;
-    if (tag != s->want_tag)
-        return; /* the late answer to a request that timed out */
-    if (len > s->reply_cap) {
-        uint8_t *n = realloc(s->reply, len);
-        if (n == NULL) {
-            s->got_status = RS_ERR_NOMEM;
-            s->got = 1;
-            return;
-        }
-        s->reply = n;
-        s->reply_cap = len;
-    }
-    memcpy(s->reply, data, len);
-    s->reply_len = len;
-    s->got_status = RS_OK;
-    s->got = 1;
-}
-
-static void on_attach_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
-{
-    on_reply(arg, RS_SMSG_ATTACH_REPLY, ep, data, len);
-}
-
-static void on_read_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
-{
-    on_reply(arg, RS_SMSG_READ_REPLY, ep, data, len);
-}
-
-static void on_spill_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
-{
-    on_reply(arg, RS_SMSG_SPILL_REPLY, ep, data, len);
-}
-
-rs_status_t rs_rd_lane_handlers(rs_read_lane_t *l)
-{
-    rs_status_t st = rs_set_msg_handler(l->ctx, RS_SMSG_ATTACH_REPLY, on_attach_reply, l);
-    if (st == RS_OK)
-        st = rs_set_msg_handler(l->ctx, RS_SMSG_READ_REPLY, on_read_reply, l);
-    if (st == RS_OK)
-        st = rs_set_msg_handler(l->ctx, RS_SMSG_SPILL_REPLY, on_spill_reply, l);
-    return st;
-}
-
-typedef struct op_wait {
-    int done;
-    rs_status_t status;
-} op_wait_t;
-
-static void on_op(void *arg, rs_status_t status)
-{
-    op_wait_t *o = arg;
-    o->status = status;
-    o->done = 1;
-}
-
-rs_status_t rs_rd_sess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *flag,
-                            const char *what)
-{
-    uint64_t deadline = 0, spin_end = rs_now_ns() + RSESS_SPIN_NS;
-    /* Replicated: a worker silent for the peer timeout counts as dead, as for the pusher. */
-    uint32_t wait_ms = s->cfg.wait_ms, peer_ms = rs_ctx_config(s->ctx)->peer_timeout_ms;
-    if (s->replicas > 1 && peer_ms < wait_ms)
-        wait_ms = peer_ms;
-    while (!*flag) {
-        rs_status_t es = rs_ep_status(c->ep);
-        if (es != RS_OK) {
-            rs_error("reader: worker %s gone during %s: %s", c->addr, what, rs_strerror(es));
-            return es;
-        }
-        uint64_t now = rs_now_coarse_ns();
-        if (deadline == 0)
-            deadline = now + RS_MS_TO_NS(wait_ms);
-        if (now >= deadline) {
-            rs_error("reader: no answer from worker %s to %s within %u ms", c->addr, what, wait_ms);
-            return RS_ERR_TIMEOUT;
-        }
-        if (rs_progress(s->ctx) > 0 || *flag)
-            continue;
-        if (rs_now_ns() < spin_end)
-            sched_yield(); /* an answer is a few µs away: a sleep costs a wake-up per request */
-        else
-            rs_wait(s->ctx, 10);
-    }
-    return RS_OK;
-}
-
-rs_status_t rs_rd_sess_request(rs_reader_session_t *s, rconn_t *c, unsigned type, const void *m,
-                               size_t len, unsigned reply_type, uint32_t tag, const char *what)
-{
-    s->want_ep = c->ep;
-    s->want_type = reply_type;
-    s->want_tag = tag;
-    s->got = 0;
-    rs_status_t st = rs_msg_send(c->ep, type, m, len, NULL, NULL);
-    if (st == RS_OK)
-        st = rs_rd_sess_wait(s, c, &s->got, what);
-    s->want_ep = NULL;
-    if (st == RS_OK)
-        st = s->got_status;
-    if (st == RS_OK)
-        st = rs_sproto_decode(s->reply, s->reply_len, reply_type, &s->rep);
-    if (st == RS_OK)
-        st = s->rep.status;
-    return st;
-}
-
-rs_status_t rs_rd_sess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,
-                           uint64_t roff)
-{
-    op_wait_t o = {0};
-    rs_status_t st = rs_get(c->ep, dst, len, mr, c->rkey, roff, on_op, &o);
-    if (st != RS_OK) {
-        rs_error("reader: read of %zu bytes at %llu from worker %s: %s", len,
-                 (unsigned long long)roff, c->addr, rs_strerror(st));
-        return st;
-    }
-    /* Once posted, the callback runs exactly once: wait for it even past an error. */
-    st = rs_rd_sess_wait(s, c, &o.done, "a read");
-    while (!o.done)
-        rs_wait(s->ctx, 10); /* the endpoint failed: its ops complete within a bound */
-    return st != RS_OK ? st : o.status;
-}
-
-void rs_rd_sess_pause(rs_reader_session_t *s, uint32_t ms)
-{
-    uint64_t end = rs_now_coarse_ns() + RS_MS_TO_NS(ms);
-    while (rs_now_coarse_ns() < end)
-        rs_wait(s->ctx, (int)ms);
-}
 
 static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
 {
@@ -233,16 +79,6 @@ static void conn_close(rconn_t *c)
     c->local_len = 0;
 }
 
-int rs_rd_sess_renew_due(rs_reader_session_t *s)
-{
-    for (uint32_t w = 0; w < s->desc.n_workers; w++) {
-        rs_ep_t *ep = s->conns[w].ep; /* a dead one first: rs_ep_peer_exited costs a poll */
-        if (ep != NULL && rs_ep_status(ep) != RS_OK && rs_ep_peer_exited(ep))
-            return 1;
-    }
-    return 0;
-}
-
 /*
  * Closes every connection (lost workers stay lost) and renews the context's
  * receive queue (rs_ctx_renew): one left blocked by a worker killed
@@ -269,49 +105,12 @@ static void sess_renew(rs_reader_session_t *s)
         rs_info("reader: a worker of this host exited: receive queue renewed, reconnecting");
 }
 
-int rs_rd_sess_lost(rs_reader_session_t *s, rconn_t *c, rs_status_t st)
-{
-    if (s->replicas < 2 || c->lost)
-        return 0;
-    if (st == RS_ERR_TIMEOUT && c->ep != NULL && rs_ep_status(c->ep) == RS_OK &&
-        s->open_readers <= 1 && rs_rd_sess_renew_due(s)) {
-        rs_warn("reader: worker %s silent after a worker of this host exited: trying it again "
-                "on a renewed receive queue",
-                c->addr);
-        return 1;
-    }
-    int dead = st == RS_ERR_UNREACHABLE || st == RS_ERR_TIMEOUT || st == RS_ERR_REFUSED ||
-               st == RS_ERR_CANCELED || st == RS_ERR_TRANSPORT ||
-               (c->ep != NULL && rs_ep_status(c->ep) != RS_OK);
-    if (!dead)
-        return 0;
-    c->lost = 1;
-    rs_warn("reader: worker %s lost (%s): its partitions are read from their other replicas",
-            c->addr, rs_strerror(st));
-    return 0;
-}
-
-rs_status_t rs_rd_sess_replica(rs_reader_session_t *s, uint32_t partition, uint32_t *worker_p)
-{
-    for (uint32_t k = 0; k < s->replicas; k++) {
-        uint32_t w;
-        rs_status_t st = rs_shuffle_replica(&s->desc, partition, k, &w);
-        if (st != RS_OK)
-            return st;
-        if (!s->conns[w].lost) {
-            *worker_p = w;
-            return RS_OK;
-        }
-    }
-    return RS_ERR_UNREACHABLE;
-}
-
 rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p)
 {
     rconn_t *c = &s->conns[w];
     if (c->lost)
         return RS_ERR_UNREACHABLE; /* R >= 2: not tried again (rs_rd_sess_lost) */
-    if (rs_rd_sess_renew_due(s))
+    if (rs_ctx_renew_due(s->ctx))
         sess_renew(s);
     if (c->attached && rs_ep_status(c->ep) == RS_OK) {
         *conn_p = c;

@@ -20,7 +20,6 @@
 #include <rshuffle/transport.h>
 
 #include "common/list.h"
-#include "transport/front_wire.h" /* the front door's wire format, for a backend's listener */
 
 /* Internal message types, above the user's 0 .. RS_MSG_TYPES-1. Backends carry type as 8 bits. */
 enum {
@@ -115,10 +114,12 @@ typedef struct rs_backend_ops {
     /* A pollable fd and its arm call (RS_OK: armed; RS_ERR_BUSY: progress first). */
     int (*fd)(rs_ctx_t *ctx);
     rs_status_t (*arm)(rs_ctx_t *ctx);
+    /* The RS_CAP_* bits (include/rshuffle/transport.h) for ctx, as configured. */
+    unsigned (*caps)(const rs_ctx_t *ctx);
     /*
-     * Optional (NULL: nothing to renew): replaces the receive queue every
-     * connection shares with a fresh one. Called with no endpoint left;
-     * regions stay registered, listeners keep their ports.
+     * With RS_CAP_RENEW (else never called): replaces the receive queue
+     * every connection shares with a fresh one. Called with no endpoint
+     * left; regions stay registered, listeners keep their ports.
      */
     rs_status_t (*renew)(rs_ctx_t *ctx);
 
@@ -129,11 +130,6 @@ typedef struct rs_backend_ops {
     rs_status_t (*rkey_pack)(const rs_mr_t *mr, void *buf, size_t buflen, size_t *len_p);
     rs_status_t (*rkey_unpack)(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t len);
     void (*rkey_release)(rs_rkey_t *rkey);
-    /*
-     * Optional (NULL: no): does rs_mem_alloc's memory live in shared memory
-     * (SysV, or a file in /dev/shm), so that its size must fit there too?
-     */
-    int (*mem_alloc_shm)(const rs_ctx_t *ctx);
 
     /* Sets l->port (the bound port when port was 0) and l->be. */
     rs_status_t (*listen)(rs_ctx_t *ctx, rs_listener_t *l, const char *host, uint16_t port);

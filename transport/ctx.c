@@ -154,7 +154,7 @@ rs_status_t rs_ctx_renew(rs_ctx_t *ctx)
     } else if (!rs_list_empty(&ctx->eps)) {
         rs_error("rs_ctx_renew: endpoints are still open");
         st = RS_ERR_STATE;
-    } else if (ctx->be_ops->renew != NULL) {
+    } else if (ctx->be_ops->caps(ctx) & RS_CAP_RENEW) {
         st = ctx->be_ops->renew(ctx);
     }
     rs_tp_unlock(ctx);
@@ -166,6 +166,13 @@ const char *rs_ctx_backend(const rs_ctx_t *ctx)
     if (ctx == NULL)
         return NULL;
     return ctx->be_ops->name;
+}
+
+unsigned rs_ctx_caps(const rs_ctx_t *ctx)
+{
+    if (ctx == NULL)
+        return 0;
+    return ctx->be_ops->caps(ctx);
 }
 
 const rs_config_t *rs_ctx_config(const rs_ctx_t *ctx)

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/token.h"
 
 #include <string.h>
 
@@ -77,7 +78,7 @@ static void hs_server_hello(rs_ep_t *ep, const void *data, size_t len)
     }
     size_t reply_len = hs_build(reply, NULL);
     if (!rs_tp_hs_parse(data, len, &token, &token_len, &peer) ||
-        !rs_tp_front_token_equal((const unsigned char *)token, token_len, cfg->job_token, mine)) {
+        !rs_token_equal((const unsigned char *)token, token_len, cfg->job_token, mine)) {
         rs_warn("refusing a peer: its HELLO carries another job token");
         rs_tp_msg_post(ep, RS__MSG_REJECT, reply, reply_len, NULL, NULL);
         /* Dead for the user; the REJECT still goes out. The peer closes on

@@ -1,6 +1,5 @@
 /* Registered memory regions. */
 #include "transport/internal.h"
-#include "transport/mem_caps.h"
 
 #include "common/log.h"
 
@@ -74,9 +73,4 @@ size_t rs_mr_len(const rs_mr_t *mr)
     if (mr == NULL)
         return 0;
     return mr->len;
-}
-
-int rs_tp_mem_alloc_shm(const rs_ctx_t *ctx)
-{
-    return ctx != NULL && ctx->be_ops->mem_alloc_shm != NULL && ctx->be_ops->mem_alloc_shm(ctx);
 }

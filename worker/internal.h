@@ -184,9 +184,9 @@ void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out);
 void rs_wk_conn_free(rs_worker_t *w, wconn_t *c);
 /* info.c: the INFO request's handler */
 void rs_wk_on_info(void *arg, rs_ep_t *ep, const void *data, size_t len);
-/* worker.c */
+/* dead.c: ep is closed at the next housekeeping (not from its callback). */
 void rs_wk_defer_close(rs_worker_t *w, rs_ep_t *ep);
-/* Publishes the counters for rs_worker_stats. */
+/* stats.c: publishes the counters for rs_worker_stats. */
 void rs_wk_stats_publish(rs_worker_t *w);
 
 /* store.c: the store and its shuffles */

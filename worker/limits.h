@@ -11,7 +11,7 @@
 /*
  * RS_OK when an arena of mem_limit bytes fits in the memory the host has
  * available (MemAvailable in meminfo_path) and, when shm_dir is not NULL (a
- * context whose rs_mem_alloc takes shared memory: rs_tp_mem_alloc_shm), in
+ * context whose rs_mem_alloc takes shared memory: RS_CAP_MEM_SHM), in
  * shm_dir's free space.
  * Otherwise logs the limit and both figures and returns RS_ERR_CONFIG.
  * Paths are parameters for tests; the worker passes /proc/meminfo, /dev/shm.

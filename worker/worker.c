@@ -8,7 +8,6 @@
 #include "common/log.h"
 #include "shuffle/local.h"
 #include "shuffle/name.h"
-#include "transport/mem_caps.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -71,26 +70,6 @@ static void listen_watch(rs_worker_t *w, uint64_t now)
              "exiting with status 3",
              port, (unsigned)(W_WATCH_STRIKES * (W_WATCH_NS / 1000000000ull)), waiting);
     _exit(3);
-}
-
-void rs_wk_defer_close(rs_worker_t *w, rs_ep_t *ep)
-{
-    if (w->n_dead == w->cap_dead) {
-        size_t cap = w->cap_dead ? 2 * w->cap_dead : 16;
-        rs_ep_t **n = realloc(w->dead, cap * sizeof(*n));
-        if (n == NULL)
-            return; /* closed with the context */
-        w->dead = n;
-        w->cap_dead = cap;
-    }
-    w->dead[w->n_dead++] = ep;
-}
-
-void rs_wk_stats_publish(rs_worker_t *w)
-{
-    pthread_mutex_lock(&w->stats_lock);
-    w->stats_copy = w->st.stats;
-    pthread_mutex_unlock(&w->stats_lock);
 }
 
 static void housekeeping(rs_worker_t *w)
@@ -175,7 +154,7 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
         int old = 0;
         for (int j = 0; j < n_before && !old; j++)
             old = before[j].port == after[i].port;
-        if (!old && strcmp(rs_ctx_backend(w->ctx), "ucx") == 0)
+        if (!old && (rs_ctx_caps(w->ctx) & RS_CAP_OWN_LISTENERS))
             w->watched[w->n_watched++] = after[i].port;
     }
     w->msg_buf = malloc(rs_ctx_config(w->ctx)->msg_max);
@@ -185,7 +164,7 @@ rs_status_t rs_worker_create(const rs_config_t *tcfg, const rs_worker_config_t *
     }
     /* Before the arena: /dev/shm must hold it too where the backend allocates it there. */
     s = rs_wk_check_mem(cfg.mem_limit, "/proc/meminfo",
-                        rs_tp_mem_alloc_shm(w->ctx) ? "/dev/shm" : NULL);
+                        (rs_ctx_caps(w->ctx) & RS_CAP_MEM_SHM) ? "/dev/shm" : NULL);
     if (s != RS_OK)
         goto err_destroy_ctx;
     s = rs_mem_alloc(w->ctx, cfg.mem_limit, RS_MEM_REMOTE_READ | RS_MEM_REMOTE_WRITE, &w->arena_mr);

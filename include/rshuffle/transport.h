@@ -125,8 +125,44 @@ RS_API void rs_ctx_destroy(rs_ctx_t *ctx);
  */
 RS_API rs_status_t rs_ctx_renew(rs_ctx_t *ctx);
 
+/*
+ * Whether rs_ctx_renew is due: 1 when one of ctx's endpoints is no longer
+ * usable and its peer, a process on this host, has exited, on a backend
+ * whose connections share a receive queue such a peer can leave blocked
+ * (UCX); else 0, always on verbs and for NULL ctx. The caller decides
+ * when to close its endpoints and renew (rs_ctx_renew wants them all
+ * closed). Costs a poll of each unusable endpoint's peer.
+ */
+RS_API int rs_ctx_renew_due(rs_ctx_t *ctx);
+
 /* The backend's name: "ucx" or "verbs". */
 RS_API const char *rs_ctx_backend(const rs_ctx_t *ctx);
+
+/* What a context's backend does or needs: the bits rs_ctx_caps returns. */
+enum {
+    /*
+     * The context's connections share one receive queue, which a peer on
+     * this host killed mid-send can leave blocked: rs_ctx_renew replaces it
+     * and rs_ctx_renew_due says when (UCX). Without it rs_ctx_renew does
+     * nothing and rs_ctx_renew_due is always 0 (verbs).
+     */
+    RS_CAP_RENEW = 1u << 0,
+    /*
+     * rs_mem_alloc takes shared memory (SysV, or a file in /dev/shm), so an
+     * allocation must fit there too (UCX with RSHUFFLE_UCX_MEM=shared).
+     */
+    RS_CAP_MEM_SHM = 1u << 1,
+    /*
+     * The backend opens TCP listeners of its own besides rs_listen's (UCX's
+     * tcp transport). One stops accepting for good when an accept finds no
+     * descriptor free, so a long-lived listener may watch them (the worker
+     * does; docs/operations.md).
+     */
+    RS_CAP_OWN_LISTENERS = 1u << 2,
+};
+
+/* The RS_CAP_* bits of ctx's backend, as configured for ctx; 0 for NULL ctx. */
+RS_API unsigned rs_ctx_caps(const rs_ctx_t *ctx);
 
 /* The configuration the context was created with. */
 RS_API const rs_config_t *rs_ctx_config(const rs_ctx_t *ctx);

@@ -164,7 +164,9 @@ INVALID(shuffle_replica_out, rs_shuffle_replica(&desc, 0, 0, NULL))
 INVALID(ctx_create_out, rs_ctx_create(NULL, NULL))
 IGNORES(ctx_destroy, rs_ctx_destroy(NULL))
 INVALID(ctx_renew, rs_ctx_renew(NULL))
+RETURNS(ctx_renew_due, rs_ctx_renew_due(NULL), 0)
 RETURNS(ctx_backend, rs_ctx_backend(NULL), NULL)
+RETURNS(ctx_caps, rs_ctx_caps(NULL), 0)
 RETURNS(ctx_config, rs_ctx_config(NULL), NULL)
 RETURNS(progress, rs_progress(NULL), 0)
 INVALID(wait_null, rs_wait(NULL, 0))
@@ -392,7 +394,9 @@ static const struct {
     C(ctx_create_out),
     C(ctx_destroy),
     C(ctx_renew),
+    C(ctx_renew_due),
     C(ctx_backend),
+    C(ctx_caps),
     C(ctx_config),
     C(progress),
     C(wait_null),

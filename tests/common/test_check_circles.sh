@@ -3,7 +3,7 @@
 # it must pass a module whose files call down only, and refuse, naming the
 # files, a module where two files call each other directly or through a
 # third. Calls between folders are no circle; an allow-listed folder's
-# circle is reported, not refused.
+# circle (--allow) is reported, not refused.
 # Usage: test_check_circles.sh SOURCE_DIR
 set -euo pipefail
 src=$1
@@ -26,10 +26,11 @@ unit() {
     "$cc" -c -o "$tmp/b/CMakeFiles/rshuffle_obj.dir/$folder/$file.c.o" "$tmp/$def.c"
 }
 
-# expect pass|fail TEXT: run the check on $tmp/b, then start a fresh tree.
+# expect pass|fail TEXT [OPTIONS...]: run the check on $tmp/b, then start a fresh tree.
 expect() {
     local want=$1 text=$2 rc=0
-    "$src/scripts/check-circles" "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
+    shift 2
+    "$src/scripts/check-circles" "$@" "$tmp/b" >"$tmp/out" 2>&1 || rc=$?
     if { [ "$want" = pass ] && [ $rc != 0 ]; } || { [ "$want" = fail ] && [ $rc != 1 ]; }; then
         echo "FAIL: expected $want (rc $rc):"; cat "$tmp/out"; failures=$((failures + 1))
     elif ! grep -qF -- "$text" "$tmp/out"; then
@@ -76,7 +77,16 @@ expect pass "check-circles: ok"
 # A folder on the allow-list is reported, with its reason.
 unit reader a a_x b_y
 unit reader b b_y a_x
-expect pass "allowed in reader/: a.c b.c"
+expect pass "allowed in reader/: a.c b.c (planted)" --allow "reader=planted"
+
+# The tree's own allow-list is empty: the same circle is refused without --allow.
+unit reader a a_x b_y
+unit reader b b_y a_x
+expect fail "circle in reader/: a.c b.c"
+
+# An unknown option is refused, not taken for the build folder.
+unit mod a a_top
+expect fail "Usage:" --bogus
 
 [ $failures = 0 ] || { echo "$failures failed"; exit 1; }
 echo "all passed"

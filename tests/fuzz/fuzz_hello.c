@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the front door's decoders (transport/front_wire.h):
+ * libFuzzer target for the front door's decoders (transport/ucx/front_wire.h):
  * the hello a listener reads from anyone who connects, and the reply a
  * client reads from the listener. Besides memory safety, it checks their
  * contract as the socket code relies on it: the result is a documented one;
@@ -13,18 +13,19 @@
 
 #include "fuzz_check.h"
 #include "fuzz_hello.h"
-#include "transport/front_wire.h"
+#include "common/token.h"
+#include "transport/ucx/front_wire.h"
 
 static const char token[] = "rshuffle";
 
 static int parse(int reply, const uint8_t *buf, size_t len)
 {
     if (reply) {
-        rs_tp_front_reply_t r;
-        return rs_tp_front_reply_parse(buf, len, &r);
+        rs_ucx_front_reply_t r;
+        return rs_ucx_front_reply_parse(buf, len, &r);
     }
-    rs_tp_front_hello_t h;
-    return rs_tp_front_hello_parse(buf, len, &h);
+    rs_ucx_front_hello_t h;
+    return rs_ucx_front_hello_parse(buf, len, &h);
 }
 
 /* Prefixes: incomplete before a complete message, malformed stays malformed. */
@@ -46,26 +47,26 @@ static void check_prefixes(int reply, const uint8_t *buf, size_t len, int whole)
 
 static void fuzz_hello(const uint8_t *buf, size_t len)
 {
-    rs_tp_front_hello_t h;
-    int r = rs_tp_front_hello_parse(buf, len, &h);
+    rs_ucx_front_hello_t h;
+    int r = rs_ucx_front_hello_parse(buf, len, &h);
     CHECK(r == RS_FRONT_INCOMPLETE || r == RS_FRONT_MALFORMED || (r > 0 && (size_t)r == len));
     CHECK(len <= RS_FRONT_HELLO_MAX || r == RS_FRONT_MALFORMED);
     if (r > 0) {
         CHECK(h.token_len <= RS_JOB_TOKEN_MAX && h.token == buf + RS_FRONT_HELLO_HDR);
         CHECK(RS_FRONT_HELLO_HDR + h.token_len == len);
         uint8_t again[RS_FRONT_HELLO_MAX];
-        CHECK(rs_tp_front_hello_build(again, (const char *)h.token, h.token_len) == len);
+        CHECK(rs_ucx_front_hello_build(again, (const char *)h.token, h.token_len) == len);
         CHECK(memcmp(again, buf, len) == 0);
         int same = h.token_len == strlen(token) && memcmp(h.token, token, h.token_len) == 0;
-        CHECK(rs_tp_front_token_equal(h.token, h.token_len, token, strlen(token)) == same);
+        CHECK(rs_token_equal(h.token, h.token_len, token, strlen(token)) == same);
     }
     check_prefixes(0, buf, len, r);
 }
 
 static void fuzz_reply(const uint8_t *buf, size_t len)
 {
-    rs_tp_front_reply_t rep;
-    int r = rs_tp_front_reply_parse(buf, len, &rep);
+    rs_ucx_front_reply_t rep;
+    int r = rs_ucx_front_reply_parse(buf, len, &rep);
     CHECK(r == RS_FRONT_INCOMPLETE || r == RS_FRONT_MALFORMED || (r > 0 && (size_t)r == len));
     CHECK(len <= RS_FRONT_REPLY_MAX || r == RS_FRONT_MALFORMED);
     if (r > 0) {
@@ -75,7 +76,7 @@ static void fuzz_reply(const uint8_t *buf, size_t len)
                                             : rep.addr_len == 0 && rep.addr == NULL);
         CHECK(RS_FRONT_REPLY_HDR + rep.addr_len == len);
         static uint8_t again[RS_FRONT_REPLY_MAX];
-        CHECK(rs_tp_front_reply_build(again, rep.status, rep.addr, rep.addr_len) == len);
+        CHECK(rs_ucx_front_reply_build(again, rep.status, rep.addr, rep.addr_len) == len);
         CHECK(memcmp(again, buf, len) == 0);
     }
     /* Prefixes of long inputs cost len^2: the first 256 bytes hold every field. */

@@ -1,6 +1,6 @@
 /*
  * Writes a fuzz target's seed corpus into a directory, emptied first so every
- * run starts from the same seeds: gen_corpus frame|manifest|sproto|hello|rkey|handshake DIR
+ * run starts from the same seeds: gen_corpus frame|manifest|sproto|hello|rkey|handshake|amhdr DIR
  */
 #include <dirent.h>
 #include <errno.h>
@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_amhdr.h"
 #include "fuzz_frame.h"
 #include "fuzz_handshake.h"
 #include "fuzz_hello.h"
@@ -65,10 +66,12 @@ int main(int argc, char **argv)
         corpus = hello_corpus;
     else if (argc == 3 && strcmp(argv[1], "rkey") == 0)
         corpus = rkey_corpus;
+    else if (argc == 3 && strcmp(argv[1], "amhdr") == 0)
+        corpus = amhdr_corpus;
     else if (argc == 3 && strcmp(argv[1], "handshake") == 0)
         corpus = handshake_corpus;
     if (corpus == NULL) {
-        fprintf(stderr, "usage: gen_corpus frame|manifest|sproto|hello|rkey|handshake DIR\n");
+        fprintf(stderr, "usage: gen_corpus frame|manifest|sproto|hello|rkey|handshake|amhdr DIR\n");
         return 2;
     }
     if (empty_dir(argv[2]) != 0) {

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "fuzz_hello.h"
-#include "transport/front_wire.h"
+#include "transport/ucx/front_wire.h"
 
 static void emit_mode(void (*emit)(void *, const uint8_t *, size_t), void *user, uint8_t mode,
                       const uint8_t *msg, size_t len)
@@ -24,7 +24,7 @@ void hello_corpus(void (*emit)(void *user, const uint8_t *seed, size_t len), voi
         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"};
     uint8_t buf[RS_FRONT_REPLY_MAX];
     for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
-        size_t n = rs_tp_front_hello_build(buf, tokens[i], strlen(tokens[i]));
+        size_t n = rs_ucx_front_hello_build(buf, tokens[i], strlen(tokens[i]));
         emit_mode(emit, user, FUZZ_FRONT_HELLO, buf, n);
         emit_mode(emit, user, FUZZ_FRONT_HELLO, buf, n > 3 ? n - 3 : 0); /* truncated */
     }
@@ -36,11 +36,11 @@ void hello_corpus(void (*emit)(void *user, const uint8_t *seed, size_t len), voi
     for (size_t i = 0; i < sizeof(addr); i++)
         addr[i] = (uint8_t)(i * 7);
     for (size_t i = 0; i < sizeof(addr_lens) / sizeof(addr_lens[0]); i++) {
-        size_t n = rs_tp_front_reply_build(buf, RS_FRONT_ACCEPT, addr, addr_lens[i]);
+        size_t n = rs_ucx_front_reply_build(buf, RS_FRONT_ACCEPT, addr, addr_lens[i]);
         emit_mode(emit, user, FUZZ_FRONT_REPLY, buf, n);
     }
-    size_t n = rs_tp_front_reply_build(buf, RS_FRONT_REFUSE, NULL, 0);
+    size_t n = rs_ucx_front_reply_build(buf, RS_FRONT_REFUSE, NULL, 0);
     emit_mode(emit, user, FUZZ_FRONT_REPLY, buf, n);
-    n = rs_tp_front_reply_build(buf, RS_FRONT_BUSY, NULL, 0);
+    n = rs_ucx_front_reply_build(buf, RS_FRONT_BUSY, NULL, 0);
     emit_mode(emit, user, FUZZ_FRONT_REPLY, buf, n);
 }

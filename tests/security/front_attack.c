@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "transport/front_wire.h"
+#include "transport/ucx/front_wire.h"
 
 static uint64_t now_ms(void)
 {
@@ -156,8 +156,8 @@ static void fire_and_forget(uint16_t port, const void *buf, size_t len, fa_count
 
 static void check_reply(const uint8_t *buf, size_t len, unsigned status)
 {
-    rs_tp_front_reply_t r;
-    assert_int_equal(rs_tp_front_reply_parse(buf, len, &r), (int)len);
+    rs_ucx_front_reply_t r;
+    assert_int_equal(rs_ucx_front_reply_parse(buf, len, &r), (int)len);
     assert_int_equal(r.status, status);
 }
 
@@ -187,11 +187,11 @@ void fa_garbage(uint16_t port, const char *token, unsigned n, int bound_ms, fa_c
     }
 
     uint8_t hello[RS_FRONT_HELLO_MAX + 8];
-    size_t hl = rs_tp_front_hello_build(hello, "not-the-token", 13);
+    size_t hl = rs_ucx_front_hello_build(hello, "not-the-token", 13);
     size_t got = judged(port, hello, hl, bound_ms, c, reply, sizeof(reply));
     check_reply(reply, got, RS_FRONT_REFUSE);
 
-    hl = rs_tp_front_hello_build(hello, token, strlen(token));
+    hl = rs_ucx_front_hello_build(hello, token, strlen(token));
     got = judged(port, hello, hl, bound_ms, c, reply, sizeof(reply));
     check_reply(reply, got, RS_FRONT_ACCEPT);
 
@@ -240,7 +240,7 @@ int *fa_slow_open(uint16_t port, unsigned n)
     int *fds = calloc(n, sizeof(*fds));
     assert_non_null(fds);
     uint8_t hello[RS_FRONT_HELLO_MAX];
-    (void)rs_tp_front_hello_build(hello, "rshuffle", 8);
+    (void)rs_ucx_front_hello_build(hello, "rshuffle", 8);
     for (unsigned i = 0; i < n; i++) {
         fds[i] = tcp_connect(port);
         send_some(fds[i], hello, 3 + i % 6); /* a valid prefix, never finished */

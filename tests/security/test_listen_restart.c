@@ -22,7 +22,7 @@
 
 #include "front_attack.h"
 #include "rshuffled_child.h"
-#include "transport/front_wire.h"
+#include "transport/ucx/front_wire.h"
 
 #define RESTART_MS 1000
 
@@ -51,14 +51,14 @@ static void exchange(uint16_t port)
     int fd = tcp_connect(port);
     uint8_t buf[RS_FRONT_REPLY_MAX];
     const char *token = getenv("RSHUFFLE_JOB_TOKEN") ? getenv("RSHUFFLE_JOB_TOKEN") : "rshuffle";
-    size_t n = rs_tp_front_hello_build(buf, token, strlen(token));
+    size_t n = rs_ucx_front_hello_build(buf, token, strlen(token));
     assert_int_equal(send(fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
     size_t got = 0;
     ssize_t r;
     while ((r = recv(fd, buf + got, sizeof(buf) - got, 0)) > 0)
         got += (size_t)r;
-    rs_tp_front_reply_t reply;
-    assert_int_equal(rs_tp_front_reply_parse(buf, got, &reply), (int)got);
+    rs_ucx_front_reply_t reply;
+    assert_int_equal(rs_ucx_front_reply_parse(buf, got, &reply), (int)got);
     assert_int_equal(reply.status, RS_FRONT_ACCEPT);
     close(fd);
 }

@@ -159,6 +159,7 @@ static void test_renew_after_killed_sender(void **state)
         assert_true(s.floods >= floods + 200);
         assert_int_equal(s.n_accepted, 2);
         rs_ep_t *vep = s.accepted[1];
+        assert_int_equal(rs_ctx_renew_due(ctx), 0); /* every peer alive */
         /* Killed while we drain the queue: it is sending, not waiting for room. */
         kill(pids[i], SIGKILL);
         end = tt_now_ms() + 20;
@@ -168,6 +169,12 @@ static void test_renew_after_killed_sender(void **state)
         assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
         assert_int_equal(rs_ep_peer_exited(vep), 1);
         assert_int_equal(rs_ep_peer_exited(fep), 0); /* this process */
+        /* Due once the dead peer's endpoint is found unusable (the next progress scans). */
+        end = tt_now_ms() + DELIVERY_MS;
+        while (!rs_ctx_renew_due(ctx) && tt_now_ms() < end)
+            rs_progress(ctx);
+        assert_int_equal(rs_ctx_renew_due(ctx), 1);
+        assert_int_equal(rs_ctx_renew_due(friend), 0); /* its peer is this process */
         blocked += !ping(ctx, friend, fep, &s, BLOCKED_MS);
 
         assert_int_equal(rs_ctx_renew(ctx), RS_ERR_STATE);
@@ -175,6 +182,7 @@ static void test_renew_after_killed_sender(void **state)
         rs_ep_close(vep);
         rs_ep_close(fep);
         assert_int_equal(rs_ctx_renew(ctx), RS_OK);
+        assert_int_equal(rs_ctx_renew_due(ctx), 0); /* nothing left to find */
         assert_int_equal(rs_ctx_address(ctx, naddr, sizeof(naddr), &nlen), RS_OK);
         assert_false(nlen == alen && memcmp(addr, naddr, alen) == 0);
 
@@ -205,6 +213,7 @@ static void test_renew_arguments(void **state)
 {
     (void)state;
     assert_int_equal(rs_ctx_renew(NULL), RS_ERR_INVALID);
+    assert_int_equal(rs_ctx_renew_due(NULL), 0);
 }
 
 int main(void)

@@ -1,7 +1,7 @@
 /*
  * UCX backend: sending active messages. One AM id carries messages,
- * notifications and the connection control messages; the rs_ucx_hdr_t
- * header says which and names the receiving connection (recv.c dispatches
+ * notifications and the connection control messages; the control header
+ * (amhdr.h) says which and names the receiving connection (recv.c dispatches
  * them). Sends are forced eager so a handler always sees whole data and
  * messages on one endpoint stay in order.
  */
@@ -28,13 +28,14 @@ rs_status_t rs_ucx_msg_send(rs_ep_t *ep, rs_op_t *op, unsigned type, const void 
     if (uep == NULL || uep->uep == NULL)
         return RS_ERR_UNREACHABLE;
     /* Header and data stay ours until UCX is done with them. */
-    rs_ucx_hdr_t *hdr = malloc(sizeof(*hdr) + len);
+    rs_ucx_hdr_wire_t *hdr = malloc(sizeof(*hdr) + len);
     if (hdr == NULL) {
         rs_error("out of memory copying a %zu-byte message", len);
         return RS_ERR_NOMEM;
     }
-    *hdr =
-        (rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .arg = type, .kind = RS_UCX_MSG};
+    rs_ucx_hdr_pack(
+        &(rs_ucx_hdr_t){.dst_id = uep->peer_id, .src_id = uep->id, .arg = type, .kind = RS_UCX_MSG},
+        hdr);
     if (len > 0)
         memcpy(hdr + 1, data, len);
     op->be[0] = hdr;

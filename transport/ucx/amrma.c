@@ -11,7 +11,7 @@
  * just errors. The target also checks every address against its own
  * registered regions and their access rights before touching memory.
  *
- * Protocol (all on the one AM id, header rs_ucx_rma_hdr_t, 32 bytes):
+ * Protocol (all on the one AM id, the one-sided header of amhdr.h, 32 bytes):
  *   PUT       data = bytes to write at raddr; value = immediate when the
  *             NOTIFY flag is set (the target writes, then notifies)
  *   GET_REQ   value = length          -> GET_REP   data = bytes, value = status
@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(sizeof(rs_ucx_rma_hdr_t) <= 4 * sizeof(void *), "RMA header fits op->be");
+_Static_assert(sizeof(rs_ucx_rma_wire_t) <= 4 * sizeof(void *), "RMA header fits op->be");
 
 #define PEND_BITS 20
 #define PEND_MASK ((1u << PEND_BITS) - 1)
@@ -53,7 +53,7 @@ struct rs_ucx_pending {
     ucs_status_t status;
     uint32_t id;
     uint16_t gen;
-    rs_ucx_rma_hdr_t hdr; /* the request AM's header, UCX's until PART_SEND clears */
+    rs_ucx_rma_wire_t hdr; /* the request AM's header, UCX's until PART_SEND clears */
 };
 
 /* ------------------------------------------------------- the request table */
@@ -169,13 +169,14 @@ static void flush_done_cb(void *request, ucs_status_t status, void *user_data)
 rs_status_t rs_ucx_amrma_put(rs_ucx_ep_t *uep, rs_op_t *op, const void *src, size_t len,
                              uint64_t raddr, int notify, uint32_t imm)
 {
-    rs_ucx_rma_hdr_t *hdr = (rs_ucx_rma_hdr_t *)&op->be[0];
-    *hdr = (rs_ucx_rma_hdr_t){.dst_id = uep->peer_id,
-                              .src_id = uep->id,
-                              .kind = RS_UCX_PUT,
-                              .flags = notify ? RS_UCX_F_NOTIFY : 0,
-                              .raddr = raddr,
-                              .value = imm};
+    rs_ucx_rma_wire_t *hdr = (rs_ucx_rma_wire_t *)&op->be[0];
+    rs_ucx_rma_hdr_pack(&(rs_ucx_rma_hdr_t){.dst_id = uep->peer_id,
+                                            .src_id = uep->id,
+                                            .kind = RS_UCX_PUT,
+                                            .flags = notify ? RS_UCX_F_NOTIFY : 0,
+                                            .raddr = raddr,
+                                            .value = imm},
+                        hdr);
     uep->used_amrma = 1;
     ucp_request_param_t p = rs_ucx_am_param(rs_ucx_op_done_cb, op, 0);
     return rs_ucx_post_result(
@@ -209,12 +210,13 @@ static rs_ucx_pending_t *new_request(rs_ucx_ep_t *uep, rs_op_t *op, uint16_t kin
     s->op = op;
     s->uep = uep;
     s->parts = PART_SEND | PART_REPLY;
-    s->hdr = (rs_ucx_rma_hdr_t){.dst_id = uep->peer_id,
-                                .src_id = uep->id,
-                                .kind = kind,
-                                .op_id = s->id,
-                                .raddr = raddr,
-                                .value = value};
+    rs_ucx_rma_hdr_pack(&(rs_ucx_rma_hdr_t){.dst_id = uep->peer_id,
+                                            .src_id = uep->id,
+                                            .kind = kind,
+                                            .op_id = s->id,
+                                            .raddr = raddr,
+                                            .value = value},
+                        &s->hdr);
     return s;
 }
 
@@ -283,17 +285,18 @@ static void reply(rs_ucx_ep_t *uep, const rs_ucx_rma_hdr_t *req, uint16_t kind, 
 {
     if (uep->uep == NULL)
         return;
-    rs_ucx_rma_hdr_t *hdr = malloc(sizeof(*hdr));
+    rs_ucx_rma_wire_t *hdr = malloc(sizeof(*hdr));
     if (hdr == NULL) {
         rs_error("out of memory answering a request (dropped)");
         return;
     }
-    *hdr = (rs_ucx_rma_hdr_t){.dst_id = uep->peer_id,
-                              .src_id = uep->id,
-                              .kind = kind,
-                              .flags = flags,
-                              .op_id = req->op_id,
-                              .value = value};
+    rs_ucx_rma_hdr_pack(&(rs_ucx_rma_hdr_t){.dst_id = uep->peer_id,
+                                            .src_id = uep->id,
+                                            .kind = kind,
+                                            .flags = flags,
+                                            .op_id = req->op_id,
+                                            .value = value},
+                        hdr);
     ucp_request_param_t p = rs_ucx_am_param(reply_sent_cb, hdr, 0);
     ucs_status_ptr_t r = ucp_am_send_nbx(uep->uep, RS_UCX_AM_ID, hdr, sizeof(*hdr), data, len, &p);
     if (!UCS_PTR_IS_PTR(r))

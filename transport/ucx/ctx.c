@@ -412,17 +412,22 @@ static rs_status_t ucx_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *
     return RS_OK;
 }
 
+static unsigned ucx_caps(const rs_ctx_t *ctx)
+{
+    return RS_CAP_RENEW | RS_CAP_OWN_LISTENERS | (rs_ucx_mem_alloc_shm(ctx) ? RS_CAP_MEM_SHM : 0);
+}
+
 const rs_backend_ops_t rs_ucx_ops = {
     .name = "ucx",
     .ctx_open = ucx_ctx_open,
     .ctx_close = ucx_ctx_close,
+    .caps = ucx_caps,
     .renew = ucx_renew,
     .progress = ucx_progress,
     .fd = ucx_fd,
     .arm = ucx_arm,
     .mem_reg = rs_ucx_mem_reg,
     .mem_dereg = rs_ucx_mem_dereg,
-    .mem_alloc_shm = rs_ucx_mem_alloc_shm,
     .rkey_pack = rs_ucx_rkey_pack,
     .rkey_unpack = rs_ucx_rkey_unpack,
     .rkey_release = rs_ucx_rkey_release,

@@ -25,9 +25,11 @@
  * at most.
  */
 #include "transport/ucx/ucx.h"
+#include "transport/ucx/front_wire.h"
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/token.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -457,8 +459,8 @@ static void front_hello_recv(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
         return;
     }
     f->len += (size_t)r;
-    rs_tp_front_hello_t hello;
-    int n = rs_tp_front_hello_parse(f->buf, f->len, &hello);
+    rs_ucx_front_hello_t hello;
+    int n = rs_ucx_front_hello_parse(f->buf, f->len, &hello);
     if (n == RS_FRONT_INCOMPLETE)
         return;
     if (n == RS_FRONT_MALFORMED) {
@@ -466,18 +468,18 @@ static void front_hello_recv(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
         return;
     }
     const char *token = rs_tp_ctx_cfg(ctx)->job_token;
-    if (rs_tp_front_token_equal(hello.token, hello.token_len, token, strlen(token))) {
+    if (rs_token_equal(hello.token, hello.token_len, token, strlen(token))) {
         if (fds_room(ctx, uc) < RS_UCX_FRONT_FDS_CLIENT) {
             front_busy_log(uc, "a client");
-            f->len = rs_tp_front_reply_build(f->buf, RS_FRONT_BUSY, NULL, 0);
+            f->len = rs_ucx_front_reply_build(f->buf, RS_FRONT_BUSY, NULL, 0);
         } else {
             uc->front_admitted++;
             uc->front_admit_ns = rs_now_coarse_ns();
-            f->len = rs_tp_front_reply_build(f->buf, RS_FRONT_ACCEPT, uc->addr, uc->addr_len);
+            f->len = rs_ucx_front_reply_build(f->buf, RS_FRONT_ACCEPT, uc->addr, uc->addr_len);
         }
     } else {
         front_refusal_log(uc);
-        f->len = rs_tp_front_reply_build(f->buf, RS_FRONT_REFUSE, NULL, 0);
+        f->len = rs_ucx_front_reply_build(f->buf, RS_FRONT_REFUSE, NULL, 0);
     }
     if (f->len == 0) {
         rs_error("front door: the worker address (%zu bytes) does not fit a reply", uc->addr_len);
@@ -531,7 +533,7 @@ rs_status_t rs_ucx_front_connect(rs_ucx_ep_t *uep, const char *host, uint16_t po
         return RS_ERR_NOMEM;
     }
     const char *token = rs_tp_ctx_cfg(ctx)->job_token;
-    f->len = rs_tp_front_hello_build(f->buf, token, strlen(token));
+    f->len = rs_ucx_front_hello_build(f->buf, token, strlen(token));
     f->uep = uep;
     uep->front = f;
     return RS_OK;
@@ -586,8 +588,8 @@ static void client_recv(rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
         return;
     }
     f->len += (size_t)r;
-    rs_tp_front_reply_t reply;
-    int n = rs_tp_front_reply_parse(f->buf, f->len, &reply);
+    rs_ucx_front_reply_t reply;
+    int n = rs_ucx_front_reply_parse(f->buf, f->len, &reply);
     if (n == RS_FRONT_INCOMPLETE)
         return;
     if (n == RS_FRONT_MALFORMED) {

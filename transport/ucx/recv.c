@@ -1,5 +1,6 @@
 /*
- * UCX backend: the active-message handler. Dispatches by header: our
+ * UCX backend: the active-message handler. Decodes the header (amhdr.c:
+ * the kind byte says which header it is) and dispatches by it: our
  * one-sided protocol to amrma.c, connection control to conn.c, messages
  * and notifications to the generic layer. Apart from am.c (sends), which
  * conn.c calls, so receiving does not close a circle through conn.c.
@@ -7,8 +8,6 @@
 #include "transport/ucx/ucx.h"
 
 #include "common/log.h"
-
-#include <string.h>
 
 /* The endpoint a MSG/NOTIFY header addresses, if it is live and from its peer. */
 static rs_ep_t *hdr_ep(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr)
@@ -30,17 +29,18 @@ ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length,
         rs_warn("rendezvous active message dropped (we send eager only)");
         return UCS_OK;
     }
-    if (header_length == sizeof(rs_ucx_rma_hdr_t)) {
-        rs_ucx_rma_hdr_t rh;
-        memcpy(&rh, header, sizeof(rh));
+    rs_ucx_rma_hdr_t rh;
+    int rma;
+    rs_status_t st = rs_ucx_am_hdr_decode(header, header_length, &hdr, &rh, &rma);
+    if (st != RS_OK) {
+        rs_warn("malformed active message (%zu-byte header: %s) dropped", header_length,
+                rs_strerror(st));
+        return UCS_OK;
+    }
+    if (rma) {
         rs_ucx_amrma_recv(ctx, &rh, data, length);
         return UCS_OK;
     }
-    if (header_length != sizeof(hdr)) {
-        rs_warn("malformed active message (%zu-byte header) dropped", header_length);
-        return UCS_OK;
-    }
-    memcpy(&hdr, header, sizeof(hdr));
     switch (hdr.kind) {
         case RS_UCX_MSG:
             if ((ep = hdr_ep(ctx, &hdr)) != NULL && hdr.arg < RS__MSG_TYPE_LIMIT)

@@ -3,13 +3,14 @@
  *   ctx.c    ops table, UCP context and worker, progress
  *   conn.c   listeners, connections, endpoint ids, teardown
  *   recv.c   the active-message handler (dispatch by header)
+ *   amhdr.c  the active-message headers: packing, strict decoding
  *   am.c     sending messages and connection control messages
  *   rma.c    one-sided ops on UCX RMA (falls back to amrma.c)
  *   amrma.c  one-sided ops emulated over active messages
  *   mem.c    memory registration and remote keys
  *   req.c    status mapping and request outcomes, used by all
  *
- * Every active message carries an rs_ucx_hdr_t naming the receiver's
+ * Every active message carries a header (amhdr.h) naming the receiver's
  * connection id, so the receiver finds its rs_ep_t without relying on UCX
  * reply endpoints (endpoints created from a worker address have no accept
  * event on the server). Connection setup:
@@ -30,48 +31,12 @@
 #include <ucp/api/ucp.h>
 
 #include "transport/backend.h"
+#include "transport/ucx/amhdr.h"
 
 #define RS_UCX_AM_ID     0x5253 /* the one AM id rshuffle uses */
 #define RS_UCX_MEMFD_MAX 64     /* regions per context in memfds; later ones are private */
 
-enum {
-    RS_UCX_CONN = 1,     /* client -> server: src_id (+ client worker address) */
-    RS_UCX_CONN_ACK = 2, /* server -> client: src_id is the server's id */
-    RS_UCX_MSG = 3,      /* a message; arg is its type */
-    RS_UCX_NOTIFY = 4,   /* a notified put's notification; arg is the immediate */
-    RS_UCX_BYE = 5,      /* the sender closed the connection */
-    /* our own one-sided protocol (amrma.c), header rs_ucx_rma_hdr_t */
-    RS_UCX_PUT = 16,
-    RS_UCX_GET_REQ = 17,
-    RS_UCX_GET_REP = 18,
-    RS_UCX_FADD_REQ = 19,
-    RS_UCX_FADD_REP = 20,
-    RS_UCX_FLUSH_REQ = 21,
-    RS_UCX_FLUSH_REP = 22,
-};
-
-enum {
-    RS_UCX_F_NOTIFY = 1,  /* PUT: notify the target after writing */
-    RS_UCX_F_REFUSED = 2, /* answer: the target refused the address */
-};
-
-/* Header of the emulated one-sided messages (32 bytes: fits op->be). */
-typedef struct rs_ucx_rma_hdr {
-    uint32_t dst_id, src_id;
-    uint16_t kind, flags;
-    uint32_t op_id; /* the requester's pending-request id */
-    uint64_t raddr;
-    uint64_t value; /* immediate, length, addend, old value or status, by kind */
-} rs_ucx_rma_hdr_t;
-
 typedef struct rs_ucx_pending rs_ucx_pending_t;
-
-typedef struct rs_ucx_hdr {
-    uint32_t dst_id; /* receiver's connection id (0: unknown yet) */
-    uint32_t src_id; /* sender's connection id */
-    uint32_t arg;
-    uint32_t kind;
-} rs_ucx_hdr_t;
 
 typedef struct rs_ucx_front rs_ucx_front_t;
 
@@ -88,12 +53,12 @@ typedef struct rs_ucx_ep {
     unsigned released : 1;      /* the generic layer is done with it (zombie) */
     unsigned used_amrma : 1;    /* emulated one-sided messages were sent on it */
     ucs_status_t fail_status;
-    unsigned ctl_inflight; /* control AMs (headers live here) and drain flushes */
-    rs_list_t pend_link;   /* ctx pending list (failure reports) */
-    rs_list_t wait_link;   /* zombie list once released */
-    rs_list_t close_link;  /* ctx close list */
-    rs_ucx_hdr_t conn_hdr;
-    rs_ucx_hdr_t bye_hdr;
+    unsigned ctl_inflight;      /* control AMs (headers live here) and drain flushes */
+    rs_list_t pend_link;        /* ctx pending list (failure reports) */
+    rs_list_t wait_link;        /* zombie list once released */
+    rs_list_t close_link;       /* ctx close list */
+    rs_ucx_hdr_wire_t conn_hdr; /* CONN or CONN_ACK, packed */
+    rs_ucx_hdr_wire_t bye_hdr;  /* BYE, packed (kind byte 0: not sent) */
 } rs_ucx_ep_t;
 
 /* A CONN received inside worker progress, handled right after it. */
@@ -211,6 +176,16 @@ static inline ucp_request_param_t rs_ucx_am_param(ucp_send_nbx_callback_t cb, vo
     };
 }
 
+/* Request parameters of a one-sided op's request whose completion runs cb(op). */
+static inline ucp_request_param_t rs_ucx_op_param(rs_op_t *op, ucp_send_nbx_callback_t cb)
+{
+    return (ucp_request_param_t){
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = cb,
+        .user_data = op,
+    };
+}
+
 /* Completion callback of an rs_op_t's request (user_data: the op). */
 void rs_ucx_op_done_cb(void *request, ucs_status_t status, void *user_data);
 
@@ -227,6 +202,35 @@ int rs_ucx_id_alloc(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep);
 void rs_ucx_id_free(rs_ucx_ctx_t *uc, rs_ucx_ep_t *uep);
 rs_ucx_ep_t *rs_ucx_ep_lookup(rs_ucx_ctx_t *uc, uint32_t id);
 
+/* uep.c: a UCX endpoint's own life, below conn.c and front.c. */
+/* A new endpoint with a connection id (NULL: out of memory or ids, logged). */
+rs_ucx_ep_t *rs_ucx_uep_new(rs_ctx_t *ctx);
+void rs_ucx_uep_free(rs_ucx_ep_t *uep);
+/*
+ * Nobody but in-flight control AMs (whose headers live in uep) holds uep any
+ * more: frees it now, or when the last of them completes.
+ */
+void rs_ucx_uep_release(rs_ucx_ep_t *uep);
+/* Closes uep's ucp endpoint at once (a BYE first to a healthy peer); no-op without one. */
+void rs_ucx_uep_force_close(rs_ucx_ep_t *uep);
+/* The peer is dead (status says how): reported as such from the next progress call. */
+void rs_ucx_ep_mark_failed(rs_ucx_ep_t *uep, ucs_status_t status);
+/* Sets p's error handling: a peer failure marks uep failed. */
+void rs_ucx_ep_params(ucp_ep_params_t *p, rs_ucx_ep_t *uep);
+/* The UCX address to connect by in a peer's blob (addr.c); a bare UCX address as it is. */
+const ucp_address_t *rs_ucx_peer_address(const rs_ucx_ctx_t *uc, const void *blob, size_t len);
+/*
+ * Connects uep (linked to its ep) to a worker address and sends CONN.
+ * On failure uep has no ucp endpoint; the caller still owns uep.
+ */
+rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len);
+/* A control AM of uep completed (the request callback of rs_ucx_send_ctl). */
+void rs_ucx_ctl_done(rs_ucx_ep_t *uep);
+void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data);
+/* Sends a control AM (CONN, CONN_ACK, BYE) whose header lives in uep (ctl_inflight counts it). */
+rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_wire_t *hdr, const void *data, size_t len,
+                            unsigned flags);
+
 /* conn.c */
 rs_status_t rs_ucx_connect(rs_ctx_t *ctx, rs_ep_t *ep, const char *host, uint16_t port);
 rs_status_t rs_ucx_connect_address(rs_ctx_t *ctx, rs_ep_t *ep, const void *blob, size_t len);
@@ -236,12 +240,6 @@ void rs_ucx_ep_close(rs_ep_t *ep);
 unsigned rs_ucx_conn_progress(rs_ctx_t *ctx);
 /* Context teardown, before and after the worker is destroyed. */
 void rs_ucx_conn_cleanup(rs_ctx_t *ctx, int worker_gone);
-/* A control AM of uep completed (the request callback of rs_ucx_send_ctl). */
-void rs_ucx_ctl_done(rs_ucx_ep_t *uep);
-void rs_ucx_ctl_done_cb(void *request, ucs_status_t status, void *user_data);
-/* Sends a control AM (CONN, CONN_ACK, BYE) whose header lives in uep (ctl_inflight counts it). */
-rs_status_t rs_ucx_send_ctl(rs_ucx_ep_t *uep, rs_ucx_hdr_t *hdr, const void *data, size_t len,
-                            unsigned flags);
 void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, size_t len,
                     const ucp_am_recv_param_t *param);
 void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);
@@ -267,11 +265,6 @@ int rs_ucx_front_conn_arrived(rs_ctx_t *ctx);
 void rs_ucx_front_conn_refused(rs_ctx_t *ctx);
 /* Handles what the front door's sockets have ready, and deadlines. */
 unsigned rs_ucx_front_progress(rs_ctx_t *ctx);
-/*
- * Connects uep (linked to its ep) to a worker address and sends CONN (conn.c).
- * On failure uep has no ucp endpoint; the caller still owns uep.
- */
-rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len);
 
 /* addr.c: the address blob. This process's place key (0: unknown). */
 uint64_t rs_ucx_place_key(void);
@@ -325,12 +318,15 @@ rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t
 rs_status_t rs_ucx_flush(rs_ep_t *ep, rs_op_t *op);
 /* Frees the fetch-add request buffers (after the worker is gone). */
 void rs_ucx_amo_reqs_free(rs_ucx_ctx_t *uc);
+
+/* notify.c: notified puts (put, ordering, then the notification message). */
+/* A notified put of len bytes at raddr under rk: rs_ucx_put's contract. */
+rs_status_t rs_ucx_notify_put(rs_ucx_ep_t *uep, rs_ucx_ctx_t *uc, rs_op_t *op, const void *src,
+                              size_t len, uint64_t raddr, ucp_rkey_h rk, uint32_t imm);
 /* Sends the notification of a notified put (header in op->be). */
 void rs_ucx_send_notify(rs_op_t *op);
 /* One part of a multi-request op finished (put + notify). */
 void rs_ucx_op_part_done(rs_op_t *op, ucs_status_t status);
-/* The peer is dead (status says how): reported as such from the next progress call. */
-void rs_ucx_ep_mark_failed(rs_ucx_ep_t *uep, ucs_status_t status);
 /* A notified put whose data is already in place: posts the notification alone. */
 void rs_ucx_notify_alone(rs_ucx_ep_t *uep, rs_op_t *op, uint32_t imm);
 

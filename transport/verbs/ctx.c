@@ -505,10 +505,18 @@ static rs_status_t verbs_arm(rs_ctx_t *ctx)
     return RS_OK;
 }
 
+/* Every queue pair has its own receive queue; memory is private and pinned; the CM listens. */
+static unsigned verbs_caps(const rs_ctx_t *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
 const rs_backend_ops_t rs_verbs_ops = {
     .name = "verbs",
     .ctx_open = verbs_ctx_open,
     .ctx_close = verbs_ctx_close,
+    .caps = verbs_caps,
     .progress = verbs_progress,
     .fd = verbs_fd,
     .arm = verbs_arm,

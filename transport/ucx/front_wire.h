@@ -1,6 +1,6 @@
 /*
- * The front door's wire format: what a client and a listener exchange on
- * the listener's TCP port before any byte reaches the fabric library.
+ * The UCX backend's front door's wire format: what a client and a listener
+ * exchange on the listener's TCP port before any byte reaches UCX (front.c).
  *
  *   hello (client -> listener), little-endian:
  *     u32 magic "RSFD", u16 version, u16 token length (<= RS_JOB_TOKEN_MAX),
@@ -14,8 +14,8 @@
  * them every byte received so far) and strict (a byte more than the message
  * is malformed). They touch only the bytes given and have no state.
  */
-#ifndef RS_TRANSPORT_FRONT_WIRE_H
-#define RS_TRANSPORT_FRONT_WIRE_H
+#ifndef RS_TRANSPORT_UCX_FRONT_WIRE_H
+#define RS_TRANSPORT_UCX_FRONT_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -41,46 +41,39 @@ enum {
     RS_FRONT_MALFORMED = -1, /* no byte sequence starting so can be valid */
 };
 
-typedef struct rs_tp_front_hello {
+typedef struct rs_ucx_front_hello {
     const unsigned char *token; /* points into the decoded buffer */
     size_t token_len;
-} rs_tp_front_hello_t;
+} rs_ucx_front_hello_t;
 
-typedef struct rs_tp_front_reply {
+typedef struct rs_ucx_front_reply {
     unsigned status;
     const unsigned char *addr; /* points into the decoded buffer */
     size_t addr_len;
-} rs_tp_front_reply_t;
+} rs_ucx_front_reply_t;
 
 /*
  * Writes the hello for token (token_len <= RS_JOB_TOKEN_MAX) into buf
  * (RS_FRONT_HELLO_MAX bytes); returns its length, or 0 if token_len is too long.
  */
-size_t rs_tp_front_hello_build(unsigned char *buf, const char *token, size_t token_len);
+size_t rs_ucx_front_hello_build(unsigned char *buf, const char *token, size_t token_len);
 
 /*
  * Decodes the len bytes received so far. Returns the hello's length (== len)
  * and sets *hello, RS_FRONT_INCOMPLETE, or RS_FRONT_MALFORMED; *hello is set
  * only for a complete hello.
  */
-int rs_tp_front_hello_parse(const unsigned char *buf, size_t len, rs_tp_front_hello_t *hello);
+int rs_ucx_front_hello_parse(const unsigned char *buf, size_t len, rs_ucx_front_hello_t *hello);
 
 /*
  * Writes a reply into buf (RS_FRONT_REPLY_MAX bytes); returns its length, or
  * 0 if the arguments break the format (accept without an address or with
  * more than RS_ADDR_BLOB_MAX bytes, refuse with one, unknown status).
  */
-size_t rs_tp_front_reply_build(unsigned char *buf, unsigned status, const void *addr,
-                               size_t addr_len);
+size_t rs_ucx_front_reply_build(unsigned char *buf, unsigned status, const void *addr,
+                                size_t addr_len);
 
-/* Like rs_tp_front_hello_parse, for a reply. */
-int rs_tp_front_reply_parse(const unsigned char *buf, size_t len, rs_tp_front_reply_t *reply);
-
-/*
- * 1 if the tokens are equal. Its time depends on neither token's bytes nor
- * on where they differ (both lengths must be <= RS_JOB_TOKEN_MAX; a longer
- * one is unequal).
- */
-int rs_tp_front_token_equal(const unsigned char *a, size_t a_len, const char *b, size_t b_len);
+/* Like rs_ucx_front_hello_parse, for a reply. */
+int rs_ucx_front_reply_parse(const unsigned char *buf, size_t len, rs_ucx_front_reply_t *reply);
 
 #endif

@@ -1,5 +1,5 @@
 /* The front door's hello and reply: building and strict decoding. */
-#include "transport/front_wire.h"
+#include "transport/ucx/front_wire.h"
 
 #include <string.h>
 
@@ -38,7 +38,7 @@ static int prefix_ok(const unsigned char *buf, size_t len)
     return memcmp(buf, want, n) == 0;
 }
 
-size_t rs_tp_front_hello_build(unsigned char *buf, const char *token, size_t token_len)
+size_t rs_ucx_front_hello_build(unsigned char *buf, const char *token, size_t token_len)
 {
     if (token_len > RS_JOB_TOKEN_MAX)
         return 0;
@@ -50,7 +50,7 @@ size_t rs_tp_front_hello_build(unsigned char *buf, const char *token, size_t tok
     return RS_FRONT_HELLO_HDR + token_len;
 }
 
-int rs_tp_front_hello_parse(const unsigned char *buf, size_t len, rs_tp_front_hello_t *hello)
+int rs_ucx_front_hello_parse(const unsigned char *buf, size_t len, rs_ucx_front_hello_t *hello)
 {
     if (!prefix_ok(buf, len))
         return RS_FRONT_MALFORMED;
@@ -69,8 +69,8 @@ int rs_tp_front_hello_parse(const unsigned char *buf, size_t len, rs_tp_front_he
     return (int)total;
 }
 
-size_t rs_tp_front_reply_build(unsigned char *buf, unsigned status, const void *addr,
-                               size_t addr_len)
+size_t rs_ucx_front_reply_build(unsigned char *buf, unsigned status, const void *addr,
+                                size_t addr_len)
 {
     if (status == RS_FRONT_ACCEPT
             ? addr_len == 0 || addr_len > RS_ADDR_BLOB_MAX
@@ -85,7 +85,7 @@ size_t rs_tp_front_reply_build(unsigned char *buf, unsigned status, const void *
     return RS_FRONT_REPLY_HDR + addr_len;
 }
 
-int rs_tp_front_reply_parse(const unsigned char *buf, size_t len, rs_tp_front_reply_t *reply)
+int rs_ucx_front_reply_parse(const unsigned char *buf, size_t len, rs_ucx_front_reply_t *reply)
 {
     if (!prefix_ok(buf, len))
         return RS_FRONT_MALFORMED;
@@ -109,18 +109,4 @@ int rs_tp_front_reply_parse(const unsigned char *buf, size_t len, rs_tp_front_re
     reply->addr = addr_len > 0 ? buf + RS_FRONT_REPLY_HDR : NULL;
     reply->addr_len = addr_len;
     return (int)total;
-}
-
-int rs_tp_front_token_equal(const unsigned char *a, size_t a_len, const char *b, size_t b_len)
-{
-    if (a_len > RS_JOB_TOKEN_MAX || b_len > RS_JOB_TOKEN_MAX)
-        return 0;
-    /* Both padded to the maximum: every comparison touches the same bytes. */
-    unsigned char pa[RS_JOB_TOKEN_MAX] = {0}, pb[RS_JOB_TOKEN_MAX] = {0};
-    memcpy(pa, a, a_len);
-    memcpy(pb, b, b_len);
-    volatile unsigned diff = (unsigned)(a_len ^ b_len);
-    for (size_t i = 0; i < RS_JOB_TOKEN_MAX; i++)
-        diff |= (unsigned)(pa[i] ^ pb[i]);
-    return diff == 0;
 }
