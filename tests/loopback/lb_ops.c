@@ -263,6 +263,13 @@ static unsigned lb_progress(rs_ctx_t *ctx)
     return n;
 }
 
+/* One process, no shared receive queue, no listeners of its own: nothing to renew or watch. */
+static unsigned lb_caps(const rs_ctx_t *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
 const rs_backend_ops_t rs_lb_ops = {
     .name = RS_LB_NAME,
     .ctx_open = lb_ctx_open,
@@ -270,6 +277,7 @@ const rs_backend_ops_t rs_lb_ops = {
     .progress = lb_progress,
     .fd = lb_fd,
     .arm = lb_arm,
+    .caps = lb_caps,
     .mem_reg = lb_mem_reg,
     .mem_dereg = lb_mem_dereg,
     .rkey_pack = lb_rkey_pack,
