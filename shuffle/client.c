@@ -4,6 +4,7 @@
  * The client lives until it was destroyed and every lent lane came back.
  */
 #include "shuffle/client.h"
+#include "shuffle/loss.h"
 
 #include "common/env.h"
 #include "common/log.h"
@@ -20,6 +21,7 @@ struct rs_client {
     rs_list_t idle; /* most recently given back first */
     uint32_t n_idle;
     rs_client_stats_t stats;
+    rs_loss_set_t losses; /* workers its lanes saw exit (shuffle/loss.c) */
 };
 
 void rs_client_config_defaults(rs_client_config_t *cfg)
@@ -61,6 +63,7 @@ rs_status_t rs_client_create(const rs_client_config_t *cfg, rs_client_t **client
     cl->cfg = c;
     pthread_mutex_init(&cl->lock, NULL);
     rs_list_init(&cl->idle);
+    rs_loss_init(&cl->losses);
     *client_p = cl;
     return RS_OK;
 }
@@ -72,6 +75,7 @@ static int maybe_free_locked(rs_client_t *c)
         return 0;
     pthread_mutex_unlock(&c->lock);
     pthread_mutex_destroy(&c->lock);
+    rs_loss_fini(&c->losses);
     free(c);
     return 1;
 }
@@ -132,6 +136,7 @@ void rs_lane_add(rs_client_t *c, rs_lane_t *lane, int kind, void (*destroy)(rs_l
 {
     lane->kind = kind;
     lane->client = c;
+    lane->losses = &c->losses;
     lane->destroy = destroy;
     rs_list_init(&lane->link);
     pthread_mutex_lock(&c->lock);
