@@ -203,9 +203,14 @@ static void default_at_exit(void)
     rs_client_default_shutdown();
 }
 
+/*
+ * Its contexts and engine threads belong to the parent: the child starts
+ * afresh, without a transport call on them (their memory stays allocated).
+ * The parent's idle lanes are kept across the fork: a child's own lanes
+ * push and read with them alive (tests/shuffle/test_client_fork.c).
+ */
 static void default_at_fork_child(void)
 {
-    /* Its contexts and engine threads belong to the parent: the child starts afresh. */
     forked_away = default_client;
     default_client = NULL;
     pthread_mutex_init(&default_lock, NULL);
