@@ -189,6 +189,7 @@ void rs_client_stats(rs_client_t *c, rs_client_stats_t *stats)
     pthread_mutex_lock(&c->lock);
     *stats = c->stats;
     pthread_mutex_unlock(&c->lock);
+    stats->workers_lost = atomic_load(&c->losses.epoch);
 }
 
 /* ------------------------------------------------------ the default client */

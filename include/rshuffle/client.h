@@ -105,6 +105,7 @@ typedef struct rs_client_stats {
     uint64_t lanes_reused; /* tasks served by an idle lane */
     uint64_t lanes_idle;   /* kept now */
     uint64_t lanes_busy;   /* lent to open tasks now */
+    uint64_t workers_lost; /* workers of this host its lanes saw exit, each process once */
 } rs_client_stats_t;
 
 /* Fills *stats with the client's counters. Cannot fail; a NULL client or stats is ignored. */
