@@ -179,17 +179,19 @@ rs_status_t rs_push_lane_conn(rs_push_lane_t *l, const char *addr, rs_push_conn_
  */
 void rs_push_lane_check(rs_push_lane_t *l);
 /*
- * Closes a connection of the lane (its writes in flight are canceled now).
+ * conn.c: closes a connection of the lane (its writes in flight are canceled now).
  * When its worker's process is gone, the client hears of the loss and the
  * lane renews its receive queue before its next task.
  */
 void rs_push_lane_conn_close(rs_push_conn_t *conn);
 /*
- * A task found conn's worker lost: when its process is gone (a worker of
+ * conn.c: a task found conn's worker lost: when its process is gone (a worker of
  * this host), the client hears of it now, so its other lanes drop their
  * connections to it before their next task, once.
  */
 void rs_push_lane_conn_lost(rs_push_conn_t *conn);
+/* conn.c: rs_push_lane_conn_close, telling the client of a gone worker only when note is set. */
+void rs_push_conn_drop(rs_push_conn_t *conn, int note);
 /* Waits for the engine's driver token (no round runs meanwhile) / gives it back. */
 void rs_push_lane_hold(rs_push_lane_t *l);
 void rs_push_lane_unhold(rs_push_lane_t *l);

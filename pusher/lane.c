@@ -39,31 +39,6 @@ static int lane_arm(void *arg)
     return rs_ctx_arm(l->ctx) == RS_OK ? 0 : 1;
 }
 
-/* Closes conn's endpoint; note: tell the client when its worker's process is gone. */
-static void conn_drop(rs_push_conn_t *conn, int note)
-{
-    if (conn->ep != NULL && rs_ep_peer_exited(conn->ep)) {
-        conn->exited = 1;
-        if (note)
-            rs_lane_loss_note(&conn->lane->base, conn->addr, conn->made);
-    }
-    if (conn->ep != NULL)
-        rs_ep_close(conn->ep); /* also releases the rkey unpacked for it */
-    conn->ep = NULL;
-    conn->rkey = NULL;
-}
-
-void rs_push_lane_conn_close(rs_push_conn_t *conn)
-{
-    conn_drop(conn, 1);
-}
-
-void rs_push_lane_conn_lost(rs_push_conn_t *conn)
-{
-    if (conn != NULL && conn->ep != NULL && rs_ep_peer_exited(conn->ep))
-        rs_lane_loss_note(&conn->lane->base, conn->addr, conn->made);
-}
-
 static void lane_destroy(rs_lane_t *base)
 {
     rs_push_lane_t *l = (rs_push_lane_t *)base;
@@ -72,7 +47,7 @@ static void lane_destroy(rs_lane_t *base)
     if (l->q != NULL)
         rs_push_q_stop(l->q);
     for (uint32_t i = 0; i < l->n_conns; i++)
-        conn_drop(l->conns[i], 0);
+        rs_push_conn_drop(l->conns[i], 0);
     rs_pushq_destroy(l->q);
     if (l->ctx != NULL)
         rs_ctx_destroy(l->ctx);
@@ -187,7 +162,7 @@ static void loss_apply(void *arg, const char *addr, uint64_t epoch)
         rs_push_conn_t *c = lw->l->conns[i];
         if (c->ep == NULL || c->made >= epoch || (addr != NULL && strcmp(c->addr, addr) != 0))
             continue;
-        conn_drop(c, 0);
+        rs_push_conn_drop(c, 0);
         lw->renew = 1; /* it may have been sending into this lane's queue when it died */
     }
 }
@@ -198,7 +173,7 @@ void rs_push_lane_check(rs_push_lane_t *l)
     for (uint32_t i = 0; i < l->n_conns; i++) {
         rs_push_conn_t *c = l->conns[i];
         if (c->ep != NULL && rs_ep_status(c->ep) != RS_OK)
-            conn_drop(c, 1);
+            rs_push_conn_drop(c, 1);
         lw.renew |= c->exited; /* also one an earlier task closed */
     }
     /* The client's losses this lane has not seen: one atomic load when there are none. */
@@ -212,7 +187,7 @@ void rs_push_lane_check(rs_push_lane_t *l)
      * renews it once, for every later task: all its connections go.
      */
     for (uint32_t i = 0; i < l->n_conns; i++) {
-        conn_drop(l->conns[i], 0);
+        rs_push_conn_drop(l->conns[i], 0);
         l->conns[i]->exited = 0;
     }
     rs_status_t s = rs_ctx_renew(l->ctx);
