@@ -1,7 +1,8 @@
 /*
  * Workers lost, told once to every lane of a client (shuffle/client.h).
  * Noting takes the set's lock; a lane's check of its epoch is one atomic
- * load, and only a lane that is behind takes the lock to walk.
+ * load, and only a lane that is behind takes the lock, to copy what it has
+ * not seen.
  */
 #include "shuffle/client.h"
 #include "shuffle/loss.h"
@@ -50,19 +51,34 @@ void rs_lane_loss_note(rs_lane_t *lane, const char *addr, uint64_t made)
     pthread_mutex_unlock(&ls->lock);
 }
 
+/* fn runs without the lock: it closes endpoints, whose callbacks may note losses. */
 uint64_t rs_lane_loss_walk(rs_lane_t *lane, uint64_t seen, rs_lane_loss_fn fn, void *arg)
 {
     rs_loss_set_t *ls = lane->losses;
     if (rs_lane_loss_epoch(lane) == seen)
         return seen;
+    char *addr[RS_LOSS_KEEP];
+    uint32_t n = 0;
+    int all = 0;
     pthread_mutex_lock(&ls->lock);
     uint64_t e = atomic_load_explicit(&ls->epoch, memory_order_relaxed);
     if (e - seen > RS_LOSS_KEEP) {
-        fn(arg, NULL, e);
+        all = 1;
     } else {
-        for (uint64_t k = seen + 1; k <= e; k++)
-            fn(arg, ls->addr[(k - 1) % RS_LOSS_KEEP], k);
+        for (uint64_t k = seen + 1; k <= e && !all; k++) {
+            const char *a = ls->addr[(k - 1) % RS_LOSS_KEEP];
+            addr[n] = a != NULL ? strdup(a) : NULL;
+            all = addr[n] == NULL; /* unknown, or no memory: every connection */
+            n += !all;
+        }
     }
     pthread_mutex_unlock(&ls->lock);
+    if (all)
+        fn(arg, NULL, e);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!all)
+            fn(arg, addr[i], seen + 1 + i);
+        free(addr[i]);
+    }
     return e;
 }
