@@ -319,6 +319,7 @@ static void worker_lost(pworker_t *w, rs_status_t status, const char *why)
     w->dead = 1;
     w->req_out = 0;
     p->stats.workers_lost++;
+    rs_push_lane_conn_lost(w->conn); /* the client's other lanes hear of it once */
     rs_warn("pusher (shuffle %u map %u attempt %u): worker %s lost (%s: %s): its partitions go on "
             "with their other replicas",
             p->desc.shuffle_id, p->map_id, p->attempt, p->desc.workers[w->index], why,

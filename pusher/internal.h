@@ -19,7 +19,10 @@
 typedef struct rs_push_conn {
     char *addr;
     rs_ep_t *ep;
-    rs_rkey_t *rkey; /* the worker's arena, unpacked at the first attach on ep */
+    rs_rkey_t *rkey;           /* the worker's arena, unpacked at the first attach on ep */
+    struct rs_push_lane *lane; /* its lane */
+    uint64_t made;             /* the client's loss epoch when ep was made (shuffle/client.h) */
+    int exited;                /* its worker's process was seen gone: the lane owes a renewal */
 } rs_push_conn_t;
 
 /* What makes a lane fit a pusher: everything its context and pool were made with. */
@@ -46,7 +49,8 @@ typedef struct rs_push_lane {
      */
     uint64_t hint_shuffle;
     uint32_t hint_parts;
-    uint32_t *hint; /* hint_parts sizes in bytes, 0: none */
+    uint32_t *hint;     /* hint_parts sizes in bytes, 0: none */
+    uint64_t loss_seen; /* the client's losses up to this epoch were applied to conns */
 } rs_push_lane_t;
 
 /* A grant of one partition at its worker (len 0: none). */
@@ -174,8 +178,20 @@ rs_status_t rs_push_lane_conn(rs_push_lane_t *l, const char *addr, rs_push_conn_
  * this host exited, every connection, renewing the receive queue.
  */
 void rs_push_lane_check(rs_push_lane_t *l);
-/* Closes a connection of the lane (its writes in flight are canceled now). */
+/*
+ * conn.c: closes a connection of the lane (its writes in flight are canceled now).
+ * When its worker's process is gone, the client hears of the loss and the
+ * lane renews its receive queue before its next task.
+ */
 void rs_push_lane_conn_close(rs_push_conn_t *conn);
+/*
+ * conn.c: a task found conn's worker lost: when its process is gone (a worker of
+ * this host), the client hears of it now, so its other lanes drop their
+ * connections to it before their next task, once.
+ */
+void rs_push_lane_conn_lost(rs_push_conn_t *conn);
+/* conn.c: rs_push_lane_conn_close, telling the client of a gone worker only when note is set. */
+void rs_push_conn_drop(rs_push_conn_t *conn, int note);
 /* Waits for the engine's driver token (no round runs meanwhile) / gives it back. */
 void rs_push_lane_hold(rs_push_lane_t *l);
 void rs_push_lane_unhold(rs_push_lane_t *l);

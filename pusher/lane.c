@@ -39,14 +39,6 @@ static int lane_arm(void *arg)
     return rs_ctx_arm(l->ctx) == RS_OK ? 0 : 1;
 }
 
-void rs_push_lane_conn_close(rs_push_conn_t *conn)
-{
-    if (conn->ep != NULL)
-        rs_ep_close(conn->ep); /* also releases the rkey unpacked for it */
-    conn->ep = NULL;
-    conn->rkey = NULL;
-}
-
 static void lane_destroy(rs_lane_t *base)
 {
     rs_push_lane_t *l = (rs_push_lane_t *)base;
@@ -55,7 +47,7 @@ static void lane_destroy(rs_lane_t *base)
     if (l->q != NULL)
         rs_push_q_stop(l->q);
     for (uint32_t i = 0; i < l->n_conns; i++)
-        rs_push_lane_conn_close(l->conns[i]);
+        rs_push_conn_drop(l->conns[i], 0);
     rs_pushq_destroy(l->q);
     if (l->ctx != NULL)
         rs_ctx_destroy(l->ctx);
@@ -140,11 +132,13 @@ rs_status_t rs_push_lane_conn(rs_push_lane_t *l, const char *addr, rs_push_conn_
             free(c);
             return RS_ERR_NOMEM;
         }
+        c->lane = l;
         l->conns[l->n_conns++] = c;
     }
     if (c->ep != NULL && rs_ep_status(c->ep) != RS_OK)
         rs_push_lane_conn_close(c); /* the worker went away since: connect again */
     if (c->ep == NULL) {
+        c->made = rs_lane_loss_epoch(&l->base); /* a loss noted from now on concerns this one */
         rs_status_t s = rs_sproto_name_connect(l->ctx, addr, &c->ep);
         if (s != RS_OK) {
             c->ep = NULL;
@@ -155,17 +149,36 @@ rs_status_t rs_push_lane_conn(rs_push_lane_t *l, const char *addr, rs_push_conn_
     return RS_OK;
 }
 
+typedef struct loss_walk {
+    rs_push_lane_t *l;
+    int renew;
+} loss_walk_t;
+
+/* A loss another lane (or this one) noted: a connection made before it goes. */
+static void loss_apply(void *arg, const char *addr, uint64_t epoch)
+{
+    loss_walk_t *lw = arg;
+    for (uint32_t i = 0; i < lw->l->n_conns; i++) {
+        rs_push_conn_t *c = lw->l->conns[i];
+        if (c->ep == NULL || c->made >= epoch || (addr != NULL && strcmp(c->addr, addr) != 0))
+            continue;
+        rs_push_conn_drop(c, 0);
+        lw->renew = 1; /* it may have been sending into this lane's queue when it died */
+    }
+}
+
 void rs_push_lane_check(rs_push_lane_t *l)
 {
-    int renew = 0;
+    loss_walk_t lw = {.l = l, .renew = 0};
     for (uint32_t i = 0; i < l->n_conns; i++) {
         rs_push_conn_t *c = l->conns[i];
-        if (c->ep == NULL || rs_ep_status(c->ep) == RS_OK)
-            continue;
-        renew |= rs_ep_peer_exited(c->ep);
-        rs_push_lane_conn_close(c);
+        if (c->ep != NULL && rs_ep_status(c->ep) != RS_OK)
+            rs_push_conn_drop(c, 1);
+        lw.renew |= c->exited; /* also one an earlier task closed */
     }
-    if (!renew)
+    /* The client's losses this lane has not seen: one atomic load when there are none. */
+    l->loss_seen = rs_lane_loss_walk(&l->base, l->loss_seen, loss_apply, &lw);
+    if (!lw.renew)
         return;
     /*
      * A worker of this host exited: killed mid-send, it may have left the
@@ -173,8 +186,10 @@ void rs_push_lane_check(rs_push_lane_t *l)
      * (docs/shuffle.md, "A killed process and shared memory"). The lane
      * renews it once, for every later task: all its connections go.
      */
-    for (uint32_t i = 0; i < l->n_conns; i++)
-        rs_push_lane_conn_close(l->conns[i]);
+    for (uint32_t i = 0; i < l->n_conns; i++) {
+        rs_push_conn_drop(l->conns[i], 0);
+        l->conns[i]->exited = 0;
+    }
     rs_status_t s = rs_ctx_renew(l->ctx);
     if (s != RS_OK)
         rs_warn("pusher: cannot renew a lane's receive queue: %s", rs_strerror(s));

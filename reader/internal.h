@@ -35,6 +35,7 @@ typedef struct rlconn {
     char *addr;
     rs_ep_t *ep;
     rs_rkey_t *rkey;
+    uint64_t made; /* the client's loss epoch the lane had seen when it was kept */
 } rlconn_t;
 
 typedef struct rs_read_lane {
@@ -46,7 +47,8 @@ typedef struct rs_read_lane {
     uint32_t n_bufs, cap_bufs;
     rlconn_t *conns; /* kept connections, by address */
     uint32_t n_conns, cap_conns;
-    uint32_t next_tag; /* tags never repeat on a lane: a late reply is never taken for another */
+    uint32_t next_tag;  /* tags never repeat on a lane: a late reply is never taken for another */
+    uint64_t loss_seen; /* the client's losses up to this epoch were applied to conns */
 } rs_read_lane_t;
 
 /* A snapshot asked for ahead of its open (ahead.c). */

@@ -6,6 +6,7 @@
  */
 #include "reader/internal.h"
 
+#include "common/log.h"
 #include "shuffle/local.h"
 
 #include <stdlib.h>
@@ -45,10 +46,46 @@ static int lane_match(const rs_lane_t *base, const void *key)
     return memcmp(&l->key, key, sizeof(l->key)) == 0;
 }
 
+typedef struct loss_walk {
+    const rs_read_lane_t *l;
+    int hit;
+} loss_walk_t;
+
+static void loss_apply(void *arg, const char *addr, uint64_t epoch)
+{
+    loss_walk_t *lw = arg;
+    for (uint32_t i = 0; i < lw->l->n_conns; i++) {
+        const rlconn_t *k = &lw->l->conns[i];
+        if (k->ep != NULL && k->made < epoch && (addr == NULL || strcmp(k->addr, addr) == 0))
+            lw->hit = 1;
+    }
+}
+
+/*
+ * Losses the client heard of (shuffle/client.h) since the lane last looked:
+ * a kept connection to a worker of this host that exited may have left the
+ * receive queue blocked, so every kept connection goes and the queue is
+ * renewed before the session starts (one atomic load when nothing was lost).
+ */
+static void lane_losses(rs_read_lane_t *l)
+{
+    loss_walk_t lw = {.l = l, .hit = 0};
+    l->loss_seen = rs_lane_loss_walk(&l->base, l->loss_seen, loss_apply, &lw);
+    if (!lw.hit)
+        return;
+    rs_rd_lane_conns_close(l);
+    rs_status_t st = rs_ctx_renew(l->ctx);
+    if (st != RS_OK)
+        rs_warn("reader: cannot renew a lane's receive queue: %s", rs_strerror(st));
+    else
+        rs_info("reader: a worker of this host exited: the lane's receive queue was renewed");
+}
+
 rs_status_t rs_rd_lane_get(rs_client_t *c, const rs_read_lane_key_t *key, rs_read_lane_t **l_p)
 {
     rs_lane_t *base;
     if (rs_lane_take(c, RS_LANE_READ, lane_match, key, &base) == RS_OK) {
+        lane_losses((rs_read_lane_t *)base);
         *l_p = (rs_read_lane_t *)base;
         return RS_OK;
     }
@@ -76,6 +113,8 @@ void rs_rd_lane_conn_lend(rs_read_lane_t *l, rconn_t *c)
         if (strcmp(k->addr, c->addr) != 0)
             continue;
         /* Lent dead or alive: a dead one whose worker exited renews the queue first. */
+        if (k->ep != NULL && rs_ep_status(k->ep) != RS_OK && rs_ep_peer_exited(k->ep))
+            rs_lane_loss_note(&l->base, k->addr, k->made); /* the client's other lanes hear */
         c->ep = k->ep;
         c->rkey = k->rkey;
         k->ep = NULL;
@@ -106,7 +145,8 @@ int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c)
      * destroyed between sessions. The next session's attach looks it up again.
      */
     rs_sproto_local_release(c->local_reg);
-    l->conns[l->n_conns++] = (rlconn_t){.addr = a, .ep = c->ep, .rkey = c->rkey};
+    l->conns[l->n_conns++] =
+        (rlconn_t){.addr = a, .ep = c->ep, .rkey = c->rkey, .made = l->loss_seen};
     *c = (rconn_t){.addr = c->addr};
     return 1;
 }

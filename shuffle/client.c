@@ -5,6 +5,7 @@
  */
 #include "shuffle/client.h"
 #include "shuffle/config.h"
+#include "shuffle/loss.h"
 
 #include "common/log.h"
 
@@ -20,6 +21,7 @@ struct rs_client {
     rs_list_t idle; /* most recently given back first */
     uint32_t n_idle;
     rs_client_stats_t stats;
+    rs_loss_set_t losses; /* workers its lanes saw exit (shuffle/loss.c) */
 };
 
 rs_status_t rs_client_create(const rs_client_config_t *cfg, rs_client_t **client_p)
@@ -43,6 +45,7 @@ rs_status_t rs_client_create(const rs_client_config_t *cfg, rs_client_t **client
     cl->cfg = c;
     pthread_mutex_init(&cl->lock, NULL);
     rs_list_init(&cl->idle);
+    rs_loss_init(&cl->losses);
     *client_p = cl;
     return RS_OK;
 }
@@ -54,6 +57,7 @@ static int maybe_free_locked(rs_client_t *c)
         return 0;
     pthread_mutex_unlock(&c->lock);
     pthread_mutex_destroy(&c->lock);
+    rs_loss_fini(&c->losses);
     free(c);
     return 1;
 }
@@ -114,6 +118,7 @@ void rs_lane_add(rs_client_t *c, rs_lane_t *lane, int kind, void (*destroy)(rs_l
 {
     lane->kind = kind;
     lane->client = c;
+    lane->losses = &c->losses;
     lane->destroy = destroy;
     rs_list_init(&lane->link);
     pthread_mutex_lock(&c->lock);
@@ -166,6 +171,7 @@ void rs_client_stats(rs_client_t *c, rs_client_stats_t *stats)
     pthread_mutex_lock(&c->lock);
     *stats = c->stats;
     pthread_mutex_unlock(&c->lock);
+    stats->workers_lost = atomic_load(&c->losses.epoch);
 }
 
 /* ------------------------------------------------------ the default client */
@@ -180,9 +186,14 @@ static void default_at_exit(void)
     rs_client_default_shutdown();
 }
 
+/*
+ * Its contexts and engine threads belong to the parent: the child starts
+ * afresh, without a transport call on them (their memory stays allocated).
+ * The parent's idle lanes are kept across the fork: a child's own lanes
+ * push and read with them alive (tests/shuffle/test_client_fork.c).
+ */
 static void default_at_fork_child(void)
 {
-    /* Its contexts and engine threads belong to the parent: the child starts afresh. */
     forked_away = default_client;
     default_client = NULL;
     pthread_mutex_init(&default_lock, NULL);

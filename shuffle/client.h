@@ -12,6 +12,7 @@
 #include "common/list.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 enum { RS_LANE_PUSH = 1, RS_LANE_READ = 2 };
 
@@ -19,6 +20,7 @@ typedef struct rs_lane {
     rs_list_t link; /* idle list */
     int kind;
     rs_client_t *client;
+    struct rs_loss_set *losses;            /* the client's (shuffle/loss.h) */
     void (*destroy)(struct rs_lane *lane); /* frees the lane (called without the client's lock) */
 } rs_lane_t;
 
@@ -44,5 +46,34 @@ void rs_lane_give(rs_lane_t *lane, int reusable);
 
 /* Was the lane's client destroyed? (its task's calls then fail: RS_ERR_CANCELED) */
 int rs_lane_client_closed(const rs_lane_t *lane);
+
+/*
+ * Workers lost, told once to every lane of a client (shuffle/loss.c). A
+ * lane that finds a worker of this host exited (its connection dead, the
+ * peer's process gone) notes its address; every loss gets the next value
+ * of the client's loss epoch. Each lane remembers the epoch it has seen
+ * and, when the client's is newer (one atomic load: no lock on a task's
+ * path), walks the losses it has not seen. A connection is made at an
+ * epoch: a loss noted later concerns it, one noted earlier is another
+ * process at that address (a worker restarted on its port).
+ */
+typedef void (*rs_lane_loss_fn)(void *arg, const char *addr, uint64_t epoch);
+
+/* The client's loss epoch now (0: nothing lost yet). */
+uint64_t rs_lane_loss_epoch(const rs_lane_t *lane);
+
+/*
+ * Notes that the worker at addr, connected to at epoch made, exited. Once
+ * per process: a loss of addr noted after made already says it (another
+ * lane saw it first), and nothing changes.
+ */
+void rs_lane_loss_note(rs_lane_t *lane, const char *addr, uint64_t made);
+
+/*
+ * Calls fn for each loss noted after epoch seen, oldest first, and returns
+ * the epoch now. When losses older than the client keeps (its last 64) were
+ * missed, fn is called once with a NULL addr: treat every connection as lost.
+ */
+uint64_t rs_lane_loss_walk(rs_lane_t *lane, uint64_t seen, rs_lane_loss_fn fn, void *arg);
 
 #endif

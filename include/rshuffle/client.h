@@ -22,13 +22,15 @@
  * client, created on first use with rs_client_config_defaults and the
  * environment (RSHUFFLE_CLIENT_LANES), destroyed at exit (atexit) or by
  * rs_client_default_shutdown. A child made by fork() starts without one
- * (the parent's lanes are not usable there) and makes its own on first use,
- * but only where the parent held no lanes at the fork: UCX does not carry a
- * process with live contexts across fork() (its progress thread stays in
- * the parent, and a child's new connections then never complete). A
- * process that forks children which use rshuffle calls
- * rs_client_default_shutdown (or rs_client_destroy) first, or the children
- * exec.
+ * (the parent's lanes are set aside there without a transport call, their
+ * memory left allocated) and makes its own on first use: a child can push
+ * and read through the default client while the parent holds lanes
+ * (docs/shuffle.md, "fork()"). A client made with rs_client_create before
+ * a fork belongs to the parent: the child must neither use nor destroy it.
+ * A child that accepts transport connections (runs a worker or a broadcast
+ * node) may not get them wired up while its parent holds lanes; such a
+ * parent calls rs_client_default_shutdown before it forks, or the child
+ * execs.
  *
  * Thread safety: every function here may be called from any thread; the
  * tasks opened from a client keep their own one-thread rule.
@@ -103,6 +105,7 @@ typedef struct rs_client_stats {
     uint64_t lanes_reused; /* tasks served by an idle lane */
     uint64_t lanes_idle;   /* kept now */
     uint64_t lanes_busy;   /* lent to open tasks now */
+    uint64_t workers_lost; /* workers of this host its lanes saw exit, each process once */
 } rs_client_stats_t;
 
 /* Fills *stats with the client's counters. Cannot fail; a NULL client or stats is ignored. */

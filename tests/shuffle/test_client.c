@@ -350,9 +350,11 @@ static void kill_worker0_midway(atomic_uint *pushed)
 }
 
 /*
- * Over shared memory a worker killed mid-send can block the pushers'
- * receive queue (docs/shuffle.md, "A killed process and shared memory"),
- * which the client does not renew yet: the kill lands mid-push over TCP.
+ * Over shared memory a worker killed mid-send can block a lane's receive
+ * queue (docs/shuffle.md, "A killed process and shared memory"), which the
+ * lane renews only between tasks: the task that saw it may fail, so the
+ * kill lands mid-push over TCP here (test_client_kill.c runs it over
+ * shared memory and bounds those failures).
  */
 static void test_kill_while_threads_push(void **state)
 {
