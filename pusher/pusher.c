@@ -30,6 +30,7 @@ void rs_pusher_config_defaults(rs_pusher_config_t *cfg)
     cfg->max_inflight = 4 << 20;
     cfg->wait_ms = 30000;
     cfg->backpressure_ms = 30000;
+    cfg->merge_below = 32 << 10;
 }
 
 rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
@@ -39,15 +40,17 @@ rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
     rs_pusher_config_t c = *cfg;
     static const char *const codecs[] = {"none", "lz4", "snappy", NULL};
     int codec = (int)c.codec;
-    uint64_t buf = c.buf_len, pool = c.pool_bytes;
+    uint64_t buf = c.buf_len, pool = c.pool_bytes, merge = c.merge_below;
     rs_status_t s;
     if ((s = rs_env_choice("RSHUFFLE_CODEC", codecs, &codec)) != RS_OK ||
         (s = rs_env_u64("RSHUFFLE_PUSH_BUF", 1024, 16 << 20, &buf)) != RS_OK ||
         (s = rs_env_u64("RSHUFFLE_PUSH_POOL", 1 << 20, 1ull << 36, &pool)) != RS_OK ||
         (s = rs_env_u64("RSHUFFLE_PUSH_INFLIGHT", 4096, 1ull << 36, &c.max_inflight)) != RS_OK ||
         (s = rs_env_u32("RSHUFFLE_PUSH_WAIT_MS", 10, 3600000, &c.wait_ms)) != RS_OK ||
-        (s = rs_env_u32("RSHUFFLE_PUSH_BACKPRESSURE_MS", 10, 3600000, &c.backpressure_ms)) != RS_OK)
+        (s = rs_env_u32("RSHUFFLE_PUSH_BACKPRESSURE_MS", 10, 3600000, &c.backpressure_ms)) != RS_OK ||
+        (s = rs_env_u64("RSHUFFLE_PUSH_MERGE_BELOW", 0, 4 << 20, &merge)) != RS_OK)
         return s;
+    c.merge_below = merge;
     c.codec = (rs_codec_t)codec;
     c.buf_len = buf;
     c.pool_bytes = pool;
@@ -175,6 +178,8 @@ static void lane_release(rs_pusher_t *p)
             rs_pushq_buf_put(p->q, p->cur[i]);
         p->cur[i] = NULL;
     }
+    for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++)
+        rs_push_merge_drop(&p->workers[i]); /* merged writes not posted (a failed task) */
     int reusable = p->user_bufs == 0 && rs_push_q_engine_held(p->q) == 0;
     atomic_store(&l->p, NULL);
     rs_push_lane_unhold(l);
@@ -392,6 +397,7 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
         w->p = p;
         w->index = i;
         rs_list_init(&w->pending);
+        rs_list_init(&w->merges);
         w->parts = calloc(np, sizeof(*w->parts));
         w->counts = calloc(np, sizeof(*w->counts));
         w->ahead = calloc(np, sizeof(*w->ahead));
@@ -409,6 +415,7 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
     p->ctx = p->lane->ctx;
     p->q = p->lane->q;
     hint_apply(p);
+    rs_push_merge_setup(p);
     p->msg_max = rs_ctx_config(p->ctx)->msg_max;
     if ((p->msg_buf = malloc(p->msg_max)) == NULL) {
         s = RS_ERR_NOMEM;

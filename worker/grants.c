@@ -183,3 +183,81 @@ void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g)
     }
     free(g);
 }
+
+/* ---------------------------------------------------------- merged grants */
+
+rs_status_t rs_wk_store_grant_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t want,
+                                     wgrant_t **g_p)
+{
+    want = rs_sproto_round(want);
+    if (want == 0 || want > RS_GRANT_MAX)
+        return RS_ERR_BAD_LENGTH;
+    uint64_t off;
+    rs_status_t s = rs_wk_arena_get(st, want, &off);
+    if (s != RS_OK) {
+        rs_wk_store_spill(st, want);
+        s = rs_wk_arena_get(st, want, &off);
+    }
+    if (s != RS_OK && st->spill_errno != 0)
+        return RS_ERR_IO;
+    if (s != RS_OK) {
+        st->stats.backpressure++;
+        return RS_ERR_BACKPRESSURE;
+    }
+    extent_t *e = calloc(1, sizeof(*e));
+    wgrant_t *g = e != NULL ? calloc(1, sizeof(*g)) : NULL;
+    if (g == NULL) {
+        free(e);
+        rs_wk_arena_put(st, off, want);
+        return RS_ERR_NOMEM;
+    }
+    /* Closed from the start: it holds this one grant, and goes once its frames moved out. */
+    e->part = &sh->merged;
+    e->off = off;
+    e->len = rs_range_round(&st->ra, want);
+    e->fill = want;
+    e->closed = 1;
+    e->live_grants = 1;
+    rs_list_add_tail(&sh->merged.extents, &e->link);
+    g->ext = e;
+    g->off = off;
+    g->len = want;
+    g->partition = RS_MERGED_PART;
+    g->open = want;
+    st->open_room += want;
+    *g_p = g;
+    return RS_OK;
+}
+
+rs_status_t rs_wk_store_room(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint64_t len,
+                             extent_t **e_p, uint64_t *off_p)
+{
+    wpart_t *part = &sh->parts[p];
+    uint64_t need = rs_sproto_round(len), l = need;
+    extent_t *e = part->cur;
+    if (e != NULL && e->len - e->fill < need) {
+        rs_wk_extent_close(st, e);
+        rs_wk_extent_maybe_free(st, e);
+        e = NULL;
+    }
+    rs_status_t s = RS_OK;
+    if (e == NULL) {
+        /*
+         * Without spilling first: the unused tails of current extents (one
+         * per partition, 20,000 partitions' worth) are given back before
+         * anything goes to disk.
+         */
+        s = extent_new(st, part, need, &l, RS_GRANT_AHEAD, &e);
+        if (s == RS_ERR_BUSY) {
+            rs_wk_store_trim(st);
+            l = need;
+            s = extent_new(st, part, need, &l, 0, &e);
+        }
+        if (s != RS_OK)
+            return s;
+    }
+    *off_p = e->off + e->fill;
+    e->fill += need;
+    *e_p = e;
+    return RS_OK;
+}

@@ -288,7 +288,8 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
     for (uint32_t i = 0; i < m.n; i++) {
         rs_grant_want_t wt = rs_sproto_grant_want_get(&m, i);
         rs_grant_t gr = {.partition = wt.partition, .status = RS_OK};
-        if (wt.partition >= c->sh->n_partitions) {
+        int merged = (wt.flags & RS_GRANT_MERGED) != 0; /* then partition is RS_MERGED_PART */
+        if (wt.partition >= c->sh->n_partitions && !merged) {
             rs_warn("worker: grant for partition %u of shuffle %u (%u partitions) refused",
                     wt.partition, c->sh->id, c->sh->n_partitions);
             gr.status = RS_ERR_NOT_FOUND;
@@ -302,6 +303,8 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
             s = RS_OK;
         else if (c->n_free == 0 && c->n_slots == RS_GRANT_SLOTS)
             s = RS_ERR_BUSY; /* no slot: carve nothing (the pusher asks again later) */
+        else if (merged)
+            s = rs_wk_store_grant_merged(&w->st, c->sh, wt.want, &g);
         else
             s = rs_wk_store_grant(&w->st, c->sh, wt.partition, wt.want, wt.flags, &g);
         if (s == RS_OK && g != NULL) {
@@ -380,6 +383,10 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
         nack(w, c, UINT32_MAX, imm, 0, RS_ERR_OUT_OF_RANGE);
         return;
     }
+    if (g->partition == RS_MERGED_PART) { /* frames of many partitions: worker/merged.c */
+        rs_wk_merged_arrived(w, c, g, in, imm);
+        return;
+    }
     const uint8_t *frame = w->st.arena + g->off + in;
     size_t room = (size_t)(g->len - in);
     rs_frame_t f;
@@ -426,6 +433,22 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
     slot_maybe_free(w, c, g);
     if (c->commit_pending)
         rs_wk_commit_check(w, c, 0);
+}
+
+void rs_wk_nack(rs_worker_t *w, wconn_t *c, uint32_t partition, uint32_t imm, uint64_t seq,
+                rs_status_t status)
+{
+    nack(w, c, partition, imm, seq, status);
+}
+
+int rs_wk_seen(wconn_t *c, uint64_t seq)
+{
+    return seen_test_set(c, seq);
+}
+
+void rs_wk_slot_maybe_free(rs_worker_t *w, wconn_t *c, wgrant_t *g)
+{
+    slot_maybe_free(w, c, g);
 }
 
 /* ---------------------------------------------------------------- commit */
