@@ -116,8 +116,10 @@ static void request_grants(pworker_t *w)
     rs_pusher_t *p = w->p;
     if (w->req_out || w->commit_sent)
         return; /* after the commit the worker has retired every grant: nothing to ask or tell */
-    if (atomic_load_explicit(&p->flushing, memory_order_relaxed))
-        return; /* close is still handing over last buffers: asked for together after */
+    /* Close is still handing over last buffers: asked for together after (merged writes now). */
+    int flushing = atomic_load_explicit(&p->flushing, memory_order_relaxed);
+    if (flushing && !rs_push_merge_wants(w))
+        return;
     if (w->reclaim)
         reclaim(w);
     /*
@@ -150,7 +152,7 @@ static void request_grants(pworker_t *w)
     if (!backoff)
         n = rs_push_merge_ask(w, buf, p->msg_max, n, (uint32_t)max_n);
     /* Partitions whose first blocked batch needs space, in the order they blocked. */
-    while (!backoff && w->n_needy > 0 && n < max_n) {
+    while (!backoff && !flushing && w->n_needy > 0 && n < max_n) {
         uint32_t part = w->needy[w->needy_head];
         w->needy_head = (w->needy_head + 1) % p->desc.n_partitions;
         w->n_needy--;
@@ -178,7 +180,8 @@ static void request_grants(pworker_t *w)
     for (uint32_t i = 0; i < w->n_ahead; i++) {
         uint32_t part = w->ahead[i];
         ppart_t *pp = &w->parts[part];
-        if (closing || pp->in_req || pp->next.len > 0 || pp->cur.len == 0 || pp->ahead_refused) {
+        if (closing || flushing || pp->in_req || pp->next.len > 0 || pp->cur.len == 0 ||
+            pp->ahead_refused) {
             pp->ahead_queued = 0;
             continue;
         }
@@ -438,8 +441,9 @@ static void on_merge_done(void *arg, rs_status_t status)
     pmerge_t *m = arg;
     pworker_t *w = m->w;
     rs_pusher_t *p = w->p;
-    RS_ASSERT(w->inflight >= m->used);
+    RS_ASSERT(w->inflight >= m->used && p->m_inflight > 0);
     w->inflight -= m->used;
+    p->m_inflight--;
     w->heard_at = rs_now_coarse_ns();
     if (status != RS_OK && p->replicas == 1)
         rs_push_fail(p, status, "write to a worker");
@@ -469,6 +473,7 @@ static rs_status_t post_merged(pworker_t *w)
             rs_push_merge_release(m);
             return s;
         }
+        p->m_inflight++;
         p->stats.merged_writes++;
         p->stats.merged_batches += m->n;
         /* Written whole: retired with the next request (its bytes settle it at the worker). */
@@ -624,6 +629,20 @@ rs_status_t rs_push_engine_take(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b)
     if (b->used == 0) { /* nothing to push (an empty swap) */
         rs_pushq_release(q, &b->pub);
         return RS_OK;
+    }
+    /*
+     * A small batch waits for room in its holders' merged writes while
+     * merged writes in flight will free some; sent on its own it would cost
+     * a grant and a write of its own (with 20,000 partitions, one in eight).
+     */
+    size_t est = b->sealed ? b->frame_len : b->used + RS_FRAME_HEADER_SIZE;
+    for (uint32_t k = 0; p->merge_below != 0 && k < p->replicas; k++) {
+        pworker_t *w = &p->workers[holders(p, b->partition)[k]];
+        if (!rs_push_merge_room(w, est) && rs_push_merge_pending(p)) {
+            for (uint32_t j = 0; j <= k; j++) /* sealed ones ask for their grants */
+                try_post(&p->workers[holders(p, b->partition)[j]]);
+            return RS_ERR_BUSY;
+        }
     }
     rs_frame_ids_t ids = {.shuffle_id = p->desc.shuffle_id,
                           .map_id = p->map_id,
@@ -851,6 +870,8 @@ unsigned rs_push_engine_poll(rs_pusher_t *p)
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];
         check_alive(w, now);
+        if (i == 0 && rs_push_q_writer_short(p->q))
+            rs_push_merge_blocks_free(p); /* kept blocks must not starve the writer */
         if (!w->dead && rs_push_merge_age(w, now))
             try_post(w); /* a merged write filling for long: sealed, asked for */
         if (!w->dead && !w->req_out && w->retry_at != 0 && now >= w->retry_at) {

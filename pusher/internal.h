@@ -88,6 +88,7 @@ typedef struct pmerge {
 } pmerge_t;
 
 enum { RS_PM_SEALED = 0, RS_PM_ASKED = 1, RS_PM_GRANTED = 2 };
+#define RS_PUSH_MERGE_KEEP 32 /* merged writes' blocks a pusher keeps for reuse */
 
 /* The pusher's view of one worker. */
 typedef struct pworker {
@@ -172,6 +173,9 @@ struct rs_pusher {
     atomic_int flushed;  /* set by close: the engine asks now */
     uint32_t merge_below; /* frames shorter than this go merged (0: none); merge.c */
     uint32_t merge_len;   /* a merged write's block */
+    uint32_t m_inflight;  /* merged writes posted and not completed (engine thread) */
+    rs_pbuf_int_t *mfree[RS_PUSH_MERGE_KEEP]; /* blocks of completed merged writes, for reuse */
+    uint32_t n_mfree, merge_keep;
     int fault, fault_every;
     uint64_t fault_count;
 
@@ -190,6 +194,12 @@ void rs_push_seat_unstarted(struct rs_pusher *p);
 /* merge.c */
 /* Sizes merged writes for p's workers (or turns them off). */
 void rs_push_merge_setup(struct rs_pusher *p);
+/*
+ * Before a batch is framed: room for a frame of about len bytes in w's
+ * merged write (a new block when it is full): 1, or 0 when the pool has no
+ * room for a block now. A frame that would not merge: 1.
+ */
+int rs_push_merge_room(pworker_t *w, size_t len);
 /* Copies b's frame into w's merged write: 1 when it goes so (b's send to w is done), else 0. */
 int rs_push_merge_add(pworker_t *w, const rs_pbuf_int_t *b);
 /* Seals w's merged write being filled (it waits for its grant). */
@@ -214,6 +224,10 @@ pmerge_t *rs_push_merge_next(pworker_t *w);
 void rs_push_merge_release(pmerge_t *m);
 /* Releases every merged write of w not in flight. */
 void rs_push_merge_drop(pworker_t *w);
+/* Gives the kept blocks back to the pool (the lane goes back). */
+void rs_push_merge_blocks_free(struct rs_pusher *p);
+/* Are merged writes posted, or sealed and on their way (their blocks come back)? */
+int rs_push_merge_pending(const struct rs_pusher *p);
 
 /* lane.c */
 /* A lane fit for key: an idle one of the client, else a new one. */

@@ -20,6 +20,11 @@
 #define RS_PUSH_MERGE_MIN    (16u << 10)      /* smaller blocks (a tiny pool): no merging */
 #define RS_PUSH_MERGE_AGE_NS RS_MS_TO_NS(2)   /* a write filling longer is sealed */
 
+static int perr_ok(const rs_pusher_t *p)
+{
+    return atomic_load(&p->error) == RS_OK;
+}
+
 void rs_push_merge_setup(rs_pusher_t *p)
 {
     p->merge_below = 0;
@@ -36,6 +41,45 @@ void rs_push_merge_setup(rs_pusher_t *p)
     size_t below = p->cfg.merge_below < len / 4 ? p->cfg.merge_below : len / 4;
     p->merge_len = (uint32_t)len;
     p->merge_below = (uint32_t)below;
+    /* Blocks kept for reuse: an eighth of the pool at most. */
+    size_t keep = p->cfg.pool_bytes / 8 / len;
+    p->merge_keep = (uint32_t)(keep < RS_PUSH_MERGE_KEEP ? keep : RS_PUSH_MERGE_KEEP);
+}
+
+/*
+ * A new merged write for w: 1, or 0 when the pool has no room for its block
+ * now. Blocks of completed writes are kept for the next ones (up to
+ * merge_keep): carved anew each time, a 256 KiB block seldom finds a hole
+ * in a slab cut into 20,000 partitions' small buffers.
+ */
+static int merge_open(pworker_t *w)
+{
+    rs_pusher_t *p = w->p;
+    pmerge_t *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return 0;
+    if (p->n_mfree > 0) {
+        m->buf = p->mfree[--p->n_mfree];
+    } else if (rs_push_q_alloc_now(p->q, p->merge_len, &m->buf) != RS_OK) {
+        free(m);
+        return 0;
+    }
+    m->w = w;
+    m->opened = rs_now_coarse_ns();
+    rs_list_init(&m->link);
+    w->mcur = m;
+    return 1;
+}
+
+int rs_push_merge_room(pworker_t *w, size_t len)
+{
+    rs_pusher_t *p = w->p;
+    if (len >= p->merge_below || w->dead)
+        return 1;
+    if (w->mcur != NULL && w->mcur->used + rs_sproto_round(len) <= p->merge_len)
+        return 1;
+    rs_push_merge_seal(w);
+    return merge_open(w);
 }
 
 int rs_push_merge_add(pworker_t *w, const rs_pbuf_int_t *b)
@@ -46,20 +90,9 @@ int rs_push_merge_add(pworker_t *w, const rs_pbuf_int_t *b)
     uint32_t need = (uint32_t)rs_sproto_round(b->frame_len);
     if (w->mcur != NULL && w->mcur->used + need > p->merge_len)
         rs_push_merge_seal(w);
+    if (w->mcur == NULL && !merge_open(w))
+        return 0; /* no room in the pool now: this batch goes on its own */
     pmerge_t *m = w->mcur;
-    if (m == NULL) {
-        m = calloc(1, sizeof(*m));
-        if (m == NULL)
-            return 0;
-        if (rs_push_q_alloc_now(p->q, p->merge_len, &m->buf) != RS_OK) {
-            free(m); /* no room in the pool now: this batch goes on its own */
-            return 0;
-        }
-        m->w = w;
-        m->opened = rs_now_coarse_ns();
-        rs_list_init(&m->link);
-        w->mcur = m;
-    }
     uint8_t *at = m->buf->pub.data + m->used;
     memcpy(at, b->frame, b->frame_len);
     memset(at + b->frame_len, 0, need - b->frame_len); /* no stale pool bytes on the wire */
@@ -168,8 +201,28 @@ pmerge_t *rs_push_merge_next(pworker_t *w)
 
 void rs_push_merge_release(pmerge_t *m)
 {
-    rs_pushq_release(m->w->p->q, &m->buf->pub);
+    rs_pusher_t *p = m->w->p;
+    if (p->n_mfree < p->merge_keep && perr_ok(p) && !rs_push_q_writer_short(p->q))
+        p->mfree[p->n_mfree++] = m->buf;
+    else
+        rs_pushq_release(p->q, &m->buf->pub);
     free(m);
+}
+
+void rs_push_merge_blocks_free(rs_pusher_t *p)
+{
+    while (p->n_mfree > 0)
+        rs_pushq_release(p->q, &p->mfree[--p->n_mfree]->pub);
+}
+
+int rs_push_merge_pending(const rs_pusher_t *p)
+{
+    if (p->m_inflight > 0)
+        return 1;
+    for (uint32_t i = 0; i < p->desc.n_workers; i++)
+        if (!rs_list_empty(&p->workers[i].merges))
+            return 1;
+    return 0;
 }
 
 void rs_push_merge_drop(pworker_t *w)

@@ -180,6 +180,7 @@ static void lane_release(rs_pusher_t *p)
     }
     for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++)
         rs_push_merge_drop(&p->workers[i]); /* merged writes not posted (a failed task) */
+    rs_push_merge_blocks_free(p);
     int reusable = p->user_bufs == 0 && rs_push_q_engine_held(p->q) == 0;
     atomic_store(&l->p, NULL);
     rs_push_lane_unhold(l);

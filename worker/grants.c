@@ -194,6 +194,10 @@ rs_status_t rs_wk_store_grant_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t
         return RS_ERR_BAD_LENGTH;
     uint64_t off;
     rs_status_t s = rs_wk_arena_get(st, want, &off);
+    if (s != RS_OK) { /* unused extent tails first: many partitions' tails fill an arena */
+        rs_wk_store_trim(st);
+        s = rs_wk_arena_get(st, want, &off);
+    }
     if (s != RS_OK) {
         rs_wk_store_spill(st, want);
         s = rs_wk_arena_get(st, want, &off);
