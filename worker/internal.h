@@ -28,6 +28,7 @@ typedef struct extent {
     uint32_t n_batches;   /* committed batches still in memory */
     uint32_t pins;        /* open snapshots that list its batches: never spilled meanwhile */
     int closed;           /* no more grants from it; trimmed to fill */
+    int reserve;          /* a merged grant's, in the staging reserve (merged.c) */
 } extent_t;
 
 /* A range of an extent granted to one pusher endpoint. */
@@ -147,6 +148,7 @@ typedef struct rs_worker_store {
     uint64_t data_len;
     uint64_t high_water; /* of the data area */
     uint64_t open_room;  /* granted bytes nothing has arrived in yet (unreleased grants) */
+    uint32_t landing;    /* merged grants' extents (freed as their writes arrive) */
     rs_list_t shuffles;
     uint32_t next_snap;
     int spill_errno;       /* the last spill's failure (0: the last spill worked, or none yet) */

@@ -1,7 +1,7 @@
 # Merged pushes (docs/shuffle.md, "Merged pushes"): a many-partition shuffle
 # through rs-shuffle-bench, every record verified (the EXPECT of the caller),
-# must travel in far fewer writes than batches and must not spill with an
-# arena of 1.25x the data it holds.
+# must travel in far fewer writes than batches and must not spill (the
+# caller sizes the arenas: tests/shuffle/CMakeLists.txt).
 #
 #   cmake "-DCMD=..." "-DFIELDS=..." "-DEXPECT=..." -P merged_check.cmake
 include(${CMAKE_CURRENT_LIST_DIR}/../perf_json_check.cmake)
