@@ -39,8 +39,6 @@ void rs_wk_extent_free(rs_wk_store_t *st, extent_t *e)
     if (part->cur == e)
         part->cur = NULL;
     rs_list_del(&e->link);
-    if (part == &part->sh->merged)
-        st->landing--;
     if (e->reserve) {
         rs_range_put(&st->rsv, e->off - st->data_len, e->len);
         rs_wk_arena_used_update(st);

@@ -127,6 +127,13 @@ static void open_less(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes)
     st->open_room -= bytes;
 }
 
+/* A merged grant's write landed (or never will): it no longer counts as landing. */
+static void landed(rs_wk_store_t *st, const wgrant_t *g)
+{
+    if (g->partition == RS_MERGED_PART)
+        st->landing--;
+}
+
 /* Once every byte the grant will ever hold arrived, its extent stops waiting for it. */
 static void grant_maybe_release(rs_wk_store_t *st, wgrant_t *g)
 {
@@ -134,6 +141,7 @@ static void grant_maybe_release(rs_wk_store_t *st, wgrant_t *g)
         return;
     g->released = 1;
     open_less(st, g, g->open);
+    landed(st, g);
     g->ext->live_grants--;
     rs_wk_extent_maybe_free(st, g->ext);
 }
@@ -182,6 +190,7 @@ void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g)
         tail_back(g);
         g->released = 1;
         open_less(st, g, g->open);
+        landed(st, g);
         g->ext->live_grants--;
         rs_wk_extent_maybe_free(st, g->ext);
     }

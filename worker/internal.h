@@ -148,7 +148,7 @@ typedef struct rs_worker_store {
     uint64_t data_len;
     uint64_t high_water; /* of the data area */
     uint64_t open_room;  /* granted bytes nothing has arrived in yet (unreleased grants) */
-    uint32_t landing;    /* merged grants' extents (freed as their writes arrive) */
+    uint32_t landing;    /* merged grants whose writes have not all arrived */
     rs_list_t shuffles;
     uint32_t next_snap;
     int spill_errno;       /* the last spill's failure (0: the last spill worked, or none yet) */
