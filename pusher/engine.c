@@ -452,8 +452,7 @@ static void on_merge_done(void *arg, rs_status_t status)
     rs_push_merge_release(m);
     if (perr(p) != RS_OK || w->dead)
         drop_pending(w);
-    else if (w->inflight_full || w->n_retires > w->ret_head || w->reclaim ||
-             rs_push_merge_wants(w))
+    else if (w->inflight_full || w->n_retires > w->ret_head || w->reclaim || rs_push_merge_wants(w))
         try_post(w);
 }
 
@@ -465,8 +464,8 @@ static rs_status_t post_merged(pworker_t *w)
     while ((m = rs_push_merge_next(w)) != NULL) {
         w->inflight += m->used;
         w->batches += m->n;
-        rs_status_t s = rs_put_notify(w->ep, m->buf->pub.data, m->used, rs_push_q_mr(p->q),
-                                      w->rkey, m->off, rs_imm_make(m->slot, 0), on_merge_done, m);
+        rs_status_t s = rs_put_notify(w->ep, m->buf->pub.data, m->used, rs_push_q_mr(p->q), w->rkey,
+                                      m->off, rs_imm_make(m->slot, 0), on_merge_done, m);
         if (s != RS_OK) {
             w->inflight -= m->used;
             w->batches -= m->n;
@@ -950,9 +949,10 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
     int backpressure = 0, granted = 0, busy = 0, spill_failed = 0;
     for (uint32_t i = 0; i < r.n; i++) {
         rs_grant_t g = rs_sproto_grant_get(&r, i);
+        /* A merged write's grant (merge.c); len 0: a retire's answer, nothing waits on it. */
         if (g.partition == RS_MERGED_PART && g.status == RS_OK && g.len == 0)
-            continue; /* a merged grant's retire: nothing waits on it */
-        if (g.partition == RS_MERGED_PART) { /* a merged write's grant (merge.c) */
+            continue;
+        if (g.partition == RS_MERGED_PART) {
             rs_status_t ms = rs_push_merge_granted(w, &g);
             if (ms == RS_ERR_BACKPRESSURE || ms == RS_ERR_IO) {
                 backpressure = 1;

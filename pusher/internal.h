@@ -77,14 +77,14 @@ typedef struct pretire {
  * with one grant and one notification.
  */
 typedef struct pmerge {
-    rs_list_t link;       /* in its worker's merges, in order (not while filled or in flight) */
+    rs_list_t link; /* in its worker's merges, in order (not while filled or in flight) */
     struct pworker *w;
-    rs_pbuf_int_t *buf;   /* a transient block of the pool */
-    uint32_t used, n;     /* bytes packed (64-byte multiple), frames */
-    uint32_t state;       /* RS_PM_SEALED, RS_PM_ASKED, RS_PM_GRANTED */
-    uint32_t slot;        /* granted: the grant */
+    rs_pbuf_int_t *buf; /* a transient block of the pool */
+    uint32_t used, n;   /* bytes packed (64-byte multiple), frames */
+    uint32_t state;     /* RS_PM_SEALED, RS_PM_ASKED, RS_PM_GRANTED */
+    uint32_t slot;      /* granted: the grant */
     uint64_t off;
-    uint64_t opened;      /* coarse ns: its first frame */
+    uint64_t opened; /* coarse ns: its first frame */
 } pmerge_t;
 
 enum { RS_PM_SEALED = 0, RS_PM_ASKED = 1, RS_PM_GRANTED = 2 };
@@ -169,8 +169,8 @@ struct rs_pusher {
      * Close hands every partition's last buffer over before the engine asks
      * for their grants, so one request per worker carries them all.
      */
-    atomic_int flushing; /* set: grant requests wait (codec none only) */
-    atomic_int flushed;  /* set by close: the engine asks now */
+    atomic_int flushing;  /* set: grant requests wait (codec none only) */
+    atomic_int flushed;   /* set by close: the engine asks now */
     uint32_t merge_below; /* frames shorter than this go merged (0: none); merge.c */
     uint32_t merge_len;   /* a merged write's block */
     uint32_t m_inflight;  /* merged writes posted and not completed (engine thread) */

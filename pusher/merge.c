@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RS_PUSH_MERGE_LEN    (256u << 10)     /* a merged write's block at most */
-#define RS_PUSH_MERGE_MIN    (16u << 10)      /* smaller blocks (a tiny pool): no merging */
-#define RS_PUSH_MERGE_AGE_NS RS_MS_TO_NS(2)   /* a write filling longer is sealed */
+#define RS_PUSH_MERGE_LEN    (256u << 10)   /* a merged write's block at most */
+#define RS_PUSH_MERGE_MIN    (16u << 10)    /* smaller blocks (a tiny pool): no merging */
+#define RS_PUSH_MERGE_AGE_NS RS_MS_TO_NS(2) /* a write filling longer is sealed */
 
 static int perr_ok(const rs_pusher_t *p)
 {

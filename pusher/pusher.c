@@ -47,7 +47,8 @@ rs_status_t rs_pusher_config_from_env(rs_pusher_config_t *cfg)
         (s = rs_env_u64("RSHUFFLE_PUSH_POOL", 1 << 20, 1ull << 36, &pool)) != RS_OK ||
         (s = rs_env_u64("RSHUFFLE_PUSH_INFLIGHT", 4096, 1ull << 36, &c.max_inflight)) != RS_OK ||
         (s = rs_env_u32("RSHUFFLE_PUSH_WAIT_MS", 10, 3600000, &c.wait_ms)) != RS_OK ||
-        (s = rs_env_u32("RSHUFFLE_PUSH_BACKPRESSURE_MS", 10, 3600000, &c.backpressure_ms)) != RS_OK ||
+        (s = rs_env_u32("RSHUFFLE_PUSH_BACKPRESSURE_MS", 10, 3600000, &c.backpressure_ms)) !=
+            RS_OK ||
         (s = rs_env_u64("RSHUFFLE_PUSH_MERGE_BELOW", 0, 4 << 20, &merge)) != RS_OK)
         return s;
     c.merge_below = merge;

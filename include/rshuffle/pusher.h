@@ -314,9 +314,9 @@ typedef struct rs_pusher_stats {
     uint64_t raw_bytes; /* payload bytes before the codec */
     uint64_t bytes;     /* frame bytes written */
     uint64_t grant_requests;
-    uint64_t backpressure; /* grant answers that said "full" */
-    uint64_t reclaimed;    /* unused grants given back because a worker was short */
-    uint64_t workers_lost; /* R >= 2: workers that died or went silent, carried on without */
+    uint64_t backpressure;   /* grant answers that said "full" */
+    uint64_t reclaimed;      /* unused grants given back because a worker was short */
+    uint64_t workers_lost;   /* R >= 2: workers that died or went silent, carried on without */
     uint64_t merged_writes;  /* merged writes posted (one grant and one notification each) */
     uint64_t merged_batches; /* batch sends they carried (one per replica) */
 } rs_pusher_stats_t;

@@ -227,9 +227,9 @@ static int make_samples(sample_t **out)
     ADD(RS_SMSG_GRANT_REQ);
     s->len = build_merged_req(s->bytes, MSG_MAX);
     strict(s, 4, 8);
-    strict(s, 12, 16);                   /* n */
-    strict(s, 16, 16 + 8);               /* a merged entry's partition and flags */
-    strict(s, 16 + 32, 16 + 32 + 8);     /* ... the second's */
+    strict(s, 12, 16);               /* n */
+    strict(s, 16, 16 + 8);           /* a merged entry's partition and flags */
+    strict(s, 16 + 32, 16 + 32 + 8); /* ... the second's */
     strict(s, 16 + 32 + 20, 16 + 32 + 24);
 
     ADD(RS_SMSG_GRANT);
