@@ -24,40 +24,6 @@ static int extra_ok(const rs_wk_store_t *st, uint64_t len)
     return plenty(st, len) && st->open_room + len <= st->data_len / 4;
 }
 
-#define RS_PLACE_BUMP 0x80000000u /* extent_new: carve from the placement chunk */
-#define RS_BUMP_CHUNK ((uint64_t)1 << 20)
-
-void rs_wk_bump_release(rs_wk_store_t *st)
-{
-    if (st->bump_len > 0)
-        rs_wk_arena_put(st, st->bump_off, st->bump_len);
-    st->bump_len = 0;
-}
-
-/*
- * Frames the worker places itself take their extents from a 1 MiB chunk in
- * order: with 20,000 partitions a first-fit search of the data area's free
- * ranges (thousands of trimmed tails) per new extent was an eighth of the
- * worker's time. Freed extents go back to the allocator as any other.
- */
-static rs_status_t arena_take(rs_wk_store_t *st, uint64_t size, uint32_t flags, uint64_t *off_p)
-{
-    if (!(flags & RS_PLACE_BUMP))
-        return rs_wk_arena_get(st, size, off_p);
-    size = rs_range_round(&st->ra, size);
-    if (st->bump_len < size) {
-        rs_wk_bump_release(st);
-        uint64_t chunk = size > RS_BUMP_CHUNK ? size : RS_BUMP_CHUNK;
-        if (rs_wk_arena_get(st, chunk, &st->bump_off) != RS_OK)
-            return rs_wk_arena_get(st, size, off_p);
-        st->bump_len = chunk;
-    }
-    *off_p = st->bump_off;
-    st->bump_off += size;
-    st->bump_len -= size;
-    return RS_OK;
-}
-
 static rs_status_t extent_new(rs_wk_store_t *st, wpart_t *part, uint64_t want, uint64_t *len_p,
                               uint32_t flags, extent_t **e_p)
 {
@@ -66,16 +32,16 @@ static rs_status_t extent_new(rs_wk_store_t *st, wpart_t *part, uint64_t want, u
     if (size < len)
         size = len;
     uint64_t off;
-    rs_status_t s = arena_take(st, size, flags, &off);
+    rs_status_t s = rs_wk_arena_get(st, size, &off);
     if (s != RS_OK && size > len)
-        s = arena_take(st, size = len, flags, &off);
+        s = rs_wk_arena_get(st, size = len, &off);
     if (s != RS_OK && len > want)
-        s = arena_take(st, size = len = want, flags, &off);
+        s = rs_wk_arena_get(st, size = len = want, &off);
     if (s != RS_OK && (flags & RS_GRANT_AHEAD))
         return RS_ERR_BUSY; /* never spill for a grant nobody waits for yet */
     if (s != RS_OK) {
         rs_wk_store_spill(st, want);
-        s = arena_take(st, size = len = want, flags, &off);
+        s = rs_wk_arena_get(st, size = len = want, &off);
     }
     if (s != RS_OK && st->spill_errno != 0)
         return RS_ERR_IO; /* full, and the disk takes nothing: waiting will not help */
@@ -340,11 +306,11 @@ rs_status_t rs_wk_store_room(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint
          * anything goes to disk.
          */
         uint64_t want = l;
-        s = extent_new(st, part, want, &l, RS_GRANT_AHEAD | RS_PLACE_BUMP, &e);
+        s = extent_new(st, part, want, &l, RS_GRANT_AHEAD, &e);
         if (s == RS_ERR_BUSY) {
             rs_wk_store_trim(st);
             l = want;
-            s = extent_new(st, part, want, &l, RS_PLACE_BUMP, &e);
+            s = extent_new(st, part, want, &l, 0, &e);
         }
         if (s != RS_OK)
             return s;

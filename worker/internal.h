@@ -146,10 +146,9 @@ typedef struct rs_worker_store {
     rs_range_alloc_t ra;  /* the data area [0, data_len): partition extents */
     rs_range_alloc_t rsv; /* the staging reserve [data_len, arena_len) */
     uint64_t data_len;
-    uint64_t high_water;         /* of the data area */
-    uint64_t open_room;          /* granted bytes nothing has arrived in yet (unreleased grants) */
-    uint32_t landing;            /* merged grants whose writes have not all arrived */
-    uint64_t bump_off, bump_len; /* the placement chunk's rest (grants.c) */
+    uint64_t high_water; /* of the data area */
+    uint64_t open_room;  /* granted bytes nothing has arrived in yet (unreleased grants) */
+    uint32_t landing;    /* merged grants whose writes have not all arrived */
     rs_list_t shuffles;
     uint32_t next_snap;
     int spill_errno;       /* the last spill's failure (0: the last spill worked, or none yet) */
@@ -277,8 +276,6 @@ void rs_wk_store_commit(rs_wk_store_t *st, wshuffle_t *sh, uint32_t map_id, uint
 /* spill.c */
 /* Gives back the unused tails of partitions' current extents (no I/O). */
 void rs_wk_store_trim(rs_wk_store_t *st);
-/* grants.c: gives the placement chunk's rest back to the data area. */
-void rs_wk_bump_release(rs_wk_store_t *st);
 /* Spills unpinned settled extents until the data area is below the mark and need bytes fit. */
 void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need);
 

@@ -129,7 +129,6 @@ static int spill_done(const rs_wk_store_t *st, uint64_t need)
 
 void rs_wk_store_trim(rs_wk_store_t *st)
 {
-    rs_wk_bump_release(st);
     rs_list_t *spos, *stmp;
     rs_list_for_each_safe(spos, stmp, &st->shuffles)
     {
