@@ -174,7 +174,7 @@ static void worker_main(int fd)
 
 typedef struct map_result {
     int32_t status;
-    uint64_t bytes, batches, grant_requests;
+    uint64_t bytes, batches, grant_requests, merged_writes;
     double seconds; /* from the first record (or swap) to the end of close */
 } map_result_t;
 
@@ -277,6 +277,7 @@ static rs_status_t map_task(uint32_t m, uint32_t slot, uint32_t attempt, pcount_
     r->bytes += o.sink ? pushed : ps.raw_bytes;
     r->batches += ps.batches;
     r->grant_requests += ps.grant_requests;
+    r->merged_writes += ps.merged_writes;
     return s;
 }
 
@@ -329,6 +330,7 @@ static int map_run(int fd, uint32_t m, uint32_t attempt)
         r.bytes += th[i].r.bytes;
         r.batches += th[i].r.batches;
         r.grant_requests += th[i].r.grant_requests;
+        r.merged_writes += th[i].r.merged_writes;
         if (i > 0) {
             for (uint32_t p = 0; p < o.partitions; p++) {
                 counts[p].records += counts[(size_t)i * o.partitions + p].records;
@@ -790,7 +792,7 @@ typedef struct totals {
     uint64_t total; /* records */
     pcount_t *want, *got, *tmp;
     uint8_t *seen, *seen_all;
-    uint64_t pushed_bytes, map_batches, grant_requests;
+    uint64_t pushed_bytes, map_batches, grant_requests, merged_writes;
     uint64_t got_records, dups, bad, read_bytes;
     double map_s; /* the slowest mapper's own push time (no process start or connect) */
     double start_s, t0, t1, t2; /* workers' start-up; start, end of push, end of read */
@@ -817,6 +819,7 @@ static void take_map(totals_t *t, int fd, int winning)
     free(us);
     t->map_batches += r.batches;
     t->grant_requests += r.grant_requests;
+    t->merged_writes += r.merged_writes;
     if (r.seconds > t->map_s)
         t->map_s = r.seconds;
     if (!winning)
@@ -873,6 +876,9 @@ static void take_worker(totals_t *t, int fd)
         t->wst.arena_peak = st.arena_peak;
     t->wst.refused += st.refused;
     t->wst.stray_retires += st.stray_retires;
+    t->wst.merged_writes += st.merged_writes;
+    t->wst.merged_batches += st.merged_batches;
+    t->wst.merged_in_place += st.merged_in_place;
 }
 
 static void set_addrs(const uint16_t *ports, uint32_t n)
@@ -1123,7 +1129,7 @@ static int run_launched(totals_t *t)
     launch_barrier();
     rs_worker_destroy(w);
 
-    uint64_t own = 0, sums[14];
+    uint64_t own = 0, sums[18];
     for (uint64_t i = 0; i < bitmap; i++)
         own += (uint64_t)__builtin_popcount(t->seen_all[i]);
     uint64_t *const fields[] = {&t->pushed_bytes,
@@ -1138,13 +1144,17 @@ static int run_launched(totals_t *t)
                                 &t->wst.backpressure,
                                 &t->wst.refused,
                                 &t->wst.stray_retires,
+                                &t->merged_writes,
+                                &t->wst.merged_writes,
+                                &t->wst.merged_batches,
+                                &t->wst.merged_in_place,
                                 &failed,
                                 &own};
     failed = (uint64_t)t->failed;
-    for (unsigned i = 0; i < 14; i++)
+    for (unsigned i = 0; i < 18; i++)
         sums[i] = *fields[i];
-    launch_sum_u64(sums, 14);
-    for (unsigned i = 0; i < 14; i++)
+    launch_sum_u64(sums, 18);
+    for (unsigned i = 0; i < 18; i++)
         *fields[i] = sums[i];
     t->failed = failed != 0;
     double maxes[3] = {t->map_s, t->start_s, (double)t->wst.arena_peak};
@@ -1209,9 +1219,16 @@ static void put_results(const totals_t *t, uint64_t bytes, uint64_t lost, uint64
     perf_u64(&pout, "bad", bad);
     perf_u64(&pout, "replicas", o.replicas);
     perf_u64(&pout, "killed", o.killed);
+    perf_u64(&pout, "map_batches", t->map_batches);
+    perf_u64(&pout, "grant_requests", t->grant_requests);
+    perf_u64(&pout, "merged_writes", t->merged_writes);
     if (o.n_ext == 0) { /* the forked workers' counters; running ones are not read */
         perf_u64(&pout, "spilled_bytes", t->wst.spilled_bytes);
         perf_u64(&pout, "stray_retires", t->wst.stray_retires);
+        perf_u64(&pout, "worker_batches", t->wst.batches);
+        perf_u64(&pout, "worker_merged_writes", t->wst.merged_writes);
+        perf_u64(&pout, "worker_merged_batches", t->wst.merged_batches);
+        perf_u64(&pout, "worker_merged_in_place", t->wst.merged_in_place);
         perf_num(&pout, "start_s", t->start_s, 4);
     }
     perf_u64(&pout, "tasks", o.tasks);

@@ -29,6 +29,8 @@ static const rs_cfg_row_t rows[] = {
         "bound of every wait of append, swap and close"),
     NUM("RSHUFFLE_PUSH_BACKPRESSURE_MS", backpressure_ms, "30000", 10, 3600000,
         "worker backpressure longer than this fails"),
+    NUM("RSHUFFLE_PUSH_MERGE_BELOW", merge_below, "32K", 0, 4u << 20,
+        "batches of fewer frame bytes bound for one worker travel in one write; 0: off"),
 };
 #undef NUM
 

@@ -116,8 +116,10 @@ static void request_grants(pworker_t *w)
     rs_pusher_t *p = w->p;
     if (w->req_out || w->commit_sent)
         return; /* after the commit the worker has retired every grant: nothing to ask or tell */
-    if (atomic_load_explicit(&p->flushing, memory_order_relaxed))
-        return; /* close is still handing over last buffers: asked for together after */
+    /* Close is still handing over last buffers: asked for together after (merged writes now). */
+    int flushing = atomic_load_explicit(&p->flushing, memory_order_relaxed);
+    if (flushing && !rs_push_merge_wants(w))
+        return;
     if (w->reclaim)
         reclaim(w);
     /*
@@ -126,7 +128,7 @@ static void request_grants(pworker_t *w)
      * one that carries space a last batch waits for.
      */
     int closing = atomic_load_explicit(&p->closing, memory_order_relaxed);
-    if (closing && w->n_needy == 0)
+    if (closing && w->n_needy == 0 && !rs_push_merge_wants(w))
         return;
     int backoff = in_backoff(w);
     size_t max_n = rs_sproto_grant_max(p->msg_max);
@@ -135,16 +137,22 @@ static void request_grants(pworker_t *w)
         max_n = max_req;
     uint8_t *buf = p->msg_buf;
     /* Retires first (the worker frees before it grants), but leave room for what waits. */
-    uint32_t n = 0, n_ret = 0, ret_max = w->n_needy > 0 ? (uint32_t)max_n / 2 : (uint32_t)max_n;
+    int waits = w->n_needy > 0 || rs_push_merge_wants(w);
+    uint32_t n = 0, n_ret = 0, ret_max = waits ? (uint32_t)max_n / 2 : (uint32_t)max_n;
     for (; w->ret_head + n_ret < w->n_retires && n < ret_max; n_ret++, n++) {
         const pretire_t *rt = &w->retires[w->ret_head + n_ret];
+        uint32_t flags = rt->partition == RS_MERGED_PART ? RS_GRANT_MERGED : 0;
         rs_sproto_grant_want_put(buf, p->msg_max, n,
                                  &(rs_grant_want_t){.partition = rt->partition,
+                                                    .flags = flags,
                                                     .retire_slot = rt->slot,
                                                     .retire_used = rt->used});
     }
+    /* Merged writes waiting for their grant (merge.c): one entry each. */
+    if (!backoff)
+        n = rs_push_merge_ask(w, buf, p->msg_max, n, (uint32_t)max_n);
     /* Partitions whose first blocked batch needs space, in the order they blocked. */
-    while (!backoff && w->n_needy > 0 && n < max_n) {
+    while (!backoff && !flushing && w->n_needy > 0 && n < max_n) {
         uint32_t part = w->needy[w->needy_head];
         w->needy_head = (w->needy_head + 1) % p->desc.n_partitions;
         w->n_needy--;
@@ -172,7 +180,8 @@ static void request_grants(pworker_t *w)
     for (uint32_t i = 0; i < w->n_ahead; i++) {
         uint32_t part = w->ahead[i];
         ppart_t *pp = &w->parts[part];
-        if (closing || pp->in_req || pp->next.len > 0 || pp->cur.len == 0 || pp->ahead_refused) {
+        if (closing || flushing || pp->in_req || pp->next.len > 0 || pp->cur.len == 0 ||
+            pp->ahead_refused) {
             pp->ahead_queued = 0;
             continue;
         }
@@ -229,6 +238,8 @@ void rs_push_prefetch(rs_pusher_t *p, const uint32_t *hint)
         for (uint32_t part = 0; part < p->desc.n_partitions && n < max_n; part++) {
             if (hint[part] == 0 || !holds(p, part, w->index))
                 continue;
+            if (hint[part] + RS_FRAME_HEADER_SIZE < p->merge_below)
+                continue; /* its batch will go in a merged write */
             rs_grant_want_t wt = {.partition = part,
                                   .want = rs_sproto_round(hint[part] + RS_FRAME_HEADER_SIZE),
                                   .retire_slot = RS_SLOT_NONE};
@@ -271,6 +282,7 @@ static void drop_list(pworker_t *w, rs_list_t *list)
 
 static void drop_pending(pworker_t *w)
 {
+    rs_push_merge_drop(w);
     drop_list(w, &w->pending);
     for (uint32_t i = 0; w->n_blocked > 0 && i < w->p->desc.n_partitions; i++) {
         drop_list(w, &w->parts[i].blocked);
@@ -424,6 +436,53 @@ static void on_put_done(void *arg, rs_status_t status)
         try_post(w); /* else nothing waits for this room: no scan per completion */
 }
 
+/* A merged write's put completed (merge.c). */
+static void on_merge_done(void *arg, rs_status_t status)
+{
+    pmerge_t *m = arg;
+    pworker_t *w = m->w;
+    rs_pusher_t *p = w->p;
+    RS_ASSERT(w->inflight >= m->used && p->m_inflight > 0);
+    w->inflight -= m->used;
+    p->m_inflight--;
+    w->heard_at = rs_now_coarse_ns();
+    if (status != RS_OK && p->replicas == 1)
+        rs_push_fail(p, status, "write to a worker");
+    else if (status != RS_OK && perr(p) == RS_OK)
+        worker_lost(w, status, "a write failed");
+    rs_push_merge_release(m);
+    if (perr(p) != RS_OK || w->dead)
+        drop_pending(w);
+    else if (w->inflight_full || w->n_retires > w->ret_head || w->reclaim || rs_push_merge_wants(w))
+        try_post(w);
+}
+
+/* Posts w's granted merged writes while in-flight room lasts; RS_OK or the failed post's. */
+static rs_status_t post_merged(pworker_t *w)
+{
+    rs_pusher_t *p = w->p;
+    pmerge_t *m;
+    while ((m = rs_push_merge_next(w)) != NULL) {
+        w->inflight += m->used;
+        w->batches += m->n;
+        rs_status_t s = rs_put_notify(w->ep, m->buf->pub.data, m->used, rs_push_q_mr(p->q), w->rkey,
+                                      m->off, rs_imm_make(m->slot, 0), on_merge_done, m);
+        if (s != RS_OK) {
+            w->inflight -= m->used;
+            w->batches -= m->n;
+            rs_push_merge_release(m);
+            return s;
+        }
+        p->m_inflight++;
+        p->stats.merged_writes++;
+        p->stats.merged_batches += m->n;
+        /* Written whole: retired with the next request (its bytes settle it at the worker). */
+        pgrant_t g = {.slot = m->slot, .off = m->off, .len = m->used, .used = m->used};
+        retire(w, RS_MERGED_PART, &g);
+    }
+    return RS_OK;
+}
+
 /* Queues a streaming partition for a next grant once half of its current one is used. */
 static void maybe_ahead(pworker_t *w, uint32_t part, ppart_t *pp, uint64_t need)
 {
@@ -448,6 +507,16 @@ static void try_post(pworker_t *w)
         return;
     }
     w->inflight_full = 0;
+    rs_status_t ms = post_merged(w);
+    if (ms != RS_OK) {
+        if (p->replicas > 1) {
+            worker_lost(w, ms, "posting a write");
+        } else {
+            rs_push_fail(p, ms, "posting a write");
+            drop_pending(w);
+        }
+        return;
+    }
     int again;
     do {
         again = 0;
@@ -521,7 +590,8 @@ static void try_post(pworker_t *w)
                 break; /* the copy goes in the next pass */
         }
     } while (again);
-    if (w->n_needy > 0 || w->n_ahead > 0 || w->n_retires > w->ret_head || w->reclaim)
+    if (w->n_needy > 0 || w->n_ahead > 0 || w->n_retires > w->ret_head || w->reclaim ||
+        rs_push_merge_wants(w))
         request_grants(w);
 }
 
@@ -559,6 +629,20 @@ rs_status_t rs_push_engine_take(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b)
     if (b->used == 0) { /* nothing to push (an empty swap) */
         rs_pushq_release(q, &b->pub);
         return RS_OK;
+    }
+    /*
+     * A small batch waits for room in its holders' merged writes while
+     * merged writes in flight will free some; sent on its own it would cost
+     * a grant and a write of its own (with 20,000 partitions, one in eight).
+     */
+    size_t est = b->sealed ? b->frame_len : b->used + RS_FRAME_HEADER_SIZE;
+    for (uint32_t k = 0; p->merge_below != 0 && k < p->replicas; k++) {
+        pworker_t *w = &p->workers[holders(p, b->partition)[k]];
+        if (!rs_push_merge_room(w, est) && rs_push_merge_pending(p)) {
+            for (uint32_t j = 0; j <= k; j++) /* sealed ones ask for their grants */
+                try_post(&p->workers[holders(p, b->partition)[j]]);
+            return RS_ERR_BUSY;
+        }
     }
     rs_frame_ids_t ids = {.shuffle_id = p->desc.shuffle_id,
                           .map_id = p->map_id,
@@ -645,11 +729,17 @@ rs_status_t rs_push_engine_take(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b)
         pworker_t *w = sd->w;
         if (w->dead)
             continue;
+        post[n_post++] = w;
+        if (dup == 0 && rs_push_merge_add(w, out)) { /* copied into w's merged write */
+            out->refs--;
+            continue;
+        }
         sd->dup = dup;
         rs_list_add_tail(&w->pending, &sd->link);
         w->parts[part].n_pending++;
-        post[n_post++] = w;
     }
+    if (out->refs == 0) /* every send merged: the buffer goes back now */
+        batch_release(p, out);
     /* Queued everywhere first: a write failing at one replica drops only its own send. */
     for (uint32_t i = 0; i < n_post; i++)
         try_post(post[i]);
@@ -699,10 +789,18 @@ static void commit_progress(rs_pusher_t *p)
         return;
     if (perr(p) == RS_OK && rs_push_q_outstanding(p->q) != 0)
         return;
+    /* Every batch is with the engine: merged writes still filling go now. */
+    for (uint32_t i = 0; perr(p) == RS_OK && i < p->desc.n_workers; i++) {
+        pworker_t *w = &p->workers[i];
+        if (w->mcur != NULL && !w->dead) {
+            rs_push_merge_seal(w);
+            try_post(w);
+        }
+    }
     /* Compressed batches outlive their raw buffers: wait for them too. */
     for (uint32_t i = 0; perr(p) == RS_OK && i < p->desc.n_workers; i++)
         if (!rs_list_empty(&p->workers[i].pending) || p->workers[i].n_blocked != 0 ||
-            p->workers[i].inflight != 0)
+            p->workers[i].inflight != 0 || rs_push_merge_busy(&p->workers[i]))
             return;
     int all = 1;
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
@@ -772,6 +870,10 @@ unsigned rs_push_engine_poll(rs_pusher_t *p)
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];
         check_alive(w, now);
+        if (i == 0 && rs_push_q_writer_short(p->q))
+            rs_push_merge_blocks_free(p); /* kept blocks must not starve the writer */
+        if (!w->dead && rs_push_merge_age(w, now))
+            try_post(w); /* a merged write filling for long: sealed, asked for */
         if (!w->dead && !w->req_out && w->retry_at != 0 && now >= w->retry_at) {
             w->retry_at = 0;
             try_post(w);
@@ -848,6 +950,25 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
     int backpressure = 0, granted = 0, busy = 0, spill_failed = 0;
     for (uint32_t i = 0; i < r.n; i++) {
         rs_grant_t g = rs_sproto_grant_get(&r, i);
+        /* A merged write's grant (merge.c); len 0: a retire's answer, nothing waits on it. */
+        if (g.partition == RS_MERGED_PART && g.status == RS_OK && g.len == 0)
+            continue;
+        if (g.partition == RS_MERGED_PART) {
+            rs_status_t ms = rs_push_merge_granted(w, &g);
+            if (ms == RS_ERR_BACKPRESSURE || ms == RS_ERR_IO) {
+                backpressure = 1;
+                spill_failed |= ms == RS_ERR_IO;
+            } else if (ms == RS_ERR_BUSY) {
+                busy = 1;
+            } else if (ms != RS_OK) {
+                rs_push_fail(p, ms, "merged grant refused by a worker");
+                drop_pending(w);
+                return;
+            } else {
+                granted = 1;
+            }
+            continue;
+        }
         if (g.partition >= p->desc.n_partitions) {
             rs_push_fail(p, RS_ERR_PROTOCOL, "grant for an unknown partition");
             drop_pending(w);

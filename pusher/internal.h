@@ -75,6 +75,25 @@ typedef struct pretire {
     uint64_t used;
 } pretire_t;
 
+/*
+ * A merged write (pusher/merge.c): small frames bound for one worker,
+ * copied back to back at 64-byte offsets into a block of the pool, written
+ * with one grant and one notification.
+ */
+typedef struct pmerge {
+    rs_list_t link; /* in its worker's merges, in order (not while filled or in flight) */
+    struct pworker *w;
+    rs_pbuf_int_t *buf; /* a transient block of the pool */
+    uint32_t used, n;   /* bytes packed (64-byte multiple), frames */
+    uint32_t state;     /* RS_PM_SEALED, RS_PM_ASKED, RS_PM_GRANTED */
+    uint32_t slot;      /* granted: the grant */
+    uint64_t off;
+    uint64_t opened; /* coarse ns: its first frame */
+} pmerge_t;
+
+enum { RS_PM_SEALED = 0, RS_PM_ASKED = 1, RS_PM_GRANTED = 2 };
+#define RS_PUSH_MERGE_KEEP 32 /* merged writes' blocks a pusher keeps for reuse */
+
 /* The pusher's view of one worker. */
 typedef struct pworker {
     struct rs_pusher *p;
@@ -107,6 +126,9 @@ typedef struct pworker {
     int dead;            /* R >= 2: lost (dead or silent); nothing more goes to it */
     uint64_t heard_at;   /* last message or write completion from the worker */
     uint64_t wait_since; /* since when an answer is owed (0: none) */
+    pmerge_t *mcur;      /* the merged write being filled (NULL: none) */
+    rs_list_t merges;    /* sealed merged writes waiting for a grant or room to post */
+    uint32_t m_unasked;  /* of those, in RS_PM_SEALED */
 } pworker_t;
 
 /* Test-only faults (compiled with RS_FAULT_INJECTION). */
@@ -151,8 +173,13 @@ struct rs_pusher {
      * Close hands every partition's last buffer over before the engine asks
      * for their grants, so one request per worker carries them all.
      */
-    atomic_int flushing; /* set: grant requests wait (codec none only) */
-    atomic_int flushed;  /* set by close: the engine asks now */
+    atomic_int flushing;  /* set: grant requests wait (codec none only) */
+    atomic_int flushed;   /* set by close: the engine asks now */
+    uint32_t merge_below; /* frames shorter than this go merged (0: none); merge.c */
+    uint32_t merge_len;   /* a merged write's block */
+    uint32_t m_inflight;  /* merged writes posted and not completed (engine thread) */
+    rs_pbuf_int_t *mfree[RS_PUSH_MERGE_KEEP]; /* blocks of completed merged writes, for reuse */
+    uint32_t n_mfree, merge_keep;
     int fault, fault_every;
     uint64_t fault_count;
 
@@ -167,6 +194,44 @@ void rs_push_fail(struct rs_pusher *p, rs_status_t status, const char *why);
 int rs_push_replicas_live(const struct rs_pusher *p);
 /* Seats every partition not started on the first R live workers of its ring. */
 void rs_push_seat_unstarted(struct rs_pusher *p);
+
+/* merge.c */
+/* Sizes merged writes for p's workers (or turns them off). */
+void rs_push_merge_setup(struct rs_pusher *p);
+/*
+ * Before a batch is framed: room for a frame of about len bytes in w's
+ * merged write (a new block when it is full): 1, or 0 when the pool has no
+ * room for a block now. A frame that would not merge: 1.
+ */
+int rs_push_merge_room(pworker_t *w, size_t len);
+/* Copies b's frame into w's merged write: 1 when it goes so (b's send to w is done), else 0. */
+int rs_push_merge_add(pworker_t *w, const rs_pbuf_int_t *b);
+/* Seals w's merged write being filled (it waits for its grant). */
+void rs_push_merge_seal(pworker_t *w);
+/* Seals a merged write being filled for longer than the age bound: 1 when it did. */
+int rs_push_merge_age(pworker_t *w, uint64_t now);
+/* Does anything of w's merged writes wait (filled, sealed, or granted and not posted)? */
+int rs_push_merge_busy(const pworker_t *w);
+/* Sealed merged writes to ask grants for. */
+int rs_push_merge_wants(const pworker_t *w);
+/* Puts MERGED entries for sealed writes at buf[n..max_n); returns the new n. */
+uint32_t rs_push_merge_ask(pworker_t *w, uint8_t *buf, size_t cap, uint32_t n, uint32_t max_n);
+/*
+ * A GRANT entry for RS_MERGED_PART: the oldest write asked for takes it
+ * (RS_OK) or goes back to be asked again (the entry's status returned:
+ * RS_ERR_BACKPRESSURE, RS_ERR_IO, RS_ERR_BUSY); another status fails.
+ */
+rs_status_t rs_push_merge_granted(pworker_t *w, const rs_grant_t *g);
+/* The first granted write that may post now (NULL: none), unlinked. */
+pmerge_t *rs_push_merge_next(pworker_t *w);
+/* Releases a merged write (its block back to the pool). */
+void rs_push_merge_release(pmerge_t *m);
+/* Releases every merged write of w not in flight. */
+void rs_push_merge_drop(pworker_t *w);
+/* Gives the kept blocks back to the pool (the lane goes back). */
+void rs_push_merge_blocks_free(struct rs_pusher *p);
+/* Are merged writes posted, or sealed and on their way (their blocks come back)? */
+int rs_push_merge_pending(const struct rs_pusher *p);
 
 /* lane.c */
 /* A lane fit for key: an idle one of the client, else a new one. */

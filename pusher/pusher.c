@@ -137,6 +137,9 @@ static void lane_release(rs_pusher_t *p)
             rs_pushq_buf_put(p->q, p->cur[i]);
         p->cur[i] = NULL;
     }
+    for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++)
+        rs_push_merge_drop(&p->workers[i]); /* merged writes not posted (a failed task) */
+    rs_push_merge_blocks_free(p);
     int reusable = p->user_bufs == 0 && rs_push_q_engine_held(p->q) == 0;
     atomic_store(&l->p, NULL);
     rs_push_lane_unhold(l);
@@ -348,6 +351,7 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
         w->p = p;
         w->index = i;
         rs_list_init(&w->pending);
+        rs_list_init(&w->merges);
         w->parts = calloc(np, sizeof(*w->parts));
         w->counts = calloc(np, sizeof(*w->counts));
         w->ahead = calloc(np, sizeof(*w->ahead));
@@ -365,6 +369,7 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
     p->ctx = p->lane->ctx;
     p->q = p->lane->q;
     hint_apply(p);
+    rs_push_merge_setup(p);
     p->msg_max = rs_ctx_config(p->ctx)->msg_max;
     if ((p->msg_buf = malloc(p->msg_max)) == NULL) {
         s = RS_ERR_NOMEM;

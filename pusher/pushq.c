@@ -483,6 +483,11 @@ int rs_push_q_fits(const rs_pushq_t *q, size_t len)
     return rs_push_block_len(len) <= q->ra.size;
 }
 
+int rs_push_q_writer_short(rs_pushq_t *q)
+{
+    return atomic_load_explicit(&q->writer_waiting, memory_order_relaxed) == WAIT_BUFFER;
+}
+
 int rs_push_q_starved(rs_pushq_t *q)
 {
     return atomic_load(&q->engine_starved);

@@ -98,6 +98,8 @@ uint64_t rs_push_q_outstanding(rs_pushq_t *q);
 /* Buffers the engine holds: handed over, plus its own (compressed output). */
 uint64_t rs_push_q_engine_held(rs_pushq_t *q);
 
+/* Is the writer waiting for slab room (a buffer) now? */
+int rs_push_q_writer_short(rs_pushq_t *q);
 /* Engine-made buffers (rs_push_q_alloc_now) not yet released. */
 uint64_t rs_push_q_transients(rs_pushq_t *q);
 

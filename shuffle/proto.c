@@ -517,6 +517,10 @@ rs_status_t rs_sproto_grant_req_decode(const void *buf, size_t len, rs_smsg_gran
             e.want % RS_SPROTO_ALIGN != 0 || (retire && e.retire_slot >= RS_GRANT_SLOTS) ||
             (!retire && e.retire_used != 0) || (!retire && e.want == 0))
             return RS_ERR_PROTOCOL;
+        int merged = (e.flags & RS_GRANT_MERGED) != 0;
+        if (merged != (e.partition == RS_MERGED_PART) ||
+            (merged && (e.flags & (RS_GRANT_BULK | RS_GRANT_AHEAD)) != 0))
+            return RS_ERR_PROTOCOL;
     }
     *out = m;
     return RS_OK;

@@ -43,8 +43,11 @@ enum {
     RS_SMSG_LAST = 32,
 };
 
-/* 3: with R >= 2 a commit lists every partition the worker holds (RS_SNAP_C_HOLDER). */
-#define RS_SPROTO_VERSION 4
+/*
+ * 3: with R >= 2 a commit lists every partition the worker holds (RS_SNAP_C_HOLDER).
+ * 5: merged grants (RS_GRANT_MERGED): one write carries many partitions' frames.
+ */
+#define RS_SPROTO_VERSION 5
 #define RS_SPROTO_ALIGN   64u                 /* grants, batches and arena offsets are multiples */
 #define RS_STAGE_MAX      ((uint64_t)8 << 20) /* spilled bytes staged per SPILL_LOAD at most */
 /* A map numbers its batches from 0; a worker refuses seq >= this (its seen-bitmap bound). */
@@ -81,9 +84,17 @@ enum { RS_ROLE_PUSHER = 1, RS_ROLE_READER = 2 };
 enum {
     RS_GRANT_BULK = 1,  /* the partition streams: grant more than asked */
     RS_GRANT_AHEAD = 2, /* the next grant before it is needed: refused (RS_ERR_BUSY) when short */
-    RS_GRANT_FLAGS_ALL = 3,
+    /*
+     * Room for one write of frames of many partitions (docs/shuffle.md,
+     * "Merged pushes"): its entry's partition is RS_MERGED_PART, and only it
+     * (a retire of a merged grant carries the flag too); never with BULK or
+     * AHEAD. The worker's GRANT entry answers with partition RS_MERGED_PART.
+     */
+    RS_GRANT_MERGED = 4,
+    RS_GRANT_FLAGS_ALL = 7,
 };
-#define RS_SLOT_NONE UINT32_MAX
+#define RS_SLOT_NONE   UINT32_MAX
+#define RS_MERGED_PART UINT32_MAX /* the partition field of a merged grant's entries */
 
 enum { RS_SNAP_SPILLED = 1 };
 /* A snapshot commit's flags: the commit listed this partition (R >= 2: the worker holds it). */

@@ -16,7 +16,13 @@ rs_status_t rs_wk_store_add_entry(rs_wk_store_t *st, wgrant_t *g, const rs_snap_
     st->stats.bytes += e->len;
     if (st->cfg.sink)
         return RS_OK;
-    wpart_t *part = g->ext->part;
+    return rs_wk_part_add_entry(st, g->ext->part, g->ext, e);
+}
+
+rs_status_t rs_wk_part_add_entry(rs_wk_store_t *st, wpart_t *part, extent_t *ext,
+                                 const rs_snap_entry_t *e)
+{
+    (void)st;
     if (part->n_entries == part->cap_entries) {
         size_t cap = part->cap_entries ? 2 * part->cap_entries : 16;
         wentry_t *n = realloc(part->entries, cap * sizeof(*n));
@@ -26,9 +32,9 @@ rs_status_t rs_wk_store_add_entry(rs_wk_store_t *st, wgrant_t *g, const rs_snap_
         part->cap_entries = cap;
     }
     part->entries[part->n_entries].e = *e;
-    part->entries[part->n_entries].ext = g->ext;
+    part->entries[part->n_entries].ext = ext;
     part->n_entries++;
-    g->ext->n_batches++;
+    ext->n_batches++;
     return RS_OK;
 }
 

@@ -39,7 +39,12 @@ void rs_wk_extent_free(rs_wk_store_t *st, extent_t *e)
     if (part->cur == e)
         part->cur = NULL;
     rs_list_del(&e->link);
-    rs_wk_arena_put(st, e->off, e->len);
+    if (e->reserve) {
+        rs_range_put(&st->rsv, e->off - st->data_len, e->len);
+        rs_wk_arena_used_update(st);
+    } else {
+        rs_wk_arena_put(st, e->off, e->len);
+    }
     free(e);
 }
 
@@ -51,9 +56,10 @@ void rs_wk_extent_close(rs_wk_store_t *st, extent_t *e)
     e->closed = 1;
     if (e->part->cur == e)
         e->part->cur = NULL;
-    if (e->fill < e->len) {
-        rs_wk_arena_put(st, e->off + e->fill, e->len - e->fill);
-        e->len = e->fill;
+    uint64_t keep = rs_range_round(&st->ra, e->fill); /* frames packed at 8 bytes end anywhere */
+    if (keep < e->len) {
+        rs_wk_arena_put(st, e->off + keep, e->len - keep);
+        e->len = keep;
     }
 }
 

@@ -28,6 +28,7 @@ typedef struct extent {
     uint32_t n_batches;   /* committed batches still in memory */
     uint32_t pins;        /* open snapshots that list its batches: never spilled meanwhile */
     int closed;           /* no more grants from it; trimmed to fill */
+    int reserve;          /* a merged grant's, in the staging reserve (merged.c) */
 } extent_t;
 
 /* A range of an extent granted to one pusher endpoint. */
@@ -69,6 +70,11 @@ struct wshuffle {
     uint32_t id;
     uint32_t n_partitions;
     wpart_t *parts;
+    /*
+     * Merged grants' extents (merged.c), outside parts[]: never spilled;
+     * freed once their frames were copied out, or with the shuffle.
+     */
+    wpart_t merged;
     rs_list_t commits;
     uint32_t open_snaps; /* a dropped shuffle is freed once no snapshot */
     uint32_t pushers;    /* ... and no attached pusher connection uses it */
@@ -142,6 +148,7 @@ typedef struct rs_worker_store {
     uint64_t data_len;
     uint64_t high_water; /* of the data area */
     uint64_t open_room;  /* granted bytes nothing has arrived in yet (unreleased grants) */
+    uint32_t landing;    /* merged grants whose writes have not all arrived */
     rs_list_t shuffles;
     uint32_t next_snap;
     int spill_errno;       /* the last spill's failure (0: the last spill worked, or none yet) */
@@ -182,6 +189,18 @@ struct rs_worker {
 rs_status_t rs_wk_handlers(rs_worker_t *w);
 void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out);
 void rs_wk_conn_free(rs_worker_t *w, wconn_t *c);
+/* arrival.c: a batch refused: counted, and the pusher told (a NACK). */
+void rs_wk_nack(rs_worker_t *w, wconn_t *c, uint32_t partition, uint32_t imm, uint64_t seq,
+                rs_status_t status);
+/* Marks batch seq of c as arrived; returns whether it had arrived before. */
+int rs_wk_seen(wconn_t *c, uint64_t seq);
+/* Frees g's slot once it is retired and all its bytes arrived. */
+void rs_wk_slot_maybe_free(rs_worker_t *w, wconn_t *c, wgrant_t *g);
+/*
+ * merged.c: a merged write arrived at offset in of g (RS_MERGED_PART); the
+ * caller then frees g's slot and checks a pending commit.
+ */
+void rs_wk_merged_arrived(rs_worker_t *w, wconn_t *c, wgrant_t *g, uint64_t in, uint32_t imm);
 /* info.c: the INFO request's handler */
 void rs_wk_on_info(void *arg, rs_ep_t *ep, const void *data, size_t len);
 /* dead.c: ep is closed at the next housekeeping (not from its callback). */
@@ -233,14 +252,33 @@ void rs_wk_store_settle(rs_wk_store_t *st, wgrant_t *g, uint64_t bytes);
 void rs_wk_store_retire(rs_wk_store_t *st, wgrant_t *g, uint64_t used);
 /* Frees g; bytes that never arrived are given up (the pusher is gone). */
 void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g);
+/*
+ * A merged grant (RS_GRANT_MERGED) of exactly want bytes, in an extent of
+ * its own (sh->merged); errors as rs_wk_store_grant's.
+ */
+rs_status_t rs_wk_store_grant_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t want,
+                                     wgrant_t **g_p);
+/*
+ * Room for a batch of len bytes the worker places itself in partition p's
+ * extents (a merged write's frame): *e_p and the arena offset *off_p.
+ * Trims extents' unused tails before spilling. RS_ERR_BACKPRESSURE or
+ * RS_ERR_IO: none now (the caller keeps the batch where it is).
+ */
+rs_status_t rs_wk_store_room(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint64_t len,
+                             extent_t **e_p, uint64_t *off_p);
 
 /* commits.c: the commit index */
 rs_status_t rs_wk_store_add_entry(rs_wk_store_t *st, wgrant_t *g, const rs_snap_entry_t *e);
+/* Indexes e in part, held by ext (its in-memory batches count it). */
+rs_status_t rs_wk_part_add_entry(rs_wk_store_t *st, wpart_t *part, extent_t *ext,
+                                 const rs_snap_entry_t *e);
 /* Keeps a map's commit: entries (sorted by partition, owned from now on). */
 void rs_wk_store_commit(rs_wk_store_t *st, wshuffle_t *sh, uint32_t map_id, uint32_t attempt,
                         rs_commit_entry_t *entries, uint32_t n);
 
 /* spill.c */
+/* Gives back the unused tails of partitions' current extents (no I/O). */
+void rs_wk_store_trim(rs_wk_store_t *st);
 /* Spills unpinned settled extents until the data area is below the mark and need bytes fit. */
 void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need);
 

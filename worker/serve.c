@@ -177,15 +177,6 @@ static void on_attach(void *arg, rs_ep_t *ep, const void *data, size_t len)
 /* ---------------------------------------------------------------- grants */
 
 /* A grant leaves its slot once the pusher retired it and all its bytes arrived. */
-static void slot_maybe_free(rs_worker_t *w, wconn_t *c, wgrant_t *g)
-{
-    if (!g->retired || !g->released)
-        return;
-    c->slots[g->slot] = NULL;
-    c->free_slots[c->n_free++] = g->slot;
-    rs_wk_store_grant_free(&w->st, g);
-}
-
 /* A free slot in O(1): grants come and go by the hundred thousand with many partitions. */
 static rs_status_t slot_alloc(wconn_t *c, wgrant_t *g)
 {
@@ -226,7 +217,7 @@ static void grant_retire(rs_worker_t *w, wconn_t *c, uint32_t slot, uint32_t par
     }
     rs_wk_store_retire(&w->st, g, used);
     c->open_grants--;
-    slot_maybe_free(w, c, g);
+    rs_wk_slot_maybe_free(w, c, g);
 }
 
 /* Every grant the pusher still holds ends here (its commit: all its batches arrived). */
@@ -288,7 +279,8 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
     for (uint32_t i = 0; i < m.n; i++) {
         rs_grant_want_t wt = rs_sproto_grant_want_get(&m, i);
         rs_grant_t gr = {.partition = wt.partition, .status = RS_OK};
-        if (wt.partition >= c->sh->n_partitions) {
+        int merged = (wt.flags & RS_GRANT_MERGED) != 0; /* then partition is RS_MERGED_PART */
+        if (wt.partition >= c->sh->n_partitions && !merged) {
             rs_warn("worker: grant for partition %u of shuffle %u (%u partitions) refused",
                     wt.partition, c->sh->id, c->sh->n_partitions);
             gr.status = RS_ERR_NOT_FOUND;
@@ -302,6 +294,8 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
             s = RS_OK;
         else if (c->n_free == 0 && c->n_slots == RS_GRANT_SLOTS)
             s = RS_ERR_BUSY; /* no slot: carve nothing (the pusher asks again later) */
+        else if (merged)
+            s = rs_wk_store_grant_merged(&w->st, c->sh, wt.want, &g);
         else
             s = rs_wk_store_grant(&w->st, c->sh, wt.partition, wt.want, wt.flags, &g);
         if (s == RS_OK && g != NULL) {
@@ -333,36 +327,6 @@ static void on_grant_req(void *arg, rs_ep_t *ep, const void *data, size_t len)
 
 /* ----------------------------------------------------------- batch arrival */
 
-static void nack(rs_worker_t *w, wconn_t *c, uint32_t partition, uint32_t imm, uint64_t seq,
-                 rs_status_t status)
-{
-    w->st.stats.refused++;
-    rs_smsg_nack_t n = {.status = status, .partition = partition, .imm = imm, .seq = seq};
-    uint8_t buf[RS_SPROTO_NACK_LEN];
-    size_t len;
-    if (rs_sproto_nack_encode(&n, buf, sizeof(buf), &len) == RS_OK)
-        rs_msg_send(c->ep, RS_SMSG_NACK, buf, len, NULL, NULL);
-}
-
-/* Marks seq as arrived; returns whether it had arrived before. */
-static int seen_test_set(wconn_t *c, uint64_t seq)
-{
-    if (seq >= c->seen_bits) {
-        uint64_t bits = c->seen_bits ? c->seen_bits : 4096;
-        while (bits <= seq)
-            bits *= 2;
-        uint8_t *n = realloc(c->seen, bits / 8);
-        if (n == NULL)
-            return 0;
-        memset(n + c->seen_bits / 8, 0, (bits - c->seen_bits) / 8);
-        c->seen = n;
-        c->seen_bits = bits;
-    }
-    int was = (c->seen[seq / 8] >> (seq % 8)) & 1;
-    c->seen[seq / 8] |= (uint8_t)(1u << (seq % 8));
-    return was;
-}
-
 static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
 {
     rs_worker_t *w = arg;
@@ -377,7 +341,14 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
     if (g == NULL || in >= g->len) {
         rs_warn("worker: batch notification outside any grant (slot %u, offset %llu)", slot,
                 (unsigned long long)in);
-        nack(w, c, UINT32_MAX, imm, 0, RS_ERR_OUT_OF_RANGE);
+        rs_wk_nack(w, c, UINT32_MAX, imm, 0, RS_ERR_OUT_OF_RANGE);
+        return;
+    }
+    if (g->partition == RS_MERGED_PART) { /* frames of many partitions: worker/merged.c */
+        rs_wk_merged_arrived(w, c, g, in, imm);
+        rs_wk_slot_maybe_free(w, c, g);
+        if (c->commit_pending)
+            rs_wk_commit_check(w, c, 0);
         return;
     }
     const uint8_t *frame = w->st.arena + g->off + in;
@@ -395,8 +366,8 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
         rs_warn("worker: batch of shuffle %u partition %u refused: %s", c->sh->id, g->partition,
                 rs_strerror(s));
         rs_wk_store_settle(&w->st, g, room < RS_SPROTO_ALIGN ? room : RS_SPROTO_ALIGN);
-        nack(w, c, g->partition, imm, 0, s);
-        slot_maybe_free(w, c, g);
+        rs_wk_nack(w, c, g->partition, imm, 0, s);
+        rs_wk_slot_maybe_free(w, c, g);
         return;
     }
     rs_snap_entry_t e = {.loc = g->off + in,
@@ -406,11 +377,11 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
                          .seq = f.ids.seq};
     s = rs_wk_store_add_entry(&w->st, g, &e);
     if (s != RS_OK) {
-        nack(w, c, g->partition, imm, f.ids.seq, s);
+        rs_wk_nack(w, c, g->partition, imm, f.ids.seq, s);
         return;
     }
     /* A repeated batch (a retry) stays in the index for readers to drop, but counts once. */
-    if (seen_test_set(c, f.ids.seq)) {
+    if (rs_wk_seen(c, f.ids.seq)) {
         rs_info("worker: batch %llu of map %u partition %u arrived again (slot %u offset %llu)",
                 (unsigned long long)f.ids.seq, c->map_id, g->partition, slot,
                 (unsigned long long)in);
@@ -423,7 +394,7 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
     }
     c->batches++;
     rs_wk_store_settle(&w->st, g, f.frame_len);
-    slot_maybe_free(w, c, g);
+    rs_wk_slot_maybe_free(w, c, g);
     if (c->commit_pending)
         rs_wk_commit_check(w, c, 0);
 }

@@ -127,8 +127,7 @@ static int spill_done(const rs_wk_store_t *st, uint64_t need)
     return st->ra.used <= st->high_water && rs_range_largest(&st->ra) >= need;
 }
 
-/* Gives back the unused tails of partitions' current extents (no I/O). */
-static void trim(rs_wk_store_t *st)
+void rs_wk_store_trim(rs_wk_store_t *st)
 {
     rs_list_t *spos, *stmp;
     rs_list_for_each_safe(spos, stmp, &st->shuffles)
@@ -150,7 +149,7 @@ void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need)
         return;
     if (st->spill_errno != 0 && rs_now_coarse_ns() < st->spill_again)
         return; /* a failing disk is not written to on every grant */
-    trim(st);
+    rs_wk_store_trim(st);
     rs_list_t *spos, *stmp;
     rs_list_for_each_safe(spos, stmp, &st->shuffles)
     {

@@ -94,6 +94,8 @@ rs_status_t rs_wk_store_attach(rs_wk_store_t *st, uint32_t shuffle_id, uint32_t 
     sh->id = shuffle_id;
     sh->n_partitions = n_partitions;
     sh->spill_fd = -1;
+    sh->merged.sh = sh;
+    rs_list_init(&sh->merged.extents);
     rs_list_init(&sh->commits);
     /*
      * First extents sized to the shuffle: all partitions' first extents fit
@@ -123,6 +125,9 @@ static void shuffle_free(rs_wk_store_t *st, wshuffle_t *sh)
             rs_wk_extent_free(st, RS_CONTAINER_OF(pos, extent_t, link));
         free(part->entries);
     }
+    rs_list_t *mpos, *mtmp;
+    rs_list_for_each_safe(mpos, mtmp, &sh->merged.extents)
+        rs_wk_extent_free(st, RS_CONTAINER_OF(mpos, extent_t, link));
     if (sh->spill_fd >= 0)
         close(sh->spill_fd);
     rs_list_t *pos, *tmp;

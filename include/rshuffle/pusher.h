@@ -169,6 +169,9 @@ typedef struct rs_pusher_config {
     uint32_t wait_ms;         /* RSHUFFLE_PUSH_WAIT_MS: every wait of append/swap/close (30000) */
     uint32_t backpressure_ms; /* RSHUFFLE_PUSH_BACKPRESSURE_MS: then RS_ERR_BACKPRESSURE (30000) */
     const rs_config_t *transport; /* NULL: rs_config_init */
+    size_t merge_below; /* RSHUFFLE_PUSH_MERGE_BELOW: batches of fewer frame bytes bound for one
+                           worker travel together, one write (one grant) for many partitions'
+                           batches (32 KiB; 0: never; docs/shuffle.md "Merged pushes") */
 } rs_pusher_config_t;
 
 /* Fills *cfg with the defaults above (transport NULL). Cannot fail. */
@@ -312,9 +315,11 @@ typedef struct rs_pusher_stats {
     uint64_t raw_bytes; /* payload bytes before the codec */
     uint64_t bytes;     /* frame bytes written */
     uint64_t grant_requests;
-    uint64_t backpressure; /* grant answers that said "full" */
-    uint64_t reclaimed;    /* unused grants given back because a worker was short */
-    uint64_t workers_lost; /* R >= 2: workers that died or went silent, carried on without */
+    uint64_t backpressure;   /* grant answers that said "full" */
+    uint64_t reclaimed;      /* unused grants given back because a worker was short */
+    uint64_t workers_lost;   /* R >= 2: workers that died or went silent, carried on without */
+    uint64_t merged_writes;  /* merged writes posted (one grant and one notification each) */
+    uint64_t merged_batches; /* batch sends they carried (one per replica) */
 } rs_pusher_stats_t;
 
 /*

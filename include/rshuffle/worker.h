@@ -109,6 +109,9 @@ typedef struct rs_worker_stats {
     uint64_t shuffles;       /* shuffles held now */
     uint64_t stray_retires;  /* retires of grants not open (a pusher's protocol slip; ignored) */
     uint64_t spill_failures; /* spill files that could not be created or written (disk full, ...) */
+    uint64_t merged_writes;  /* merged writes that arrived (one grant, one notification each) */
+    uint64_t merged_batches; /* batches they carried (also counted in batches) */
+    uint64_t merged_in_place; /* of those, left in the merged write: no partition room then */
 } rs_worker_stats_t;
 
 /*

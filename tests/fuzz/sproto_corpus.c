@@ -68,6 +68,23 @@ void sproto_corpus(emit_fn emit, void *user)
     rs_smsg_grant_req_t gq = {.req_id = 9, .n = 3};
     st = rs_sproto_grant_req_encode(&gq, b, cap, &len);
     out(emit, user, seed, M(RS_SMSG_GRANT_REQ), st, len);
+    /* Protocol 5: a merged grant asked, and one retired with the next asked. */
+    rs_grant_want_t mw[2] = {
+        {.partition = RS_MERGED_PART,
+         .flags = RS_GRANT_MERGED,
+         .want = 1 << 18,
+         .retire_slot = RS_SLOT_NONE},
+        {.partition = RS_MERGED_PART,
+         .flags = RS_GRANT_MERGED,
+         .want = 4096,
+         .retire_slot = 4,
+         .retire_used = 1 << 18},
+    };
+    for (uint32_t i = 0; i < 2; i++)
+        rs_sproto_grant_want_put(b, cap, i, &mw[i]);
+    gq = (rs_smsg_grant_req_t){.req_id = 10, .n = 2};
+    st = rs_sproto_grant_req_encode(&gq, b, cap, &len);
+    out(emit, user, seed, M(RS_SMSG_GRANT_REQ), st, len);
 
     rs_grant_t g[3] = {
         {.partition = 1, .slot = 4, .off = 4096, .len = 8192},

@@ -124,6 +124,28 @@ static size_t build_grant_req(uint8_t *buf, size_t cap, uint32_t n)
     return len;
 }
 
+/* A request of two merged grants (protocol 5): a new one, and a retire with the next. */
+static size_t build_merged_req(uint8_t *buf, size_t cap)
+{
+    const rs_grant_want_t mw[2] = {
+        {.partition = RS_MERGED_PART,
+         .flags = RS_GRANT_MERGED,
+         .want = 256 << 10,
+         .retire_slot = RS_SLOT_NONE},
+        {.partition = RS_MERGED_PART,
+         .flags = RS_GRANT_MERGED,
+         .want = 4096,
+         .retire_slot = 12,
+         .retire_used = 640},
+    };
+    size_t len;
+    for (uint32_t i = 0; i < 2; i++)
+        assert_int_equal(rs_sproto_grant_want_put(buf, cap, i, &mw[i]), RS_OK);
+    rs_smsg_grant_req_t m = {.status = RS_OK, .req_id = 78, .n = 2};
+    assert_int_equal(rs_sproto_grant_req_encode(&m, buf, cap, &len), RS_OK);
+    return len;
+}
+
 static size_t build_grant(uint8_t *buf, size_t cap, uint32_t n, rs_status_t st)
 {
     size_t len;
@@ -200,6 +222,14 @@ static int make_samples(sample_t **out)
     strict(s, 4, 8);
     strict(s, 12, 16); /* n */
     strict(s, 16 + 20, 16 + 24);
+    strict(s, 16 + 32 + 20, 16 + 32 + 24);
+
+    ADD(RS_SMSG_GRANT_REQ);
+    s->len = build_merged_req(s->bytes, MSG_MAX);
+    strict(s, 4, 8);
+    strict(s, 12, 16);               /* n */
+    strict(s, 16, 16 + 8);           /* a merged entry's partition and flags */
+    strict(s, 16 + 32, 16 + 32 + 8); /* ... the second's */
     strict(s, 16 + 32 + 20, 16 + 32 + 24);
 
     ADD(RS_SMSG_GRANT);
@@ -636,6 +666,21 @@ static void test_ranges(void **state)
     assert_int_equal(patched(RS_SMSG_GRANT_REQ, b, len, 12, UINT32_MAX), RS_ERR_BAD_LENGTH);
     len = build_grant_req(b, sizeof(b), 0);
     assert_int_equal(redo(RS_SMSG_GRANT_REQ, b, len, b + 1024, &(size_t){0}), RS_ERR_PROTOCOL);
+    /* Merged entries: RS_MERGED_PART exactly with RS_GRANT_MERGED, never with BULK or AHEAD. */
+    len = build_merged_req(b, sizeof(b));
+    rs_smsg_grant_req_t mq;
+    assert_int_equal(rs_sproto_grant_req_decode(b, len, &mq), RS_OK);
+    assert_int_equal(rs_sproto_grant_want_get(&mq, 1).retire_slot, 12);
+    assert_int_equal(rs_sproto_grant_want_get(&mq, 0).flags, RS_GRANT_MERGED);
+    assert_int_equal(patched(RS_SMSG_GRANT_REQ, b, len, 16, 3), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_GRANT_REQ, b, len, 16 + 4, 0), RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_GRANT_REQ, b, len, 16 + 4, RS_GRANT_MERGED | RS_GRANT_BULK),
+                     RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_GRANT_REQ, b, len, 16 + 4, RS_GRANT_MERGED | RS_GRANT_AHEAD),
+                     RS_ERR_PROTOCOL);
+    assert_int_equal(patched(RS_SMSG_GRANT_REQ, b, len, 16 + 4, 8), RS_ERR_PROTOCOL);
+    len = build_grant_req(b, sizeof(b), 1);
+    assert_int_equal(patched(RS_SMSG_GRANT_REQ, b, len, 16, RS_MERGED_PART), RS_ERR_PROTOCOL);
 
     /* GRANT entries: unknown status, a slot past the table, a grant past RS_GRANT_MAX, misaligned.
      */

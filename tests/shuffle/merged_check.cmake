@@ -1,0 +1,29 @@
+# Merged pushes (docs/shuffle.md, "Merged pushes"): a many-partition shuffle
+# through rs-shuffle-bench, every record verified (the EXPECT of the caller),
+# must travel in far fewer writes than batches and must not spill (the
+# caller sizes the arenas: tests/shuffle/CMakeLists.txt).
+#
+#   cmake "-DCMD=..." "-DFIELDS=..." "-DEXPECT=..." -P merged_check.cmake
+include(${CMAKE_CURRENT_LIST_DIR}/../perf_json_check.cmake)
+foreach(key worker_batches worker_merged_writes worker_merged_batches worker_merged_in_place
+            map_batches grant_requests merged_writes spilled_bytes)
+    string(JSON ${key} GET "${last}" results 0 ${key})
+endforeach()
+math(EXPR direct "${worker_batches} - ${worker_merged_batches}")
+math(EXPR writes "${worker_merged_writes} + ${direct}")
+message(STATUS "batches ${worker_batches} (merged ${worker_merged_batches}) in ${writes} writes "
+               "(${worker_merged_writes} merged), ${grant_requests} grant requests, "
+               "spilled ${spilled_bytes} bytes, ${worker_merged_in_place} kept in place")
+if(worker_merged_writes EQUAL 0 OR NOT merged_writes EQUAL worker_merged_writes)
+    message(FATAL_ERROR "merged writes: pushers ${merged_writes}, workers ${worker_merged_writes}")
+endif()
+math(EXPR writes_x20 "${writes} * 20")
+math(EXPR requests_x20 "${grant_requests} * 20")
+if(writes_x20 GREATER worker_batches OR requests_x20 GREATER map_batches)
+    message(FATAL_ERROR "${worker_batches} batches took ${writes} writes and ${grant_requests} "
+                        "grant requests: not 20 times fewer")
+endif()
+if(NOT spilled_bytes EQUAL 0 OR NOT worker_merged_in_place EQUAL 0)
+    message(FATAL_ERROR "spilled ${spilled_bytes} bytes, ${worker_merged_in_place} batches kept "
+                        "in merged writes: the arena was short")
+endif()
