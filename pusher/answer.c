@@ -57,8 +57,136 @@ static void unblock(pworker_t *w, ppart_t *pp)
         rs_list_del(&sd->link);
         rs_list_add_tail(&w->pending, &sd->link);
     }
+    RS_ASSERT(w->n_blocked >= pp->n_blocked);
     w->n_blocked -= pp->n_blocked;
     pp->n_blocked = 0;
+}
+
+/* What the entries of one grant message said, for the worker's retry state. */
+typedef struct grant_seen {
+    int backpressure, granted, busy, spill_failed;
+} grant_seen_t;
+
+/* A merged write's grant entry (merge.c): 0 when it failed the pusher. */
+static int merged_grant(pworker_t *w, const rs_grant_t *g, grant_seen_t *seen)
+{
+    rs_status_t ms = rs_push_merge_granted(w, g);
+    if (ms == RS_ERR_BACKPRESSURE || ms == RS_ERR_IO) {
+        seen->backpressure = 1;
+        seen->spill_failed |= ms == RS_ERR_IO;
+    } else if (ms == RS_ERR_BUSY) {
+        seen->busy = 1;
+    } else if (ms != RS_OK) {
+        rs_push_fail(w->p, ms, "merged grant refused by a worker");
+        rs_push_drop_pending(w);
+        return 0;
+    } else {
+        seen->granted = 1;
+    }
+    return 1;
+}
+
+/* A partition's grant entry: the grant taken, or its refusal noted; 0 when it failed the pusher. */
+static int part_grant(pworker_t *w, const rs_grant_t *g, int prefetch, grant_seen_t *seen)
+{
+    rs_pusher_t *p = w->p;
+    if (g->partition >= p->desc.n_partitions) {
+        rs_push_fail(p, RS_ERR_PROTOCOL, "grant for an unknown partition");
+        rs_push_drop_pending(w);
+        return 0;
+    }
+    ppart_t *pp = &w->parts[g->partition];
+    int ahead = pp->ahead_out;
+    pp->in_req = 0;
+    pp->ahead_out = 0;
+    if (prefetch && g->status != RS_OK) {
+        rs_push_needs_grant(w, g->partition, pp); /* asked for at open: what waits asks now */
+        return 1;
+    }
+    if (g->status == RS_ERR_BACKPRESSURE || g->status == RS_ERR_IO) {
+        seen->backpressure = 1;
+        seen->spill_failed |= g->status == RS_ERR_IO; /* full, and its spill disk takes nothing */
+        rs_push_needs_grant(w, g->partition, pp);     /* asked again after retry_ms */
+        return 1;
+    }
+    if (g->status == RS_ERR_BUSY) { /* no grant ahead while the worker is short */
+        pp->ahead_refused = 1;
+        seen->busy |= !ahead; /* no slot free for a batch that waits: ask again a little later */
+        rs_push_needs_grant(w, g->partition, pp);
+        return 1;
+    }
+    if (g->status != RS_OK || g->len > RS_GRANT_MAX || g->slot >= RS_GRANT_SLOTS) {
+        rs_push_fail(p, g->status != RS_OK ? (rs_status_t)g->status : RS_ERR_PROTOCOL,
+                     "grant refused by a worker");
+        rs_push_drop_pending(w);
+        return 0;
+    }
+    if (g->len == 0) {
+        rs_push_needs_grant(w, g->partition, pp); /* a retire only: what waits still asks */
+        return 1;
+    }
+    pgrant_t ng = {.slot = g->slot, .off = g->off, .len = g->len};
+    unblock(w, pp);
+    if (pp->cur.len == 0)
+        pp->cur = ng;
+    else if (pp->next.len == 0)
+        pp->next = ng;
+    else
+        rs_push_retire(w, g->partition, &ng); /* cannot happen: give it straight back */
+    if (!ahead) {
+        pp->ahead_refused = 0;
+        seen->granted = 1;
+    }
+    return 1;
+}
+
+/*
+ * After a grant message: refused for backpressure longer than its bound,
+ * the worker is lost (R >= 2) or the pusher fails (0 returned); refused
+ * for now, w asks again after retry_ms (backpressure) or 10 ms (busy).
+ */
+static int grant_retry(pworker_t *w, uint32_t retry_ms, const grant_seen_t *seen)
+{
+    rs_pusher_t *p = w->p;
+    uint64_t now = rs_now_coarse_ns();
+    if (seen->backpressure) {
+        p->stats.backpressure++;
+        if (w->bp_since == 0)
+            w->bp_since = now;
+        /* A worker that cannot spill will not free memory: a shorter bound. */
+        uint32_t bound = p->cfg.backpressure_ms;
+        if (seen->spill_failed && bound > RS_PUSH_SPILL_FAIL_MS)
+            bound = RS_PUSH_SPILL_FAIL_MS;
+        if (now - w->bp_since > RS_MS_TO_NS(bound)) {
+            /* With R >= 2 a replica that cannot take its partitions' data is a lost one. */
+            rs_status_t why = seen->spill_failed ? RS_ERR_IO : RS_ERR_BACKPRESSURE;
+            if (p->replicas >= 2) {
+                rs_push_worker_lost(w, why,
+                                    seen->spill_failed
+                                        ? "full, and its spill failed (disk full: its log "
+                                          "names the directory)"
+                                        : "memory full for too long");
+                return 0;
+            }
+            rs_push_fail(p, why,
+                         seen->spill_failed
+                             ? "worker memory full and its spill failed (no space left "
+                               "on its spill disk, or an I/O error: its log names the "
+                               "directory)"
+                             : "worker memory full for too long");
+            rs_push_drop_pending(w);
+            return 0;
+        }
+        w->retry_at = now + RS_MS_TO_NS(retry_ms ? retry_ms : 10);
+        w->reclaim = 1; /* our own idle grants may be what holds the memory */
+    } else if (seen->granted) {
+        w->bp_since = 0;
+    }
+    if (seen->busy && !seen->backpressure) {
+        w->retry_at = now + RS_MS_TO_NS(10);
+        w->reclaim = 1; /* idle grants hold slots too */
+    }
+    return 1;
 }
 
 static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
@@ -85,113 +213,19 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
         rs_push_drop_pending(w);
         return;
     }
-    int backpressure = 0, granted = 0, busy = 0, spill_failed = 0;
+    grant_seen_t seen = {0};
     for (uint32_t i = 0; i < r.n; i++) {
         rs_grant_t g = rs_sproto_grant_get(&r, i);
         /* A merged write's grant (merge.c); len 0: a retire's answer, nothing waits on it. */
         if (g.partition == RS_MERGED_PART && g.status == RS_OK && g.len == 0)
             continue;
-        if (g.partition == RS_MERGED_PART) {
-            rs_status_t ms = rs_push_merge_granted(w, &g);
-            if (ms == RS_ERR_BACKPRESSURE || ms == RS_ERR_IO) {
-                backpressure = 1;
-                spill_failed |= ms == RS_ERR_IO;
-            } else if (ms == RS_ERR_BUSY) {
-                busy = 1;
-            } else if (ms != RS_OK) {
-                rs_push_fail(p, ms, "merged grant refused by a worker");
-                rs_push_drop_pending(w);
-                return;
-            } else {
-                granted = 1;
-            }
-            continue;
-        }
-        if (g.partition >= p->desc.n_partitions) {
-            rs_push_fail(p, RS_ERR_PROTOCOL, "grant for an unknown partition");
-            rs_push_drop_pending(w);
+        int ok = g.partition == RS_MERGED_PART ? merged_grant(w, &g, &seen)
+                                               : part_grant(w, &g, prefetch, &seen);
+        if (!ok)
             return;
-        }
-        ppart_t *pp = &w->parts[g.partition];
-        int ahead = pp->ahead_out;
-        pp->in_req = 0;
-        pp->ahead_out = 0;
-        if (prefetch && g.status != RS_OK) {
-            rs_push_needs_grant(w, g.partition, pp); /* asked for at open: what waits asks now */
-            continue;
-        }
-        if (g.status == RS_ERR_BACKPRESSURE || g.status == RS_ERR_IO) {
-            backpressure = 1;
-            spill_failed |= g.status == RS_ERR_IO;   /* full, and its spill disk takes nothing */
-            rs_push_needs_grant(w, g.partition, pp); /* asked again after retry_ms */
-            continue;
-        }
-        if (g.status == RS_ERR_BUSY) { /* no grant ahead while the worker is short */
-            pp->ahead_refused = 1;
-            busy |= !ahead; /* no slot free for a batch that waits: ask again a little later */
-            rs_push_needs_grant(w, g.partition, pp);
-            continue;
-        }
-        if (g.status != RS_OK || g.len > RS_GRANT_MAX || g.slot >= RS_GRANT_SLOTS) {
-            rs_push_fail(p, g.status != RS_OK ? (rs_status_t)g.status : RS_ERR_PROTOCOL,
-                         "grant refused by a worker");
-            rs_push_drop_pending(w);
-            return;
-        }
-        if (g.len == 0) {
-            rs_push_needs_grant(w, g.partition, pp); /* a retire only: what waits still asks */
-            continue;
-        }
-        pgrant_t ng = {.slot = g.slot, .off = g.off, .len = g.len};
-        unblock(w, pp);
-        if (pp->cur.len == 0)
-            pp->cur = ng;
-        else if (pp->next.len == 0)
-            pp->next = ng;
-        else
-            rs_push_retire(w, g.partition, &ng); /* cannot happen: give it straight back */
-        if (!ahead) {
-            pp->ahead_refused = 0;
-            granted = 1;
-        }
     }
-    uint64_t now = rs_now_coarse_ns();
-    if (backpressure) {
-        p->stats.backpressure++;
-        if (w->bp_since == 0)
-            w->bp_since = now;
-        /* A worker that cannot spill will not free memory: a shorter bound. */
-        uint32_t bound = p->cfg.backpressure_ms;
-        if (spill_failed && bound > RS_PUSH_SPILL_FAIL_MS)
-            bound = RS_PUSH_SPILL_FAIL_MS;
-        if (now - w->bp_since > RS_MS_TO_NS(bound)) {
-            /* With R >= 2 a replica that cannot take its partitions' data is a lost one. */
-            rs_status_t why = spill_failed ? RS_ERR_IO : RS_ERR_BACKPRESSURE;
-            if (p->replicas >= 2) {
-                rs_push_worker_lost(w, why,
-                                    spill_failed ? "full, and its spill failed (disk full: its log "
-                                                   "names the directory)"
-                                                 : "memory full for too long");
-                return;
-            }
-            rs_push_fail(p, why,
-                         spill_failed ? "worker memory full and its spill failed (no space left "
-                                        "on its spill disk, or an I/O error: its log names the "
-                                        "directory)"
-                                      : "worker memory full for too long");
-            rs_push_drop_pending(w);
-            return;
-        }
-        w->retry_at = now + RS_MS_TO_NS(r.retry_ms ? r.retry_ms : 10);
-        w->reclaim = 1; /* our own idle grants may be what holds the memory */
-    } else if (granted) {
-        w->bp_since = 0;
-    }
-    if (busy && !backpressure) {
-        w->retry_at = now + RS_MS_TO_NS(10);
-        w->reclaim = 1; /* idle grants hold slots too */
-    }
-    rs_push_try_post(w);
+    if (grant_retry(w, r.retry_ms, &seen))
+        rs_push_try_post(w);
 }
 
 /* The worker is short of memory: give back the grants no batch waits for. */

@@ -8,6 +8,7 @@
 static void send_commit(pworker_t *w)
 {
     rs_pusher_t *p = w->p;
+    RS_ASSERT(!w->commit_sent && !w->commit_done); /* once, to a worker that owes it */
     size_t per = rs_sproto_commit_max(p->msg_max);
     uint8_t *buf = p->msg_buf;
     uint32_t part = 0;

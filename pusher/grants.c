@@ -58,7 +58,120 @@ void rs_push_needs_grant(pworker_t *w, uint32_t part, ppart_t *pp)
     if (pp->needy || pp->in_req || pp->n_blocked == 0)
         return;
     pp->needy = 1;
+    RS_ASSERT(w->n_needy < w->p->desc.n_partitions); /* each partition once */
     w->needy[(w->needy_head + w->n_needy++) % w->p->desc.n_partitions] = part;
+}
+
+/* Puts w's retires not yet told at msg_buf[0..ret_max); returns how many. */
+static uint32_t put_retires(pworker_t *w, uint32_t ret_max)
+{
+    rs_pusher_t *p = w->p;
+    uint32_t n_ret = 0;
+    for (; w->ret_head + n_ret < w->n_retires && n_ret < ret_max; n_ret++) {
+        const pretire_t *rt = &w->retires[w->ret_head + n_ret];
+        uint32_t flags = rt->partition == RS_MERGED_PART ? RS_GRANT_MERGED : 0;
+        rs_sproto_grant_want_put(p->msg_buf, p->msg_max, n_ret,
+                                 &(rs_grant_want_t){.partition = rt->partition,
+                                                    .flags = flags,
+                                                    .retire_slot = rt->slot,
+                                                    .retire_used = rt->used});
+    }
+    return n_ret;
+}
+
+/*
+ * Puts space for the partitions whose first blocked batch needs it, in
+ * the order they blocked, at msg_buf[n..max_n); returns the new n.
+ */
+static uint32_t put_needy(pworker_t *w, uint32_t n, size_t max_n)
+{
+    rs_pusher_t *p = w->p;
+    while (w->n_needy > 0 && n < max_n) {
+        uint32_t part = w->needy[w->needy_head];
+        w->needy_head = (w->needy_head + 1) % p->desc.n_partitions;
+        w->n_needy--;
+        ppart_t *pp = &w->parts[part];
+        pp->needy = 0;
+        if (pp->in_req || rs_list_empty(&pp->blocked))
+            continue; /* asked for already, or unblocked meanwhile */
+        rs_pbuf_int_t *b = rs_list_first(&pp->blocked, rs_psend_t, link)->b;
+        uint64_t need = rs_sproto_round(b->frame_len);
+        rs_grant_want_t wt = {.partition = part,
+                              .flags = b->full ? RS_GRANT_BULK : 0,
+                              .want = need,
+                              .retire_slot = RS_SLOT_NONE};
+        if (pp->cur.len > 0) { /* exhausted: it retires with this request */
+            wt.retire_slot = pp->cur.slot;
+            wt.retire_used = pp->cur.used;
+            pp->cur = (pgrant_t){0};
+        }
+        rs_push_retire(w, part, &pp->next); /* too small for this batch */
+        rs_sproto_grant_want_put(p->msg_buf, p->msg_max, n++, &wt);
+        pp->in_req = 1;
+    }
+    return n;
+}
+
+/*
+ * Puts next grants for streaming partitions, so their writes never wait
+ * for a round trip, at msg_buf[n..max_n); returns the new n. Those that
+ * must wait (backoff, no room left) stay queued; stop (closing or
+ * flushing) drops every one.
+ */
+static uint32_t put_ahead(pworker_t *w, uint32_t n, size_t max_n, int stop, int backoff)
+{
+    rs_pusher_t *p = w->p;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < w->n_ahead; i++) {
+        uint32_t part = w->ahead[i];
+        ppart_t *pp = &w->parts[part];
+        if (stop || pp->in_req || pp->next.len > 0 || pp->cur.len == 0 || pp->ahead_refused) {
+            pp->ahead_queued = 0;
+            continue;
+        }
+        if (backoff || n == max_n) {
+            w->ahead[kept++] = part;
+            continue;
+        }
+        pp->ahead_queued = 0;
+        pp->ahead_out = 1;
+        pp->in_req = 1;
+        rs_sproto_grant_want_put(p->msg_buf, p->msg_max, n++,
+                                 &(rs_grant_want_t){.partition = part,
+                                                    .flags = RS_GRANT_AHEAD | RS_GRANT_BULK,
+                                                    .want = pp->ahead_want,
+                                                    .retire_slot = RS_SLOT_NONE});
+    }
+    w->n_ahead = kept;
+    return n;
+}
+
+/* Sends the request of n entries put in msg_buf; its first n_ret, retires, are told then. */
+static void send_request(pworker_t *w, uint32_t n, uint32_t n_ret)
+{
+    rs_pusher_t *p = w->p;
+    uint8_t *buf = p->msg_buf;
+    rs_smsg_grant_req_t m = {.status = RS_OK, .req_id = ++w->req_id, .n = n};
+    size_t len;
+    rs_status_t s = rs_sproto_grant_req_encode(&m, buf, p->msg_max, &len);
+    if (s == RS_OK)
+        s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, buf, len, NULL, NULL);
+    if (s != RS_OK) {
+        rs_push_send_failed(w, s, "sending a grant request");
+        return;
+    }
+    w->ret_head += n_ret;
+    RS_ASSERT(w->ret_head <= w->n_retires);
+    if (w->ret_head == w->n_retires) {
+        w->ret_head = w->n_retires = 0;
+    } else if (w->ret_head > w->n_retires / 2) { /* compact now and then, not per request */
+        memmove(w->retires, w->retires + w->ret_head,
+                (w->n_retires - w->ret_head) * sizeof(*w->retires));
+        w->n_retires -= w->ret_head;
+        w->ret_head = 0;
+    }
+    w->req_out = 1;
+    p->stats.grant_requests++;
 }
 
 /*
@@ -90,92 +203,19 @@ void rs_push_request_grants(pworker_t *w)
     size_t max_req = rs_sproto_grant_req_max(p->msg_max);
     if (max_req < max_n)
         max_n = max_req;
-    uint8_t *buf = p->msg_buf;
     /* Retires first (the worker frees before it grants), but leave room for what waits. */
     int waits = w->n_needy > 0 || rs_push_merge_wants(w);
-    uint32_t n = 0, n_ret = 0, ret_max = waits ? (uint32_t)max_n / 2 : (uint32_t)max_n;
-    for (; w->ret_head + n_ret < w->n_retires && n < ret_max; n_ret++, n++) {
-        const pretire_t *rt = &w->retires[w->ret_head + n_ret];
-        uint32_t flags = rt->partition == RS_MERGED_PART ? RS_GRANT_MERGED : 0;
-        rs_sproto_grant_want_put(buf, p->msg_max, n,
-                                 &(rs_grant_want_t){.partition = rt->partition,
-                                                    .flags = flags,
-                                                    .retire_slot = rt->slot,
-                                                    .retire_used = rt->used});
-    }
+    uint32_t n_ret = put_retires(w, waits ? (uint32_t)max_n / 2 : (uint32_t)max_n);
+    uint32_t n = n_ret;
     /* Merged writes waiting for their grant (merge.c): one entry each. */
     if (!backoff)
-        n = rs_push_merge_ask(w, buf, p->msg_max, n, (uint32_t)max_n);
-    /* Partitions whose first blocked batch needs space, in the order they blocked. */
-    while (!backoff && !flushing && w->n_needy > 0 && n < max_n) {
-        uint32_t part = w->needy[w->needy_head];
-        w->needy_head = (w->needy_head + 1) % p->desc.n_partitions;
-        w->n_needy--;
-        ppart_t *pp = &w->parts[part];
-        pp->needy = 0;
-        if (pp->in_req || rs_list_empty(&pp->blocked))
-            continue; /* asked for already, or unblocked meanwhile */
-        rs_pbuf_int_t *b = rs_list_first(&pp->blocked, rs_psend_t, link)->b;
-        uint64_t need = rs_sproto_round(b->frame_len);
-        rs_grant_want_t wt = {.partition = part,
-                              .flags = b->full ? RS_GRANT_BULK : 0,
-                              .want = need,
-                              .retire_slot = RS_SLOT_NONE};
-        if (pp->cur.len > 0) { /* exhausted: it retires with this request */
-            wt.retire_slot = pp->cur.slot;
-            wt.retire_used = pp->cur.used;
-            pp->cur = (pgrant_t){0};
-        }
-        rs_push_retire(w, part, &pp->next); /* too small for this batch */
-        rs_sproto_grant_want_put(buf, p->msg_max, n++, &wt);
-        pp->in_req = 1;
-    }
-    /* Next grants for streaming partitions, so their writes never wait for a round trip. */
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < w->n_ahead; i++) {
-        uint32_t part = w->ahead[i];
-        ppart_t *pp = &w->parts[part];
-        if (closing || flushing || pp->in_req || pp->next.len > 0 || pp->cur.len == 0 ||
-            pp->ahead_refused) {
-            pp->ahead_queued = 0;
-            continue;
-        }
-        if (backoff || n == max_n) {
-            w->ahead[kept++] = part;
-            continue;
-        }
-        pp->ahead_queued = 0;
-        pp->ahead_out = 1;
-        pp->in_req = 1;
-        rs_sproto_grant_want_put(buf, p->msg_max, n++,
-                                 &(rs_grant_want_t){.partition = part,
-                                                    .flags = RS_GRANT_AHEAD | RS_GRANT_BULK,
-                                                    .want = pp->ahead_want,
-                                                    .retire_slot = RS_SLOT_NONE});
-    }
-    w->n_ahead = kept;
+        n = rs_push_merge_ask(w, p->msg_buf, p->msg_max, n, (uint32_t)max_n);
+    if (!backoff && !flushing)
+        n = put_needy(w, n, max_n);
+    n = put_ahead(w, n, max_n, closing || flushing, backoff);
     if (n == 0)
         return;
-    rs_smsg_grant_req_t m = {.status = RS_OK, .req_id = ++w->req_id, .n = n};
-    size_t len;
-    rs_status_t s = rs_sproto_grant_req_encode(&m, buf, p->msg_max, &len);
-    if (s == RS_OK)
-        s = rs_msg_send(w->ep, RS_SMSG_GRANT_REQ, buf, len, NULL, NULL);
-    if (s != RS_OK) {
-        rs_push_send_failed(w, s, "sending a grant request");
-        return;
-    }
-    w->ret_head += n_ret;
-    if (w->ret_head == w->n_retires) {
-        w->ret_head = w->n_retires = 0;
-    } else if (w->ret_head > w->n_retires / 2) { /* compact now and then, not per request */
-        memmove(w->retires, w->retires + w->ret_head,
-                (w->n_retires - w->ret_head) * sizeof(*w->retires));
-        w->n_retires -= w->ret_head;
-        w->ret_head = 0;
-    }
-    w->req_out = 1;
-    p->stats.grant_requests++;
+    send_request(w, n, n_ret);
 }
 
 void rs_push_prefetch(rs_pusher_t *p, const uint32_t *hint)

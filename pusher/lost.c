@@ -25,6 +25,7 @@ static void drop_list(pworker_t *w, rs_list_t *list)
     {
         rs_psend_t *sd = RS_CONTAINER_OF(pos, rs_psend_t, link);
         rs_list_del(&sd->link);
+        RS_ASSERT(w->parts[sd->b->partition].n_pending > 0);
         w->parts[sd->b->partition].n_pending--;
         rs_push_batch_unref(w->p, sd->b);
     }
@@ -36,6 +37,7 @@ void rs_push_drop_pending(pworker_t *w)
     drop_list(w, &w->pending);
     for (uint32_t i = 0; w->n_blocked > 0 && i < w->p->desc.n_partitions; i++) {
         drop_list(w, &w->parts[i].blocked);
+        RS_ASSERT(w->n_blocked >= w->parts[i].n_blocked);
         w->n_blocked -= w->parts[i].n_blocked;
         w->parts[i].n_blocked = 0;
     }

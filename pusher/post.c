@@ -85,7 +85,98 @@ static void maybe_ahead(pworker_t *w, uint32_t part, ppart_t *pp, uint64_t need)
         rs_push_room(&pp->cur) > pp->cur.len / 2)
         return;
     pp->ahead_queued = 1;
+    RS_ASSERT(w->n_ahead < w->p->desc.n_partitions); /* each partition once */
     w->ahead[w->n_ahead++] = part;
+}
+
+/* A send whose partition's grant has no room for it: queued behind its blocked batches. */
+static void block(pworker_t *w, rs_psend_t *sd, ppart_t *pp)
+{
+    /* Waits for a grant, behind the partition's earlier batches: not scanned again. */
+    rs_list_del(&sd->link);
+    rs_list_add_tail(&pp->blocked, &sd->link);
+    pp->n_blocked++;
+    w->n_blocked++;
+    rs_push_needs_grant(w, sd->b->partition, pp);
+}
+
+/* A write failed to post: with R >= 2 w is lost, else the pusher fails. */
+static void post_failed(pworker_t *w, rs_status_t s)
+{
+    rs_pusher_t *p = w->p;
+    if (p->replicas > 1) {
+        rs_push_worker_lost(w, s, "posting a write");
+    } else {
+        rs_push_fail(p, s, "posting a write");
+        rs_push_drop_pending(w);
+    }
+}
+
+enum { POST_NEXT, POST_FULL, POST_FAILED };
+
+/*
+ * Posts the pending send sd into its partition's grant, or blocks it (no
+ * room): POST_NEXT; POST_FULL: w's in-flight bound stops posting;
+ * POST_FAILED: the post failed (w lost or the pusher failed). *again: a
+ * fault-injected copy went back to the head of pending.
+ */
+static int post_send(pworker_t *w, rs_psend_t *sd, int *again)
+{
+    rs_pusher_t *p = w->p;
+    rs_pbuf_int_t *b = sd->b;
+    ppart_t *pp = &w->parts[b->partition];
+    uint64_t need = rs_sproto_round(b->frame_len);
+    if (pp->n_blocked == 0 && rs_push_room(&pp->cur) < need && rs_push_room(&pp->next) >= need) {
+        rs_push_retire(w, b->partition, &pp->cur);
+        pp->cur = pp->next;
+        pp->next = (pgrant_t){0};
+    }
+    if (pp->n_blocked > 0 || rs_push_room(&pp->cur) < need) {
+        block(w, sd, pp);
+        return POST_NEXT;
+    }
+    if (w->inflight > 0 && w->inflight + b->frame_len > p->cfg.max_inflight) {
+        w->inflight_full = 1;
+        return POST_FULL;
+    }
+    pgrant_t *g = &pp->cur;
+    uint64_t roff = g->off + g->used;
+    uint32_t imm = rs_imm_make(g->slot, g->used);
+    g->used += need;
+    /* The send's queue reference becomes its put's. */
+    rs_list_del(&sd->link);
+    RS_ASSERT(pp->n_pending > 0);
+    pp->n_pending--;
+    if (sd->dup > 0) { /* fault injection: the same batch again, to the next range */
+        sd->dup--;
+        rs_list_add_head(&w->pending, &sd->link);
+        pp->n_pending++;
+        b->refs++;
+        *again = 1;
+    }
+    w->inflight += b->frame_len;
+    w->batches++;
+    rs_status_t s = rs_put_notify(w->ep, b->frame, b->frame_len, rs_push_q_mr(p->q), w->rkey, roff,
+                                  imm, on_put_done, sd);
+    if (s != RS_OK) {
+        w->inflight -= b->frame_len;
+        w->batches--;
+        rs_push_batch_unref(p, b); /* a queued copy (dup) still holds it: dropped below */
+        post_failed(w, s);
+        return POST_FAILED;
+    }
+    if (b->full) {
+        maybe_ahead(w, b->partition, pp, need);
+    } else if (pp->n_pending == 0) {
+        /*
+         * A partition that does not stream gives its grant back once
+         * nothing of it waits: with many small partitions, held
+         * grants would pin a slot and an extent each until commit.
+         */
+        rs_push_retire(w, b->partition, &pp->cur);
+        rs_push_retire(w, b->partition, &pp->next);
+    }
+    return POST_NEXT;
 }
 
 /*
@@ -103,12 +194,7 @@ void rs_push_try_post(pworker_t *w)
     w->inflight_full = 0;
     rs_status_t ms = post_merged(w);
     if (ms != RS_OK) {
-        if (p->replicas > 1) {
-            rs_push_worker_lost(w, ms, "posting a write");
-        } else {
-            rs_push_fail(p, ms, "posting a write");
-            rs_push_drop_pending(w);
-        }
+        post_failed(w, ms);
         return;
     }
     int again;
@@ -117,72 +203,11 @@ void rs_push_try_post(pworker_t *w)
         rs_list_t *pos, *tmp;
         rs_list_for_each_safe(pos, tmp, &w->pending)
         {
-            rs_psend_t *sd = RS_CONTAINER_OF(pos, rs_psend_t, link);
-            rs_pbuf_int_t *b = sd->b;
-            ppart_t *pp = &w->parts[b->partition];
-            uint64_t need = rs_sproto_round(b->frame_len);
-            if (pp->n_blocked == 0 && rs_push_room(&pp->cur) < need &&
-                rs_push_room(&pp->next) >= need) {
-                rs_push_retire(w, b->partition, &pp->cur);
-                pp->cur = pp->next;
-                pp->next = (pgrant_t){0};
-            }
-            if (pp->n_blocked > 0 || rs_push_room(&pp->cur) < need) {
-                /* Waits for a grant, behind the partition's earlier batches: not scanned again. */
-                rs_list_del(&sd->link);
-                rs_list_add_tail(&pp->blocked, &sd->link);
-                pp->n_blocked++;
-                w->n_blocked++;
-                rs_push_needs_grant(w, b->partition, pp);
-                continue;
-            }
-            if (w->inflight > 0 && w->inflight + b->frame_len > p->cfg.max_inflight) {
-                w->inflight_full = 1;
-                break;
-            }
-            pgrant_t *g = &pp->cur;
-            uint64_t roff = g->off + g->used;
-            uint32_t imm = rs_imm_make(g->slot, g->used);
-            g->used += need;
-            /* The send's queue reference becomes its put's. */
-            rs_list_del(&sd->link);
-            pp->n_pending--;
-            if (sd->dup > 0) { /* fault injection: the same batch again, to the next range */
-                sd->dup--;
-                rs_list_add_head(&w->pending, &sd->link);
-                pp->n_pending++;
-                b->refs++;
-                again = 1;
-            }
-            w->inflight += b->frame_len;
-            w->batches++;
-            rs_status_t s = rs_put_notify(w->ep, b->frame, b->frame_len, rs_push_q_mr(p->q),
-                                          w->rkey, roff, imm, on_put_done, sd);
-            if (s != RS_OK) {
-                w->inflight -= b->frame_len;
-                w->batches--;
-                rs_push_batch_unref(p, b); /* a queued copy (dup) still holds it: dropped below */
-                if (p->replicas > 1) {
-                    rs_push_worker_lost(w, s, "posting a write");
-                } else {
-                    rs_push_fail(p, s, "posting a write");
-                    rs_push_drop_pending(w);
-                }
+            int r = post_send(w, RS_CONTAINER_OF(pos, rs_psend_t, link), &again);
+            if (r == POST_FAILED)
                 return;
-            }
-            if (b->full) {
-                maybe_ahead(w, b->partition, pp, need);
-            } else if (pp->n_pending == 0) {
-                /*
-                 * A partition that does not stream gives its grant back once
-                 * nothing of it waits: with many small partitions, held
-                 * grants would pin a slot and an extent each until commit.
-                 */
-                rs_push_retire(w, b->partition, &pp->cur);
-                rs_push_retire(w, b->partition, &pp->next);
-            }
-            if (again)
-                break; /* the copy goes in the next pass */
+            if (r == POST_FULL || again)
+                break; /* again: the copy goes in the next pass */
         }
     } while (again);
     if (w->n_needy > 0 || w->n_ahead > 0 || w->n_retires > w->ret_head || w->reclaim ||

@@ -29,30 +29,35 @@ static int compress_room(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b, rs_pbu
     return 1;
 }
 
-rs_status_t rs_push_engine_take(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b)
+/*
+ * A small batch waits for room in its holders' merged writes while
+ * merged writes in flight will free some; sent on its own it would cost
+ * a grant and a write of its own (with 20,000 partitions, one in eight).
+ * 1: b waits (its holders' sealed writes asked for their grants).
+ */
+static int merge_wait(rs_pusher_t *p, const rs_pbuf_int_t *b)
 {
-    if (rs_push_err(p) != RS_OK) {
-        rs_pushq_release(q, &b->pub);
-        return RS_OK;
-    }
-    if (b->used == 0) { /* nothing to push (an empty swap) */
-        rs_pushq_release(q, &b->pub);
-        return RS_OK;
-    }
-    /*
-     * A small batch waits for room in its holders' merged writes while
-     * merged writes in flight will free some; sent on its own it would cost
-     * a grant and a write of its own (with 20,000 partitions, one in eight).
-     */
     size_t est = b->sealed ? b->frame_len : b->used + RS_FRAME_HEADER_SIZE;
     for (uint32_t k = 0; p->merge_below != 0 && k < p->replicas; k++) {
         pworker_t *w = &p->workers[rs_push_holders(p, b->partition)[k]];
         if (!rs_push_merge_room(w, est) && rs_push_merge_pending(p)) {
             for (uint32_t j = 0; j <= k; j++) /* sealed ones ask for their grants */
                 rs_push_try_post(&p->workers[rs_push_holders(p, b->partition)[j]]);
-            return RS_ERR_BUSY;
+            return 1;
         }
     }
+    return 0;
+}
+
+/*
+ * Frames b: in place (sealed by the writer, or codec none: zero copy) or
+ * compressed into a buffer of its own. RS_ERR_BUSY: wait for room (b
+ * kept); RS_OK: *out_p holds the frame (*flen_p bytes), or is NULL when
+ * framing failed (the pusher failed, b released).
+ */
+static rs_status_t frame_batch(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b,
+                               rs_pbuf_int_t **out_p, size_t *flen_p)
+{
     rs_frame_ids_t ids = {.shuffle_id = p->desc.shuffle_id,
                           .map_id = p->map_id,
                           .attempt = p->attempt,
@@ -89,17 +94,23 @@ rs_status_t rs_push_engine_take(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b)
     if (s != RS_OK) {
         rs_push_fail(p, s, "framing a batch");
         rs_pushq_release(q, &b->pub);
+        *out_p = NULL;
         return RS_OK;
     }
-    rs_frame_t f;
-    rs_frame_parse(out->frame, flen, &f);
-    out->frame_len = (uint32_t)flen;
-    /* A streaming partition: it fills buffers of the largest size it gets. */
-    out->full = b->used + RS_RECORD_HDR > b->pub.len / 2 && b->pub.len >= p->part_cap / 2;
+    *out_p = out;
+    *flen_p = flen;
+    return RS_OK;
+}
+
+/*
+ * One send per live holder of out's partition; each worker's commit
+ * counts what it should hold (and settles the holders: every later batch
+ * goes to the same ones). Sets out->refs to the live holders.
+ */
+static void count_sends(rs_pusher_t *p, rs_pbuf_int_t *out, size_t flen, uint64_t checksum)
+{
+    uint32_t part = out->partition;
     out->refs = 0;
-    uint32_t part = b->partition;
-    /* One send per live holder; each worker's commit counts what it should hold (and settles
-     * the holders: every later batch goes to the same ones). */
     for (uint32_t k = 0; k < p->replicas; k++) {
         pworker_t *w = &p->workers[rs_push_holders(p, part)[k]];
         rs_psend_t *sd = &out->sends[k];
@@ -110,9 +121,76 @@ rs_status_t rs_push_engine_take(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b)
         rs_commit_entry_t *c = &w->counts[part];
         c->batches++;
         c->bytes += flen;
-        c->checksum += f.checksum;
+        c->checksum += checksum;
         out->refs++;
     }
+}
+
+/*
+ * Each live holder's send copied into its merged write or queued, then
+ * posted: queued everywhere first, so a write failing at one replica
+ * drops only its own send.
+ */
+static void queue_sends(rs_pusher_t *p, rs_pbuf_int_t *out, size_t flen)
+{
+    uint32_t part = out->partition;
+    uint32_t dup = 0, n_post = 0;
+    pworker_t *post[RS_SHUFFLE_REPLICAS_MAX];
+#ifdef RS_FAULT_INJECTION
+    if (p->fault != RS_FAULT_NONE && ++p->fault_count % (uint64_t)p->fault_every == 0) {
+        if (p->fault == RS_FAULT_CORRUPT) /* after the checksum: as if damaged on the way */
+            out->pub.data[(out->frame + flen - 1) - out->pub.data] ^= 0x5a;
+        else if (p->fault == RS_FAULT_DUPLICATE)
+            dup = 1;
+    }
+#else
+    (void)flen;
+#endif
+    for (uint32_t k = 0; k < p->replicas; k++) {
+        rs_psend_t *sd = &out->sends[k];
+        pworker_t *w = sd->w;
+        if (w->dead)
+            continue;
+        post[n_post++] = w;
+        if (dup == 0 && rs_push_merge_add(w, out)) { /* copied into w's merged write */
+            RS_ASSERT(out->refs > 0);
+            out->refs--;
+            continue;
+        }
+        sd->dup = dup;
+        rs_list_add_tail(&w->pending, &sd->link);
+        w->parts[part].n_pending++;
+    }
+    if (out->refs == 0) /* every send merged: the buffer goes back now */
+        rs_push_batch_release(p, out);
+    for (uint32_t i = 0; i < n_post; i++)
+        rs_push_try_post(post[i]);
+}
+
+rs_status_t rs_push_engine_take(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b)
+{
+    if (rs_push_err(p) != RS_OK) {
+        rs_pushq_release(q, &b->pub);
+        return RS_OK;
+    }
+    if (b->used == 0) { /* nothing to push (an empty swap) */
+        rs_pushq_release(q, &b->pub);
+        return RS_OK;
+    }
+    if (merge_wait(p, b))
+        return RS_ERR_BUSY;
+    rs_pbuf_int_t *out;
+    size_t flen;
+    if (frame_batch(p, q, b, &out, &flen) == RS_ERR_BUSY)
+        return RS_ERR_BUSY;
+    if (out == NULL)
+        return RS_OK; /* framing failed: the pusher failed */
+    rs_frame_t f;
+    rs_frame_parse(out->frame, flen, &f);
+    out->frame_len = (uint32_t)flen;
+    /* A streaming partition: it fills buffers of the largest size it gets. */
+    out->full = b->used + RS_RECORD_HDR > b->pub.len / 2 && b->pub.len >= p->part_cap / 2;
+    count_sends(p, out, flen, f.checksum);
     p->stats.batches++;
     p->stats.raw_bytes += b->used;
     p->stats.bytes += flen;
@@ -123,35 +201,7 @@ rs_status_t rs_push_engine_take(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b)
         rs_push_batch_release(p, out);
         return RS_OK;
     }
-    uint32_t dup = 0, n_post = 0;
-    pworker_t *post[RS_SHUFFLE_REPLICAS_MAX];
-#ifdef RS_FAULT_INJECTION
-    if (p->fault != RS_FAULT_NONE && ++p->fault_count % (uint64_t)p->fault_every == 0) {
-        if (p->fault == RS_FAULT_CORRUPT) /* after the checksum: as if damaged on the way */
-            out->pub.data[(out->frame + flen - 1) - out->pub.data] ^= 0x5a;
-        else if (p->fault == RS_FAULT_DUPLICATE)
-            dup = 1;
-    }
-#endif
-    for (uint32_t k = 0; k < p->replicas; k++) {
-        rs_psend_t *sd = &out->sends[k];
-        pworker_t *w = sd->w;
-        if (w->dead)
-            continue;
-        post[n_post++] = w;
-        if (dup == 0 && rs_push_merge_add(w, out)) { /* copied into w's merged write */
-            out->refs--;
-            continue;
-        }
-        sd->dup = dup;
-        rs_list_add_tail(&w->pending, &sd->link);
-        w->parts[part].n_pending++;
-    }
-    if (out->refs == 0) /* every send merged: the buffer goes back now */
-        rs_push_batch_release(p, out);
-    /* Queued everywhere first: a write failing at one replica drops only its own send. */
-    for (uint32_t i = 0; i < n_post; i++)
-        rs_push_try_post(post[i]);
+    queue_sends(p, out, flen);
     return RS_OK;
 }
 
