@@ -1,7 +1,7 @@
 /*
  * A push lane's connections closed (pusher/lane.c keeps them): a worker of
  * this host found gone is told to the client's loss set (shuffle/loss.c)
- * and marked for the lane's renewal. Below lane.c and engine.c, which both
+ * and marked for the lane's renewal. Below lane.c and lost.c, which both
  * close or report connections.
  */
 #include "pusher/internal.h"

@@ -1,4 +1,22 @@
-/* Pusher internals: the writer side (pusher.c) and the push engine (engine.c). */
+/*
+ * Pusher internals: the writer side (pusher.c) and the push engine, which
+ * runs on the push queue's thread (pushq.c). The engine's files, each one
+ * job, in their call order: a file calls only files listed before it (and
+ * merge.c, conn.c, pushq.c, which call none of them), so the calls form no
+ * circle (scripts/check-circles):
+ *
+ *   fail.c    a pusher's first failure, kept and logged
+ *   seat.c    each partition's holders (its ring, workers lost skipped)
+ *   lost.c    a worker lost (R >= 2) or failing the pusher (R = 1); liveness
+ *   grants.c  retires, grant requests, the prefetch at open
+ *   post.c    posting writes into grants, and their completions
+ *   take.c    a buffer from the writer: framed, counted, queued, posted
+ *   commit.c  the map commit once every write completed
+ *   answer.c  the workers' messages (grants, reclaims, commit replies...)
+ *   engine.c  the round hook: liveness, retries, merged writes' ages, commit
+ *
+ * pusher.c and lane.c, above them all, open, close and install them.
+ */
 #ifndef RS_PUSHER_INTERNAL_H
 #define RS_PUSHER_INTERNAL_H
 
@@ -6,6 +24,7 @@
 #include <stdatomic.h>
 #include <rshuffle/pusher.h>
 
+#include "common/assert.h"
 #include "common/list.h"
 #include "shuffle/client.h"
 #include "shuffle/proto.h"
@@ -188,12 +207,68 @@ struct rs_pusher {
     int commit_finished;
 };
 
-/* engine.c */
+/* The pusher's error (RS_OK: none yet). */
+static inline rs_status_t rs_push_err(struct rs_pusher *p)
+{
+    return (rs_status_t)atomic_load(&p->error);
+}
+
+static inline void rs_push_batch_release(struct rs_pusher *p, rs_pbuf_int_t *b)
+{
+    rs_pushq_release(p->q, &b->pub);
+}
+
+/* A send left its list or its put completed: the buffer goes back after the last one. */
+static inline void rs_push_batch_unref(struct rs_pusher *p, rs_pbuf_int_t *b)
+{
+    RS_ASSERT(b->refs > 0);
+    if (--b->refs == 0)
+        rs_push_batch_release(p, b);
+}
+
+/* What is left of a grant. */
+static inline uint64_t rs_push_room(const pgrant_t *g)
+{
+    RS_ASSERT(g->used <= g->len);
+    return g->len - g->used;
+}
+
+/* fail.c: the pusher fails with status (the first failure is kept and logged). */
 void rs_push_fail(struct rs_pusher *p, rs_status_t status, const char *why);
+
+/* seat.c */
+/* Partition part's R holders (rs_pusher.hold). */
+uint32_t *rs_push_holders(const struct rs_pusher *p, uint32_t part);
+/* Does worker w hold part? */
+int rs_push_holds(const struct rs_pusher *p, uint32_t part, uint32_t w);
 /* Does every partition keep a holder on a worker not lost? (logs the first that does not) */
 int rs_push_replicas_live(const struct rs_pusher *p);
 /* Seats every partition not started on the first R live workers of its ring. */
 void rs_push_seat_unstarted(struct rs_pusher *p);
+
+/* lost.c */
+/* Drops w's queued sends and merged writes not in flight. */
+void rs_push_drop_pending(pworker_t *w);
+/* R >= 2: w is lost (nothing more goes to it); the pusher fails when a partition has no holder. */
+void rs_push_worker_lost(pworker_t *w, rs_status_t status, const char *why);
+/* A message to w could not go out: with R >= 2 w is lost, else the pusher fails. */
+void rs_push_send_failed(pworker_t *w, rs_status_t status, const char *what);
+/* A worker that owes an answer and sent nothing for peer_timeout_ms is lost (R = 1: fails). */
+void rs_push_check_alive(pworker_t *w, uint64_t now);
+
+/* grants.c */
+/* Remembers that the pusher is done with g (zeroed); the next request tells the worker. */
+void rs_push_retire(pworker_t *w, uint32_t partition, pgrant_t *g);
+/* A partition whose batches wait for space joins the queue of those to ask for (once). */
+void rs_push_needs_grant(pworker_t *w, uint32_t part, ppart_t *pp);
+/* Sends w's next grant request when one is due and none is out. */
+void rs_push_request_grants(pworker_t *w);
+
+/* post.c: posts w's waiting batches that have granted room, asks for space for the rest. */
+void rs_push_try_post(pworker_t *w);
+
+/* commit.c: sends the commits once close handed everything over and every write completed. */
+void rs_push_commit_progress(struct rs_pusher *p);
 
 /* merge.c */
 /* Sizes merged writes for p's workers (or turns them off). */
@@ -260,18 +335,20 @@ void rs_push_conn_drop(rs_push_conn_t *conn, int note);
 /* Waits for the engine's driver token (no round runs meanwhile) / gives it back. */
 void rs_push_lane_hold(rs_push_lane_t *l);
 void rs_push_lane_unhold(rs_push_lane_t *l);
-/* engine.c: the lane's message handlers and engine hooks (arg: the lane). */
+/* answer.c: the lane's message handlers (arg: the lane). */
 rs_status_t rs_push_install_handlers(rs_push_lane_t *l);
+/* take.c: the queue's hook for a buffer handed over (RS_ERR_BUSY: offer it again later). */
 rs_status_t rs_push_engine_take(struct rs_pusher *p, rs_pushq_t *q, rs_pbuf_int_t *b);
+/* engine.c: the queue's hook run every round. */
 unsigned rs_push_engine_poll(struct rs_pusher *p);
 /*
  * Right after the attaches (engine held): asks every worker for the space
  * the lane's last task of this shuffle used per partition, so that the
  * grants are in hand by close. A refusal is not an error: close asks again.
  */
-void rs_push_prefetch(struct rs_pusher *p, const uint32_t *hint);
+void rs_push_prefetch(struct rs_pusher *p, const uint32_t *hint); /* grants.c */
 
-/* Test-only: every every-th batch is corrupted after sealing or sent twice. */
+/* take.c, test-only: every every-th batch is corrupted after sealing or sent twice. */
 void rs_push_fault(struct rs_pusher *p, int fault, int every);
 
 #endif

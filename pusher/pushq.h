@@ -1,6 +1,7 @@
 /*
  * Internals of the push-buffer pool and hand-off queue, for the push engine
- * (pusher/engine.c), which drives the queue's thread through hooks.
+ * (pusher/engine.c, take.c and the files below them: pusher/internal.h),
+ * which drives the queue's thread through hooks.
  */
 #ifndef RS_PUSHER_PUSHQ_H
 #define RS_PUSHER_PUSHQ_H

@@ -1,0 +1,81 @@
+/*
+ * The map commit: once close has handed everything over and every write
+ * completed, each worker is sent what it should hold; close's wait ends
+ * when every worker answered (or was lost).
+ */
+#include "pusher/internal.h"
+
+static void send_commit(pworker_t *w)
+{
+    rs_pusher_t *p = w->p;
+    RS_ASSERT(!w->commit_sent && !w->commit_done); /* once, to a worker that owes it */
+    size_t per = rs_sproto_commit_max(p->msg_max);
+    uint8_t *buf = p->msg_buf;
+    uint32_t part = 0;
+    for (;;) {
+        uint32_t n = 0;
+        for (; part < p->desc.n_partitions && n < per; part++) {
+            /* R >= 2: every partition held is listed, so readers can tell a holder of nothing. */
+            if (w->counts[part].batches == 0 &&
+                (p->replicas == 1 || !rs_push_holds(p, part, w->index)))
+                continue;
+            rs_commit_entry_t e = w->counts[part];
+            e.partition = part;
+            rs_sproto_commit_put(buf, p->msg_max, n++, &e);
+        }
+        int last = part >= p->desc.n_partitions;
+        rs_smsg_commit_t m = {.status = RS_OK,
+                              .n = n,
+                              .last = (uint32_t)last,
+                              .total_batches = last ? w->batches : 0};
+        size_t len;
+        rs_status_t s = rs_sproto_commit_encode(&m, buf, p->msg_max, &len);
+        if (s == RS_OK)
+            s = rs_msg_send(w->ep, RS_SMSG_COMMIT, buf, len, NULL, NULL);
+        if (s != RS_OK) {
+            rs_push_send_failed(w, s, "sending the commit");
+            break;
+        }
+        if (last)
+            break;
+    }
+    w->commit_sent = 1;
+}
+
+void rs_push_commit_progress(rs_pusher_t *p)
+{
+    if (!atomic_load(&p->closing) || p->commit_finished)
+        return;
+    if (rs_push_err(p) == RS_OK && rs_push_q_outstanding(p->q) != 0)
+        return;
+    /* Every batch is with the engine: merged writes still filling go now. */
+    for (uint32_t i = 0; rs_push_err(p) == RS_OK && i < p->desc.n_workers; i++) {
+        pworker_t *w = &p->workers[i];
+        if (w->mcur != NULL && !w->dead) {
+            rs_push_merge_seal(w);
+            rs_push_try_post(w);
+        }
+    }
+    /* Compressed batches outlive their raw buffers: wait for them too. */
+    for (uint32_t i = 0; rs_push_err(p) == RS_OK && i < p->desc.n_workers; i++)
+        if (!rs_list_empty(&p->workers[i].pending) || p->workers[i].n_blocked != 0 ||
+            p->workers[i].inflight != 0 || rs_push_merge_busy(&p->workers[i]))
+            return;
+    int all = 1;
+    for (uint32_t i = 0; i < p->desc.n_workers; i++) {
+        pworker_t *w = &p->workers[i];
+        if (rs_push_err(p) != RS_OK && !w->commit_done) {
+            w->commit_done = 1;
+            w->commit_status = rs_push_err(p);
+        }
+        if (!w->commit_sent && !w->commit_done)
+            send_commit(w);
+        all &= w->commit_done;
+    }
+    if (!all)
+        return;
+    pthread_mutex_lock(&p->lock);
+    __atomic_store_n(&p->commit_finished, 1, __ATOMIC_RELEASE); /* close spins on it unlocked */
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
