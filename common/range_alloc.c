@@ -264,7 +264,7 @@ uint64_t rs_range_largest(const rs_range_alloc_t *ra)
     return ra->node[ra->root].max;
 }
 
-/* Checks t's subtree (offsets in [lo, hi)); adds its ranges to *n and *bytes; returns its height. */
+/* Checks the subtree t (offsets in [lo, hi)), counts its ranges and bytes, returns its height. */
 static unsigned check(const rs_range_alloc_t *ra, uint32_t t, uint64_t lo, uint64_t hi, size_t *n,
                       uint64_t *bytes)
 {
