@@ -75,19 +75,20 @@ static void split(node_t *nd, uint32_t t, uint64_t off, uint32_t *lo, uint32_t *
     }
 }
 
-static uint32_t insert(node_t *nd, uint32_t t, uint32_t x)
+/* Puts the new node x in its place: under every node of a higher priority. */
+static void insert(rs_range_alloc_t *ra, uint32_t x)
 {
-    if (t == 0)
-        return x;
-    if (nd[x].prio > nd[t].prio) {
-        split(nd, t, nd[x].off, &nd[x].kid[0], &nd[x].kid[1]);
-        pull(nd, x);
-        return x;
+    node_t *nd = ra->node, *n = &nd[x];
+    uint32_t *link = &ra->root;
+    while (*link != 0 && nd[*link].prio >= n->prio) {
+        node_t *p = &nd[*link];
+        if (p->max < n->len)
+            p->max = n->len;
+        link = &p->kid[n->off > p->off];
     }
-    int d = nd[x].off > nd[t].off;
-    nd[t].kid[d] = insert(nd, nd[t].kid[d], x);
-    pull(nd, t);
-    return t;
+    split(nd, *link, n->off, &n->kid[0], &n->kid[1]);
+    pull(nd, x);
+    *link = x;
 }
 
 static void node_release(rs_range_alloc_t *ra, uint32_t t)
@@ -113,17 +114,23 @@ static uint32_t erase(rs_range_alloc_t *ra, uint32_t t, uint64_t off)
     return t;
 }
 
-/* Sets the node at offset key (present) to [off, off + len), which stays between its neighbours. */
-static void resize(node_t *nd, uint32_t t, uint64_t key, uint64_t off, uint64_t len)
+/*
+ * Makes node x [off, off + len), a range holding its old one: it stays
+ * between its neighbours and the maxima on its path can only rise.
+ */
+static void grow(node_t *nd, uint32_t root, uint32_t x, uint64_t off, uint64_t len)
 {
-    RS_ASSERT(t != 0);
-    if (nd[t].off == key) {
-        nd[t].off = off;
-        nd[t].len = len;
-    } else {
-        resize(nd, nd[t].kid[key > nd[t].off], key, off, len);
+    uint64_t key = nd[x].off;
+    RS_ASSERT(off <= key && off + len >= key + nd[x].len);
+    for (uint32_t t = root; t != x; t = nd[t].kid[key > nd[t].off]) {
+        RS_ASSERT(t != 0);
+        if (nd[t].max < len)
+            nd[t].max = len;
     }
-    pull(nd, t);
+    nd[x].off = off;
+    nd[x].len = len;
+    if (nd[x].max < len)
+        nd[x].max = len;
 }
 
 /* Takes len bytes from the lowest range of t that holds them (t's max is at least len). */
@@ -239,13 +246,13 @@ void rs_range_put(rs_range_alloc_t *ra, uint64_t off, uint64_t len)
     int merge_prev = prev != 0 && nd[prev].off + nd[prev].len == off;
     int merge_next = next != 0 && off + len == nd[next].off;
     if (merge_prev && merge_next) {
-        uint64_t poff = nd[prev].off, plen = nd[prev].len + len + nd[next].len;
+        uint64_t plen = nd[prev].len + len + nd[next].len;
         ra->root = erase(ra, ra->root, nd[next].off);
-        resize(nd, ra->root, poff, poff, plen);
+        grow(nd, ra->root, prev, nd[prev].off, plen);
     } else if (merge_prev) {
-        resize(nd, ra->root, nd[prev].off, nd[prev].off, nd[prev].len + len);
+        grow(nd, ra->root, prev, nd[prev].off, nd[prev].len + len);
     } else if (merge_next) {
-        resize(nd, ra->root, nd[next].off, off, nd[next].len + len);
+        grow(nd, ra->root, next, off, nd[next].len + len);
     } else {
         /* Growing can only fail under memory exhaustion: then the range leaks
          * (stays unusable) rather than corrupting the allocator. */
@@ -254,7 +261,7 @@ void rs_range_put(rs_range_alloc_t *ra, uint64_t off, uint64_t len)
             rs_error("range allocator: out of memory, %llu bytes lost", (unsigned long long)len);
             return;
         }
-        ra->root = insert(ra->node, ra->root, x);
+        insert(ra, x);
     }
     ra->used -= len;
 }
