@@ -160,7 +160,7 @@ static uint32_t take(rs_range_alloc_t *ra, uint32_t t, uint64_t len, uint64_t *o
 static uint32_t node_new(rs_range_alloc_t *ra, uint64_t off, uint64_t len)
 {
     if (ra->spare == 0) {
-        if (ra->cap > UINT32_MAX / 2)
+        if (ra->cap == 0 || ra->cap > UINT32_MAX / 2) /* cleaned up, or 2^31 ranges */
             return 0;
         node_t *n = realloc(ra->node, 2 * (size_t)ra->cap * sizeof(*n));
         if (n == NULL)
@@ -215,7 +215,7 @@ rs_status_t rs_range_get(rs_range_alloc_t *ra, uint64_t len, uint64_t *off_p)
     len = rs_range_round(ra, len);
     if (len == 0)
         return RS_ERR_INVALID;
-    if (ra->node[ra->root].max < len)
+    if (ra->node == NULL || ra->node[ra->root].max < len) /* none after cleanup */
         return RS_ERR_NO_SPACE;
     uint64_t off = 0;
     ra->root = take(ra, ra->root, len, &off);
@@ -268,7 +268,7 @@ void rs_range_put(rs_range_alloc_t *ra, uint64_t off, uint64_t len)
 
 uint64_t rs_range_largest(const rs_range_alloc_t *ra)
 {
-    return ra->node[ra->root].max;
+    return ra->node != NULL ? ra->node[ra->root].max : 0;
 }
 
 /* Checks the subtree t (offsets in [lo, hi)), counts its ranges and bytes, returns its height. */
