@@ -107,6 +107,16 @@ void rs_push_merge_seal(pworker_t *w)
     if (m == NULL)
         return;
     w->mcur = NULL;
+    if (m->n == 0) {
+        /*
+         * Opened for a batch that then went alone (its frame came out
+         * larger than estimated, or it waited for another holder's room):
+         * a grant of 0 bytes is no request a worker accepts.
+         */
+        rs_push_merge_release(m);
+        return;
+    }
+    RS_ASSERT(m->used > 0 && m->used % RS_SPROTO_ALIGN == 0);
     m->state = RS_PM_SEALED;
     rs_list_add_tail(&w->merges, &m->link);
     w->m_unasked++;
