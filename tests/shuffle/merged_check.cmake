@@ -1,7 +1,11 @@
 # Merged pushes (docs/shuffle.md, "Merged pushes"): a many-partition shuffle
 # through rs-shuffle-bench, every record verified (the EXPECT of the caller),
 # must travel in far fewer writes than batches and must not spill (the
-# caller sizes the arenas: tests/shuffle/CMakeLists.txt).
+# caller sizes the arenas: tests/shuffle/CMakeLists.txt). "Far fewer" is 8
+# times: a write still filling is sealed after 2 ms, so a slow run (the
+# sanitizer stages, load) seals writes of fewer batches; seen: 2,000
+# partitions over TCP 34x plain, 15x under ThreadSanitizer; 20,000 over
+# shared memory 220x.
 #
 #   cmake "-DCMD=..." "-DFIELDS=..." "-DEXPECT=..." -P merged_check.cmake
 include(${CMAKE_CURRENT_LIST_DIR}/../perf_json_check.cmake)
@@ -17,11 +21,11 @@ message(STATUS "batches ${worker_batches} (merged ${worker_merged_batches}) in $
 if(worker_merged_writes EQUAL 0 OR NOT merged_writes EQUAL worker_merged_writes)
     message(FATAL_ERROR "merged writes: pushers ${merged_writes}, workers ${worker_merged_writes}")
 endif()
-math(EXPR writes_x20 "${writes} * 20")
-math(EXPR requests_x20 "${grant_requests} * 20")
-if(writes_x20 GREATER worker_batches OR requests_x20 GREATER map_batches)
+math(EXPR writes_x8 "${writes} * 8")
+math(EXPR requests_x8 "${grant_requests} * 8")
+if(writes_x8 GREATER worker_batches OR requests_x8 GREATER map_batches)
     message(FATAL_ERROR "${worker_batches} batches took ${writes} writes and ${grant_requests} "
-                        "grant requests: not 20 times fewer")
+                        "grant requests: not 8 times fewer")
 endif()
 if(NOT spilled_bytes EQUAL 0 OR NOT worker_merged_in_place EQUAL 0)
     message(FATAL_ERROR "spilled ${spilled_bytes} bytes, ${worker_merged_in_place} batches kept "
