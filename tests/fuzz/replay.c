@@ -13,6 +13,20 @@ uint64_t replay_rnd(uint64_t *x)
     return *x;
 }
 
+void replay_flip(uint8_t *buf, size_t len, uint64_t *x)
+{
+    for (int k = 1 + (int)(replay_rnd(x) % 3); k > 0; k--)
+        buf[replay_rnd(x) % len] ^= (uint8_t)(1u << replay_rnd(x) % 8);
+}
+
+size_t replay_splice(uint8_t *buf, size_t len, const replay_corpus_t *c, uint64_t *x)
+{
+    int o = (int)(replay_rnd(x) % (uint64_t)c->n);
+    size_t at = replay_rnd(x) % (len + 1), from = replay_rnd(x) % c->len[o];
+    memcpy(buf + at, c->seed[o] + from, c->len[o] - from);
+    return at + c->len[o] - from;
+}
+
 static void keep_seed(void *user, const uint8_t *seed, size_t len)
 {
     replay_corpus_t *c = user;

@@ -40,6 +40,15 @@ extern const replay_target_t replay_target;
  */
 void replay_mutate_moded(uint8_t *buf, size_t *len, const replay_corpus_t *c, uint64_t *x);
 
+/* Flips 1-3 random bits of buf[0..len) (len >= 1). */
+void replay_flip(uint8_t *buf, size_t len, uint64_t *x);
+
+/*
+ * Puts a random tail of a random seed of c at a random offset of buf's
+ * len bytes; returns the new length (within twice the largest seed).
+ */
+size_t replay_splice(uint8_t *buf, size_t len, const replay_corpus_t *c, uint64_t *x);
+
 /* The next number of a xorshift64 sequence (reproducible mutations). */
 uint64_t replay_rnd(uint64_t *x);
 

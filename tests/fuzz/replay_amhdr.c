@@ -2,8 +2,6 @@
 #include "fuzz_amhdr.h"
 #include "replay.h"
 
-#include <string.h>
-
 #define BUF_MAX 128
 
 /* Bit flips, cuts, another kind byte, a reserved or flag byte set, appended bytes, splices. */
@@ -12,8 +10,7 @@ static void mutate(uint8_t *buf, size_t *len_p, const replay_corpus_t *c, uint64
     size_t len = *len_p;
     switch (replay_rnd(x) % 6) {
         case 0: /* flip 1-3 bits */
-            for (int k = 1 + (int)(replay_rnd(x) % 3); k > 0; k--)
-                buf[replay_rnd(x) % len] ^= (uint8_t)(1u << replay_rnd(x) % 8);
+            replay_flip(buf, len, x);
             break;
         case 1: /* cut */
             len = replay_rnd(x) % (len + 1);
@@ -28,13 +25,9 @@ static void mutate(uint8_t *buf, size_t *len_p, const replay_corpus_t *c, uint64
             for (int k = 1 + (int)(replay_rnd(x) % 16); k > 0; k--)
                 buf[len++] = (uint8_t)replay_rnd(x);
             break;
-        default: { /* splice another seed's tail */
-            int o = (int)(replay_rnd(x) % (uint64_t)c->n);
-            size_t at = replay_rnd(x) % (len + 1), from = replay_rnd(x) % c->len[o];
-            memcpy(buf + at, c->seed[o] + from, c->len[o] - from);
-            len = at + c->len[o] - from;
+        default: /* splice another seed's tail */
+            len = replay_splice(buf, len, c, x);
             break;
-        }
     }
     *len_p = len;
 }
