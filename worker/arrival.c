@@ -1,7 +1,8 @@
 /*
  * What a batch's arrival does to its pusher's connection, for single and
- * merged writes alike (serve.c, merged.c): the NACK of a refused batch,
- * the bit that counts a batch once, a grant slot given back.
+ * merged writes alike (serve.c, merged.c): the frame's checks, the NACK of
+ * a refused batch, the bit that counts a batch once, a grant slot given
+ * back.
  */
 #include "worker/internal.h"
 
@@ -10,6 +11,21 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+rs_status_t rs_wk_frame_check(const rs_worker_t *w, const wconn_t *c, const uint8_t *frame,
+                              size_t room, uint32_t partition, rs_frame_t *f)
+{
+    rs_status_t s =
+        w->st.cfg.verify ? rs_frame_verify(frame, room, f) : rs_frame_parse(frame, room, f);
+    if (s == RS_OK && f->frame_len > room)
+        s = RS_ERR_BAD_LENGTH;
+    int part_ok = partition == RS_MERGED_PART ? f->ids.partition < c->sh->n_partitions
+                                              : f->ids.partition == partition;
+    if (s == RS_OK && (f->ids.shuffle_id != c->sh->id || !part_ok || f->ids.map_id != c->map_id ||
+                       f->ids.attempt != c->attempt || f->ids.seq >= RS_SEQ_MAX))
+        s = RS_ERR_PROTOCOL;
+    return s;
+}
 
 void rs_wk_nack(rs_worker_t *w, wconn_t *c, uint32_t partition, uint32_t imm, uint64_t seq,
                 rs_status_t status)

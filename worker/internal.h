@@ -7,6 +7,7 @@
 #define RS_WORKER_INTERNAL_H
 
 #include <pthread.h>
+#include <rshuffle/codec.h>
 #include <rshuffle/transport.h>
 #include <rshuffle/worker.h>
 
@@ -189,7 +190,16 @@ struct rs_worker {
 rs_status_t rs_wk_handlers(rs_worker_t *w);
 void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out);
 void rs_wk_conn_free(rs_worker_t *w, wconn_t *c);
-/* arrival.c: a batch refused: counted, and the pusher told (a NACK). */
+/*
+ * arrival.c: the checks every arriving frame passes (single or merged): it
+ * parses (verifies, with verify) inside room and names this shuffle, the
+ * pusher's map and attempt, a seq below RS_SEQ_MAX and partition
+ * (RS_MERGED_PART: any of the shuffle's). RS_OK with *f, else the status
+ * its NACK carries.
+ */
+rs_status_t rs_wk_frame_check(const rs_worker_t *w, const wconn_t *c, const uint8_t *frame,
+                              size_t room, uint32_t partition, rs_frame_t *f);
+/* A batch refused: counted, and the pusher told (a NACK). */
 void rs_wk_nack(rs_worker_t *w, wconn_t *c, uint32_t partition, uint32_t imm, uint64_t seq,
                 rs_status_t status);
 /* Marks batch seq of c as arrived; returns whether it had arrived before. */

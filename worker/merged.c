@@ -19,21 +19,6 @@
 
 #include <string.h>
 
-/* One frame of the write, checked: RS_OK with *f. */
-static rs_status_t frame_check(const rs_worker_t *w, const wconn_t *c, const uint8_t *frame,
-                               size_t room, rs_frame_t *f)
-{
-    rs_status_t s =
-        w->st.cfg.verify ? rs_frame_verify(frame, room, f) : rs_frame_parse(frame, room, f);
-    if (s == RS_OK && f->frame_len > room)
-        s = RS_ERR_BAD_LENGTH;
-    if (s == RS_OK &&
-        (f->ids.shuffle_id != c->sh->id || f->ids.partition >= c->sh->n_partitions ||
-         f->ids.map_id != c->map_id || f->ids.attempt != c->attempt || f->ids.seq >= RS_SEQ_MAX))
-        s = RS_ERR_PROTOCOL;
-    return s;
-}
-
 /* Copies the frame at pos of g into its partition's extents (or keeps it there) and indexes it. */
 static rs_status_t frame_place(rs_wk_store_t *st, wshuffle_t *sh, wgrant_t *g, uint64_t pos,
                                const rs_frame_t *f)
@@ -69,7 +54,7 @@ void rs_wk_merged_arrived(rs_worker_t *w, wconn_t *c, wgrant_t *g, uint64_t in, 
         const uint8_t *frame = st->arena + g->off + pos;
         size_t room = (size_t)(g->len - pos);
         rs_frame_t f;
-        rs_status_t s = frame_check(w, c, frame, room, &f);
+        rs_status_t s = rs_wk_frame_check(w, c, frame, room, RS_MERGED_PART, &f);
         if (s == RS_OK)
             s = frame_place(st, sh, g, pos, &f);
         if (s != RS_OK) {

@@ -354,14 +354,7 @@ static void on_notify(void *arg, rs_ep_t *ep, uint32_t imm)
     const uint8_t *frame = w->st.arena + g->off + in;
     size_t room = (size_t)(g->len - in);
     rs_frame_t f;
-    rs_status_t s =
-        w->st.cfg.verify ? rs_frame_verify(frame, room, &f) : rs_frame_parse(frame, room, &f);
-    if (s == RS_OK && f.frame_len > room)
-        s = RS_ERR_BAD_LENGTH;
-    if (s == RS_OK &&
-        (f.ids.shuffle_id != c->sh->id || f.ids.partition != g->partition ||
-         f.ids.map_id != c->map_id || f.ids.attempt != c->attempt || f.ids.seq >= RS_SEQ_MAX))
-        s = RS_ERR_PROTOCOL;
+    rs_status_t s = rs_wk_frame_check(w, c, frame, room, g->partition, &f);
     if (s != RS_OK) {
         rs_warn("worker: batch of shuffle %u partition %u refused: %s", c->sh->id, g->partition,
                 rs_strerror(s));
