@@ -4,9 +4,9 @@
  * merged write (a block of the pool, merge_len bytes) at the next 64-byte
  * offset, and its own buffer goes back at once. A merged write is sealed
  * when the next frame does not fit, when it has been filling for
- * RS_PUSH_MERGE_AGE_NS, or at close; it then asks one RS_GRANT_MERGED grant
- * of exactly its length and is written with one notified put at offset 0
- * of it. The worker walks the frames inside and indexes each into its
+ * RS_PUSH_MERGE_AGE_NS (before close), or at close; it then asks one
+ * RS_GRANT_MERGED grant of exactly its length and is written with one
+ * notified put at offset 0 of it. The worker walks the frames inside and indexes each into its
  * partition; the commit counts are the same as for single batches.
  */
 #include "pusher/internal.h"
@@ -124,6 +124,16 @@ void rs_push_merge_seal(pworker_t *w)
 
 int rs_push_merge_age(pworker_t *w, uint64_t now)
 {
+    const rs_pusher_t *p = w->p;
+    /*
+     * Close hands plain batches over at copy speed and then seals every
+     * write (commit.c): aging meanwhile only cuts one write in two, as
+     * often as a slow or loaded hand-over outlasts the age.
+     */
+    if (p->cfg.codec == RS_CODEC_NONE &&
+        (atomic_load_explicit(&p->flushing, memory_order_relaxed) ||
+         atomic_load_explicit(&p->closing, memory_order_relaxed)))
+        return 0;
     if (w->mcur == NULL || now - w->mcur->opened < RS_PUSH_MERGE_AGE_NS)
         return 0;
     rs_push_merge_seal(w);
