@@ -1,6 +1,7 @@
 /*
- * UCX backend: UCP context and worker (explicit progress, wakeup fd), the
- * worker address, the worker's renewal (rs_ctx_renew), and the ops table.
+ * UCX backend: UCP context and its worker (opened by worker.c; with
+ * RSHUFFLE_UCX_QUEUE=own also the connections' own, own.c), progress and
+ * arm over them, the worker's renewal (rs_ctx_renew), and the ops table.
  */
 #include "transport/ucx/ucx.h"
 #include "transport/ucx/config.h"
@@ -163,92 +164,7 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
     return RS_OK;
 }
 
-/* A UCX worker with what the context keeps of it. */
-typedef struct {
-    ucp_worker_h worker;
-    ucp_address_t *addr;
-    unsigned char *blob; /* addr.c: what peers get */
-    size_t blob_len;
-    int efd;
-} ucx_worker_t;
-
-static void ucx_worker_close(const ucx_worker_t *w)
-{
-    free(w->blob);
-    ucp_worker_release_address(w->worker, w->addr);
-    ucp_worker_destroy(w->worker);
-}
-
-/* The blob of w's full address and its network-only one (none if UCX has no network device). */
-static rs_status_t ucx_worker_blob(rs_ucx_ctx_t *uc, ucx_worker_t *w, size_t full_len)
-{
-    ucp_worker_attr_t wa = {.field_mask =
-                                UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS,
-                            .address_flags = UCP_WORKER_ADDRESS_FLAG_NET_ONLY};
-    ucs_status_t s = ucp_worker_query(w->worker, &wa);
-    const void *net = s == UCS_OK ? wa.address : NULL;
-    size_t net_len = s == UCS_OK ? wa.address_length : 0;
-    rs_status_t st =
-        rs_ucx_addr_pack(uc->place_key, w->addr, full_len, net, net_len, &w->blob, &w->blob_len);
-    if (s == UCS_OK)
-        ucp_worker_release_address(w->worker, wa.address);
-    return st;
-}
-
-static rs_status_t ucx_worker_open(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, ucx_worker_t *w)
-{
-    /* The generic layer's lock serialises every call into the worker. */
-    ucp_worker_params_t wp = {
-        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
-    };
-    ucs_status_t s = ucp_worker_create(uc->context, &wp, &w->worker);
-    if (s != UCS_OK) {
-        rs_error("ucp_worker_create failed: %s", ucs_status_string(s));
-        return RS_ERR_TRANSPORT;
-    }
-    s = ucp_worker_get_efd(w->worker, &w->efd);
-    if (s != UCS_OK) {
-        rs_error("ucp_worker_get_efd failed: %s", ucs_status_string(s));
-        goto err_destroy_worker;
-    }
-    size_t full_len;
-    s = ucp_worker_get_address(w->worker, &w->addr, &full_len);
-    if (s != UCS_OK) {
-        rs_error("ucp_worker_get_address failed: %s", ucs_status_string(s));
-        goto err_destroy_worker;
-    }
-    w->blob = NULL;
-    rs_status_t st = ucx_worker_blob(uc, w, full_len);
-    if (st != RS_OK) {
-        ucp_worker_release_address(w->worker, w->addr);
-        ucp_worker_destroy(w->worker);
-        return st;
-    }
-    ucp_am_handler_param_t ap = {
-        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                      UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
-        .id = RS_UCX_AM_ID,
-        .flags = UCP_AM_FLAG_WHOLE_MSG,
-        .cb = rs_ucx_am_recv,
-        .arg = ctx,
-    };
-    s = ucp_worker_set_am_recv_handler(w->worker, &ap);
-    if (s != UCS_OK) {
-        rs_error("ucp_worker_set_am_recv_handler failed: %s", ucs_status_string(s));
-        goto err_release_address;
-    }
-    return RS_OK;
-
-err_release_address:
-    free(w->blob);
-    ucp_worker_release_address(w->worker, w->addr);
-err_destroy_worker:
-    ucp_worker_destroy(w->worker);
-    return RS_ERR_TRANSPORT;
-}
-
-static void ucx_worker_use(rs_ucx_ctx_t *uc, const ucx_worker_t *w)
+static void ucx_worker_use(rs_ucx_ctx_t *uc, const rs_ucx_worker_t *w)
 {
     uc->worker = w->worker;
     uc->ucp_addr = w->addr;
@@ -259,14 +175,14 @@ static void ucx_worker_use(rs_ucx_ctx_t *uc, const ucx_worker_t *w)
 
 static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
 {
-    ucx_worker_t w;
-    rs_status_t st = ucx_worker_open(ctx, uc, &w);
+    rs_ucx_worker_t w;
+    rs_status_t st = rs_ucx_worker_open(ctx, uc, &w);
     if (st != RS_OK)
         return st;
     ucx_worker_use(uc, &w);
     st = rs_ucx_front_open(uc); /* waits on the worker's efd too */
     if (st != RS_OK)
-        ucx_worker_close(&w);
+        rs_ucx_worker_close(&w);
     return st;
 }
 
@@ -278,19 +194,19 @@ static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
 static rs_status_t ucx_renew(rs_ctx_t *ctx)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
-    ucx_worker_t old = {uc->worker, uc->ucp_addr, uc->addr, uc->addr_len, uc->efd}, w;
-    rs_status_t st = ucx_worker_open(ctx, uc, &w);
+    rs_ucx_worker_t old = {uc->worker, uc->ucp_addr, uc->addr, uc->addr_len, uc->efd, {0}}, w;
+    rs_status_t st = rs_ucx_worker_open(ctx, uc, &w);
     if (st != RS_OK)
         return st;
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = w.efd};
     if (epoll_ctl(uc->wait_fd, EPOLL_CTL_ADD, w.efd, &ev) != 0) {
         rs_error("cannot wait on the new UCX worker: errno %d", errno);
-        ucx_worker_close(&w);
+        rs_ucx_worker_close(&w);
         return RS_ERR_IO;
     }
     (void)epoll_ctl(uc->wait_fd, EPOLL_CTL_DEL, old.efd, NULL);
     rs_ucx_conn_cleanup(ctx, 0);
-    ucx_worker_close(&old);
+    rs_ucx_worker_close(&old);
     rs_ucx_conn_cleanup(ctx, 1);
     ucx_worker_use(uc, &w);
     rs_debug("UCX worker renewed");
@@ -308,6 +224,8 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     rs_list_init(&uc->conn_reqs);
     rs_list_init(&uc->closes);
     rs_list_init(&uc->zombies);
+    rs_list_init(&uc->owns);
+    rs_list_init(&uc->own_dead);
     rs_list_init(&uc->amo_reqs);
     rs_list_init(&uc->regions);
     rs_ucx_config_t ucfg;
@@ -320,6 +238,8 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     uc->map_max = rs_ucx_map_max(ucfg.map_max);
     uc->mem_huge = ucfg.huge; /* off by default: docs/shuffle.md has why */
     uc->notify_flush = ucfg.notify == RS_UCX_NOTIFY_FLUSH;
+    uc->own_queue = ucfg.queue == RS_UCX_QUEUE_OWN;
+    uc->am_cb = rs_ucx_am_recv;
 
     st = ucx_init_context(uc, rs_tp_ctx_cfg(ctx));
     if (st != RS_OK)
@@ -343,7 +263,9 @@ static void ucx_ctx_close(rs_ctx_t *ctx)
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
     rs_ucx_front_close_all(uc);
     rs_ucx_conn_cleanup(ctx, 0);
-    ucx_worker_close(&(ucx_worker_t){.worker = uc->worker, .addr = uc->ucp_addr, .blob = uc->addr});
+    rs_ucx_own_close_all(uc);
+    rs_ucx_worker_close(
+        &(rs_ucx_worker_t){.worker = uc->worker, .addr = uc->ucp_addr, .blob = uc->addr});
     rs_ucx_conn_cleanup(ctx, 1);
     rs_ucx_amo_reqs_free(uc);
     rs_ucx_amrma_free(uc);
@@ -363,6 +285,7 @@ static unsigned ucx_progress(rs_ctx_t *ctx)
     uc->in_worker++;
     unsigned n = ucp_worker_progress(uc->worker);
     uc->in_worker--;
+    n += rs_ucx_own_progress(uc);
     n += rs_ucx_conn_progress(ctx);
     /* The front door's sockets: when arm saw them ready, else once per
      * coarse tick (a syscall per pass would cost the data path). */
@@ -391,7 +314,9 @@ static rs_status_t ucx_arm(rs_ctx_t *ctx)
         uc->front_kick = 1; /* the next progress handles them */
         return RS_ERR_BUSY;
     }
-    ucs_status_t s = ucp_worker_arm(uc->worker);
+    ucs_status_t s = rs_ucx_own_arm(uc);
+    if (s == UCS_OK)
+        s = ucp_worker_arm(uc->worker);
     if (s == UCS_OK)
         return RS_OK;
     if (s == UCS_ERR_BUSY)
@@ -414,7 +339,9 @@ static rs_status_t ucx_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *
 
 static unsigned ucx_caps(const rs_ctx_t *ctx)
 {
-    return RS_CAP_RENEW | RS_CAP_OWN_LISTENERS | (rs_ucx_mem_alloc_shm(ctx) ? RS_CAP_MEM_SHM : 0);
+    /* With a queue per connection a dead peer blocks only its own: nothing to renew. */
+    unsigned renew = rs_ucx_ctx(ctx)->own_queue ? 0 : RS_CAP_RENEW;
+    return renew | RS_CAP_OWN_LISTENERS | (rs_ucx_mem_alloc_shm(ctx) ? RS_CAP_MEM_SHM : 0);
 }
 
 const rs_backend_ops_t rs_ucx_ops = {

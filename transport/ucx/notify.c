@@ -126,7 +126,7 @@ rs_status_t rs_ucx_notify_put(rs_ucx_ep_t *uep, rs_ucx_ctx_t *uc, rs_op_t *op, c
         else
             op_parts_set(op, op_parts(op) + 1);
     } else {
-        ucs_status_t s = ucp_worker_fence(uc->worker);
+        ucs_status_t s = ucp_worker_fence(rs_ucx_uep_worker(uep));
         if (s == UCS_OK)
             rs_ucx_send_notify(op);
         else

@@ -1,6 +1,8 @@
 /*
  * Private state of the UCX backend, shared by its files:
  *   ctx.c    ops table, UCP context and worker, progress
+ *   worker.c opening and closing a UCX worker (the context's, a connection's own)
+ *   own.c    RSHUFFLE_UCX_QUEUE=own: a client connection's own worker
  *   conn.c   listeners, connections, endpoint ids, teardown
  *   recv.c   the active-message handler (dispatch by header)
  *   amhdr.c  the active-message headers: packing, strict decoding
@@ -40,6 +42,16 @@ typedef struct rs_ucx_pending rs_ucx_pending_t;
 
 typedef struct rs_ucx_front rs_ucx_front_t;
 
+/* A UCX worker with what the context keeps of it (worker.c). */
+typedef struct rs_ucx_worker {
+    ucp_worker_h worker;
+    ucp_address_t *addr;
+    unsigned char *blob; /* addr.c: what peers get */
+    size_t blob_len;
+    int efd;
+    rs_list_t link; /* own.c: in uc->own_dead until destroyed */
+} rs_ucx_worker_t;
+
 typedef struct rs_ucx_ep {
     rs_ctx_t *ctx;
     rs_ucx_front_t *front; /* client: its front-door socket, before UCX is used */
@@ -59,6 +71,8 @@ typedef struct rs_ucx_ep {
     rs_list_t close_link;       /* ctx close list */
     rs_ucx_hdr_wire_t conn_hdr; /* CONN or CONN_ACK, packed */
     rs_ucx_hdr_wire_t bye_hdr;  /* BYE, packed (kind byte 0: not sent) */
+    rs_ucx_worker_t *own;       /* own.c: the connection's own receive queue, or NULL */
+    rs_list_t own_link;         /* uc->owns while it has one */
 } rs_ucx_ep_t;
 
 /* A CONN received inside worker progress, handled right after it. */
@@ -81,6 +95,10 @@ typedef struct rs_ucx_ctx {
     int front_ep;  /* epoll of the front door's sockets */
     int in_worker; /* inside ucp_worker_progress: defer endpoint teardown */
     int notify_flush;
+    int own_queue; /* RSHUFFLE_UCX_QUEUE=own: a worker per client connection (own.c) */
+    ucp_am_recv_callback_t am_cb; /* the AM handler every worker of the context gets */
+    rs_list_t owns;               /* rs_ucx_ep_t with a worker of their own */
+    rs_list_t own_dead;           /* rs_ucx_worker_t to destroy outside worker progress */
 
     rs_ucx_ep_t **slots; /* connection id -> endpoint */
     uint16_t *gens;
@@ -160,8 +178,39 @@ static inline rs_ucx_ctx_t *rs_ucx_ctx(const rs_ctx_t *ctx)
     return (rs_ucx_ctx_t *)rs_tp_ctx_be(ctx);
 }
 
+/* The worker uep's messages and one-sided ops go through. */
+static inline ucp_worker_h rs_ucx_uep_worker(const rs_ucx_ep_t *uep)
+{
+    return uep->own != NULL ? uep->own->worker : rs_ucx_ctx(uep->ctx)->worker;
+}
+
 /* req.c */
 rs_status_t rs_ucx_status(ucs_status_t status);
+
+/*
+ * worker.c: opens a UCX worker of uc's context with its wakeup fd, address
+ * blob and uc->am_cb as its AM handler (arg ctx). RS_ERR_TRANSPORT or
+ * RS_ERR_NOMEM (logged); *w is written only on success.
+ */
+rs_status_t rs_ucx_worker_open(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_worker_t *w);
+/* Destroys w's worker (its endpoints with it) and frees its address. */
+void rs_ucx_worker_close(const rs_ucx_worker_t *w);
+
+/*
+ * own.c: with RSHUFFLE_UCX_QUEUE=own a client connection gets a worker of
+ * its own, so a peer of this host killed mid-send blocks only its own
+ * connection's shared-memory queue. rs_ucx_own_open gives uep one (a no-op
+ * with shared queues): RS_ERR_TRANSPORT, RS_ERR_NOMEM, RS_ERR_IO, then uep
+ * has none. rs_ucx_own_close hands uep's worker to be destroyed by the next
+ * rs_ucx_own_progress outside worker progress; close_all destroys every one
+ * (context teardown, before its own worker goes).
+ */
+rs_status_t rs_ucx_own_open(rs_ucx_ep_t *uep);
+void rs_ucx_own_close(rs_ucx_ep_t *uep);
+unsigned rs_ucx_own_progress(rs_ucx_ctx_t *uc);
+/* Arms every own worker: UCS_OK, UCS_ERR_BUSY (events ready) or an error. */
+ucs_status_t rs_ucx_own_arm(rs_ucx_ctx_t *uc);
+void rs_ucx_own_close_all(rs_ucx_ctx_t *uc);
 
 /* Request parameters of an eager active message whose completion runs cb(user_data). */
 static inline ucp_request_param_t rs_ucx_am_param(ucp_send_nbx_callback_t cb, void *user_data,

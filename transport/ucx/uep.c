@@ -55,6 +55,7 @@ rs_ucx_ep_t *rs_ucx_uep_new(rs_ctx_t *ctx)
     rs_list_init(&uep->pend_link);
     rs_list_init(&uep->wait_link);
     rs_list_init(&uep->close_link);
+    rs_list_init(&uep->own_link);
     return uep;
 }
 
@@ -64,6 +65,7 @@ void rs_ucx_uep_free(rs_ucx_ep_t *uep)
     rs_list_del(&uep->pend_link);
     rs_list_del(&uep->wait_link);
     rs_list_del(&uep->close_link);
+    rs_ucx_own_close(uep);
     free(uep);
 }
 
@@ -116,7 +118,7 @@ void rs_ucx_uep_force_close(rs_ucx_ep_t *uep)
         rs_ucx_ctx_t *uc = rs_ucx_ctx(uep->ctx);
         for (int i = 0; i < 100000 && ucp_request_check_status(req) == UCS_INPROGRESS; i++) {
             uc->in_worker++;
-            ucp_worker_progress(uc->worker);
+            ucp_worker_progress(rs_ucx_uep_worker(uep));
             uc->in_worker--;
         }
         ucp_request_free(req);
@@ -161,17 +163,23 @@ rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len)
     ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
                          .address = rs_ucx_peer_address(uc, addr, len)};
     rs_ucx_ep_params(&p, uep);
-    ucs_status_t s = ucp_ep_create(uc->worker, &p, &uep->uep);
+    rs_status_t st = rs_ucx_own_open(uep);
+    if (st != RS_OK)
+        return st;
+    ucs_status_t s = ucp_ep_create(rs_ucx_uep_worker(uep), &p, &uep->uep);
     if (s != UCS_OK) {
         /* Whatever UCX says (unreachable, shared memory gone, ...): no peer. */
         rs_error("ucp_ep_create failed: %s", ucs_status_string(s));
         uep->uep = NULL;
         return s == UCS_ERR_NO_MEMORY ? RS_ERR_NOMEM : RS_ERR_UNREACHABLE;
     }
-    /* The server connects back to our address (it has no accept event). */
+    /* The server connects back to our address (it has no accept event): the connection's own
+     * queue's where it has one. */
     rs_ucx_hdr_pack(&(rs_ucx_hdr_t){.dst_id = 0, .src_id = uep->id, .kind = RS_UCX_CONN},
                     &uep->conn_hdr);
-    rs_status_t st = rs_ucx_send_ctl(uep, &uep->conn_hdr, uc->addr, uc->addr_len, 0);
+    const unsigned char *me = uep->own != NULL ? uep->own->blob : uc->addr;
+    size_t me_len = uep->own != NULL ? uep->own->blob_len : uc->addr_len;
+    st = rs_ucx_send_ctl(uep, &uep->conn_hdr, me, me_len, 0);
     if (st != RS_OK)
         rs_ucx_uep_force_close(uep);
     return st;
