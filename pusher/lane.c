@@ -186,10 +186,14 @@ void rs_push_lane_check(rs_push_lane_t *l)
      * (docs/shuffle.md, "A killed process and shared memory"). The lane
      * renews it once, for every later task: all its connections go.
      */
+    int shared = (rs_ctx_caps(l->ctx) & RS_CAP_RENEW) != 0; /* else each has its own queue */
     for (uint32_t i = 0; i < l->n_conns; i++) {
-        rs_push_conn_drop(l->conns[i], 0);
+        if (shared)
+            rs_push_conn_drop(l->conns[i], 0);
         l->conns[i]->exited = 0;
     }
+    if (!shared)
+        return; /* the dead one's connection went above; the others' queues are their own */
     rs_status_t s = rs_ctx_renew(l->ctx);
     if (s != RS_OK)
         rs_warn("pusher: cannot renew a lane's receive queue: %s", rs_strerror(s));
