@@ -47,17 +47,29 @@ static int lane_match(const rs_lane_t *base, const void *key)
 }
 
 typedef struct loss_walk {
-    const rs_read_lane_t *l;
+    rs_read_lane_t *l;
     int hit;
+    int own; /* each connection has its own receive queue: only the lost ones go */
 } loss_walk_t;
 
 static void loss_apply(void *arg, const char *addr, uint64_t epoch)
 {
     loss_walk_t *lw = arg;
-    for (uint32_t i = 0; i < lw->l->n_conns; i++) {
-        const rlconn_t *k = &lw->l->conns[i];
-        if (k->ep != NULL && k->made < epoch && (addr == NULL || strcmp(k->addr, addr) == 0))
-            lw->hit = 1;
+    rs_read_lane_t *l = lw->l;
+    uint32_t i = 0;
+    while (i < l->n_conns) {
+        rlconn_t *k = &l->conns[i];
+        if (k->ep == NULL || k->made >= epoch || (addr != NULL && strcmp(k->addr, addr) != 0)) {
+            i++;
+            continue;
+        }
+        lw->hit = 1;
+        if (!lw->own) {
+            i++;
+            continue;
+        }
+        rlconn_close(k);
+        l->conns[i] = l->conns[--l->n_conns];
     }
 }
 
@@ -66,12 +78,14 @@ static void loss_apply(void *arg, const char *addr, uint64_t epoch)
  * a kept connection to a worker of this host that exited may have left the
  * receive queue blocked, so every kept connection goes and the queue is
  * renewed before the session starts (one atomic load when nothing was lost).
+ * Where each connection has its own queue (no RS_CAP_RENEW) only the kept
+ * connections to the lost workers go.
  */
 static void lane_losses(rs_read_lane_t *l)
 {
-    loss_walk_t lw = {.l = l, .hit = 0};
+    loss_walk_t lw = {.l = l, .hit = 0, .own = (rs_ctx_caps(l->ctx) & RS_CAP_RENEW) == 0};
     l->loss_seen = rs_lane_loss_walk(&l->base, l->loss_seen, loss_apply, &lw);
-    if (!lw.hit)
+    if (!lw.hit || lw.own)
         return;
     rs_rd_lane_conns_close(l);
     rs_status_t st = rs_ctx_renew(l->ctx);
