@@ -11,7 +11,8 @@ static void send_commit(pworker_t *w)
     RS_ASSERT(!w->commit_sent && !w->commit_done); /* once, to a worker that owes it */
     size_t per = rs_sproto_commit_max(p->msg_max);
     uint8_t *buf = p->msg_buf;
-    uint32_t part = 0;
+    /* R = 1 and no batch framed (take.c counts them): no partition to list, none to scan. */
+    uint32_t part = p->replicas == 1 && p->stats.batches == 0 ? p->desc.n_partitions : 0;
     for (;;) {
         uint32_t n = 0;
         for (; part < p->desc.n_partitions && n < per; part++) {

@@ -69,6 +69,7 @@ typedef struct rs_push_lane {
     uint64_t hint_shuffle;
     uint32_t hint_parts;
     uint32_t *hint;     /* hint_parts sizes in bytes, 0: none */
+    int hint_any;       /* some size is not 0 (else nothing to presize or prefetch) */
     uint64_t loss_seen; /* the client's losses up to this epoch were applied to conns */
 } rs_push_lane_t;
 
@@ -171,6 +172,8 @@ struct rs_pusher {
      * (its replicas while every worker lives). Settled from then on.
      */
     uint32_t *hold;
+    void *arrays; /* one allocation: place, hold, the writer's and the workers' per-partition arrays
+                   */
 
     /* writer side */
     rs_pbuf_t **cur; /* per partition, append mode */

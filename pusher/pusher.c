@@ -152,21 +152,10 @@ static void pusher_free(rs_pusher_t *p)
     int expected = RS_OK;
     atomic_compare_exchange_strong(&p->error, &expected, (int)RS_ERR_CANCELED);
     lane_release(p);
-    for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++) {
-        free(p->workers[i].parts);
-        free(p->workers[i].counts);
+    for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++)
         free(p->workers[i].retires);
-        free(p->workers[i].ahead);
-        free(p->workers[i].needy);
-    }
-    free(p->workers);
+    free(p->arrays);
     free(p->msg_buf);
-    free(p->place);
-    free(p->hold);
-    free(p->cur);
-    free(p->fill);
-    free(p->next_len);
-    free(p->sent);
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
     free(p);
@@ -175,7 +164,7 @@ static void pusher_free(rs_pusher_t *p)
 static int hint_fits(const rs_pusher_t *p)
 {
     const rs_push_lane_t *l = p->lane;
-    return l->hint != NULL && l->hint_shuffle == p->desc.shuffle_id &&
+    return l->hint != NULL && l->hint_any && l->hint_shuffle == p->desc.shuffle_id &&
            l->hint_parts == p->desc.n_partitions;
 }
 
@@ -213,10 +202,12 @@ static void hint_keep(rs_pusher_t *p)
         l->hint_parts = np;
     }
     l->hint_shuffle = p->desc.shuffle_id;
+    l->hint_any = 0;
     for (uint32_t i = 0; i < np; i++) {
         size_t len = p->sent[i] ? p->sent[i] + p->sent[i] / 2 + 256 : 0; /* 0: nothing asked */
         len = (len + 63) & ~(size_t)63;
         l->hint[i] = (uint32_t)(len < p->part_cap ? len : p->part_cap);
+        l->hint_any |= l->hint[i] != 0;
     }
 }
 
@@ -259,10 +250,66 @@ static rs_status_t attach_all(rs_pusher_t *p)
             lost_s = s;
         }
     }
+    uint32_t lost = 0;
+    for (uint32_t i = 0; i < nw; i++)
+        lost += p->workers[i].dead;
+    if (lost == 0)
+        return werr(p); /* nobody lost: the holders seated before the attaches stand */
     rs_push_seat_unstarted(p);
     if (!rs_push_replicas_live(p))
         return lost_s != RS_OK ? lost_s : RS_ERR_UNREACHABLE;
     return werr(p);
+}
+
+/* Places n elements of size bytes at the next 16-byte boundary after *end (*at); 0 on overflow. */
+static int carve(size_t *end, size_t n, size_t size, size_t *at)
+{
+    size_t start = (*end + 15) & ~(size_t)15, len;
+    if (start < *end || __builtin_mul_overflow(n, size, &len) ||
+        __builtin_add_overflow(start, len, end))
+        return 0;
+    *at = start;
+    return 1;
+}
+
+/*
+ * Every per-partition and per-worker array of a task, zeroed, in one
+ * allocation (one calloc and one free per task, not five per worker).
+ */
+static rs_status_t arrays_alloc(rs_pusher_t *p)
+{
+    size_t np = p->desc.n_partitions, nw = p->desc.n_workers, end = 0;
+    size_t o_place, o_hold, o_cur, o_fill, o_next, o_sent, o_workers, o_w;
+    int ok = carve(&end, np, sizeof(*p->place), &o_place) &&
+             carve(&end, np * p->replicas, sizeof(*p->hold), &o_hold) &&
+             carve(&end, np, sizeof(*p->cur), &o_cur) &&
+             carve(&end, np, sizeof(*p->fill), &o_fill) &&
+             carve(&end, np, sizeof(*p->next_len), &o_next) &&
+             carve(&end, np, sizeof(*p->sent), &o_sent) &&
+             carve(&end, nw, sizeof(*p->workers), &o_workers);
+    /* Per worker: parts, counts, ahead, needy. */
+    size_t per = sizeof(ppart_t) + sizeof(rs_commit_entry_t) + 2 * sizeof(uint32_t);
+    ok = ok && carve(&end, np * nw, per, &o_w);
+    uint8_t *a = ok ? calloc(1, end) : NULL;
+    if (a == NULL)
+        return RS_ERR_NOMEM;
+    p->arrays = a;
+    p->place = (uint32_t *)(a + o_place);
+    p->hold = (uint32_t *)(a + o_hold);
+    p->cur = (rs_pbuf_t **)(a + o_cur);
+    p->fill = (size_t *)(a + o_fill);
+    p->next_len = (size_t *)(a + o_next);
+    p->sent = (size_t *)(a + o_sent);
+    p->workers = (pworker_t *)(a + o_workers);
+    uint8_t *wa = a + o_w; /* 8-byte members first: every array stays aligned */
+    for (size_t i = 0; i < nw; i++, wa += np * per) {
+        pworker_t *w = &p->workers[i];
+        w->parts = (ppart_t *)wa;
+        w->counts = (rs_commit_entry_t *)(wa + np * sizeof(ppart_t));
+        w->ahead = (uint32_t *)(wa + np * (sizeof(ppart_t) + sizeof(rs_commit_entry_t)));
+        w->needy = w->ahead + np;
+    }
+    return RS_OK;
 }
 
 rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint32_t attempt,
@@ -324,24 +371,11 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
     p->first_len = p->cfg.min_buf < p->part_cap ? p->cfg.min_buf : p->part_cap;
     p->map_id = map_id;
     p->attempt = attempt;
-    uint32_t np = desc->n_partitions, nw = desc->n_workers;
-    p->place = calloc(np, sizeof(*p->place));
-    p->cur = calloc(np, sizeof(*p->cur));
-    p->fill = calloc(np, sizeof(*p->fill));
-    p->next_len = calloc(np, sizeof(*p->next_len));
-    p->sent = calloc(np, sizeof(*p->sent));
-    p->workers = calloc(nw, sizeof(*p->workers));
-    s = RS_ERR_NOMEM;
-    if (p->place == NULL || p->cur == NULL || p->fill == NULL || p->next_len == NULL ||
-        p->sent == NULL || p->workers == NULL)
-        goto err_free;
     if ((s = rs_shuffle_replicas(desc, &p->replicas)) != RS_OK)
         goto err_free;
-    p->hold = calloc((size_t)np * p->replicas, sizeof(*p->hold));
-    if (p->hold == NULL) {
-        s = RS_ERR_NOMEM;
+    if ((s = arrays_alloc(p)) != RS_OK)
         goto err_free;
-    }
+    uint32_t np = desc->n_partitions, nw = desc->n_workers;
     for (uint32_t i = 0; i < np; i++) {
         if ((s = rs_shuffle_place(desc, i, &p->place[i])) != RS_OK)
             goto err_free;
@@ -352,14 +386,6 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
         w->index = i;
         rs_list_init(&w->pending);
         rs_list_init(&w->merges);
-        w->parts = calloc(np, sizeof(*w->parts));
-        w->counts = calloc(np, sizeof(*w->counts));
-        w->ahead = calloc(np, sizeof(*w->ahead));
-        w->needy = calloc(np, sizeof(*w->needy));
-        if (w->parts == NULL || w->counts == NULL || w->ahead == NULL || w->needy == NULL) {
-            s = RS_ERR_NOMEM;
-            goto err_free;
-        }
         for (uint32_t k = 0; k < np; k++)
             rs_list_init(&w->parts[k].blocked);
     }
