@@ -172,8 +172,8 @@ struct rs_pusher {
      * (its replicas while every worker lives). Settled from then on.
      */
     uint32_t *hold;
-    void *arrays; /* one allocation: place, hold, the writer's and the workers' per-partition arrays
-                   */
+    /* One allocation: place, hold, the writer's and the workers' per-partition arrays. */
+    void *arrays;
 
     /* writer side */
     rs_pbuf_t **cur; /* per partition, append mode */

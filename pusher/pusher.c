@@ -287,7 +287,9 @@ static rs_status_t arrays_alloc(rs_pusher_t *p)
              carve(&end, np, sizeof(*p->next_len), &o_next) &&
              carve(&end, np, sizeof(*p->sent), &o_sent) &&
              carve(&end, nw, sizeof(*p->workers), &o_workers);
-    /* Per worker: parts, counts, ahead, needy. */
+    /* Per worker: parts, counts, ahead, needy; each worker's block keeps 8-byte alignment. */
+    _Static_assert(sizeof(ppart_t) % 8 == 0 && sizeof(rs_commit_entry_t) % 8 == 0,
+                   "per-worker arrays must stay 8-byte aligned");
     size_t per = sizeof(ppart_t) + sizeof(rs_commit_entry_t) + 2 * sizeof(uint32_t);
     ok = ok && carve(&end, np * nw, per, &o_w);
     uint8_t *a = ok ? calloc(1, end) : NULL;
