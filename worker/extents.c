@@ -33,6 +33,27 @@ rs_status_t rs_wk_arena_get(rs_wk_store_t *st, uint64_t len, uint64_t *off_p)
 
 /* --------------------------------------------------------------- extents */
 
+static int hole_cmp(const void *a, const void *b)
+{
+    const rs_range_t *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Gives back e's range but its holes (given back when they were made). */
+static void holes_skip_put(rs_wk_store_t *st, extent_t *e)
+{
+    qsort(e->holes, e->n_holes, sizeof(*e->holes), hole_cmp);
+    uint64_t at = e->off, end = e->off + e->len;
+    for (uint32_t i = 0; i < e->n_holes; i++) {
+        if (e->holes[i].off > at)
+            rs_range_put(&st->ra, at, e->holes[i].off - at);
+        at = e->holes[i].off + e->holes[i].len;
+    }
+    if (end > at)
+        rs_range_put(&st->ra, at, end - at);
+    rs_wk_arena_used_update(st);
+}
+
 void rs_wk_extent_free(rs_wk_store_t *st, extent_t *e)
 {
     wpart_t *part = e->part;
@@ -42,10 +63,28 @@ void rs_wk_extent_free(rs_wk_store_t *st, extent_t *e)
     if (e->reserve) {
         rs_range_put(&st->rsv, e->off - st->data_len, e->len);
         rs_wk_arena_used_update(st);
+    } else if (e->n_holes > 0) {
+        holes_skip_put(st, e);
     } else {
         rs_wk_arena_put(st, e->off, e->len);
     }
+    free(e->holes);
     free(e);
+}
+
+rs_status_t rs_wk_extent_hole(rs_wk_store_t *st, extent_t *e, uint64_t off, uint64_t len)
+{
+    if (e->n_holes == e->cap_holes) {
+        uint32_t cap = e->cap_holes ? e->cap_holes * 2 : 4;
+        rs_range_t *h = realloc(e->holes, cap * sizeof(*h));
+        if (h == NULL)
+            return RS_ERR_NOMEM;
+        e->holes = h;
+        e->cap_holes = cap;
+    }
+    e->holes[e->n_holes++] = (rs_range_t){.off = off, .len = len};
+    rs_wk_arena_put(st, off, len);
+    return RS_OK;
 }
 
 /* Stops granting from e and gives its unused tail back. */

@@ -30,6 +30,8 @@ typedef struct extent {
     uint32_t pins;        /* open snapshots that list its batches: never spilled meanwhile */
     int closed;           /* no more grants from it; trimmed to fill */
     int reserve;          /* a merged grant's, in the staging reserve (merged.c) */
+    rs_range_t *holes;    /* retired grants' unused room, back in the data area already */
+    uint32_t n_holes, cap_holes;
 } extent_t;
 
 /* A range of an extent granted to one pusher endpoint. */
@@ -239,8 +241,14 @@ void rs_wk_arena_used_update(rs_wk_store_t *st);
 void rs_wk_arena_put(rs_wk_store_t *st, uint64_t off, uint64_t len);
 /* Takes len bytes of the data area (the range allocator's status). */
 rs_status_t rs_wk_arena_get(rs_wk_store_t *st, uint64_t len, uint64_t *off_p);
-/* Unlinks e from its partition and gives its range back. */
+/* Unlinks e from its partition and gives its range back (less its holes). */
 void rs_wk_extent_free(rs_wk_store_t *st, extent_t *e);
+/*
+ * Gives len bytes at off inside e (a retired grant's unused room, below
+ * e's fill) back to the data area now; e remembers the hole so that its
+ * free skips it. RS_ERR_NOMEM: nothing changed (the room stays e's).
+ */
+rs_status_t rs_wk_extent_hole(rs_wk_store_t *st, extent_t *e, uint64_t off, uint64_t len);
 /* Stops granting from e and gives its unused tail back. */
 void rs_wk_extent_close(rs_wk_store_t *st, extent_t *e);
 /* Frees e once closed, without live grants, in-memory batches or pins. */

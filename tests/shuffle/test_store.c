@@ -3,7 +3,8 @@
  * snapshots and staging. Deterministic versions of the races the
  * multi-process tests can only hit by chance: a spill forced while a reader
  * holds a snapshot, a snapshot opened when the arena is full, staging with
- * the data area full of pinned batches, and grants under memory pressure.
+ * the data area full of pinned batches, grants under memory pressure, and
+ * the hole a grant retired between others leaves.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -344,6 +345,57 @@ static void test_grants_under_pressure(void **state)
 }
 
 /*
+ * Tasks of two lanes interleave their grants in one extent: the first one
+ * retired with room unused leaves a hole, which goes back to the data area
+ * at once (anything may be carved there), and the extent's spill and free
+ * later give back only the rest.
+ */
+static void test_interleaved_grant_hole(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fx_init(&fx, 1, 75);
+    wgrant_t *a, *b;
+    assert_int_equal(rs_wk_store_grant(&fx.st, fx.sh, 0, 2048, 0, &a), RS_OK);
+    assert_int_equal(rs_wk_store_grant(&fx.st, fx.sh, 0, 2048, 0, &b), RS_OK);
+    assert_ptr_equal(a->ext, b->ext);
+    assert_int_equal(b->off, a->off + 2048);
+    uint64_t used = fx.st.ra.used;
+    /* a: one 512-byte batch of its 2 KiB, retired while b still receives. */
+    memset(fx.arena + a->off, 0x5a, 512);
+    rs_snap_entry_t ea = {.loc = a->off, .len = 512, .seq = fx.seq++};
+    assert_int_equal(rs_wk_store_add_entry(&fx.st, a, &ea), RS_OK);
+    rs_wk_store_settle(&fx.st, a, 512);
+    rs_wk_store_retire(&fx.st, a, 512);
+    assert_true(a->released);
+    assert_int_equal(fx.st.ra.used, used - 1536);
+    assert_int_equal(a->ext->n_holes, 1);
+    rs_range_check(&fx.st.ra);
+    /* The hole is the lowest free range that fits 1.5 KiB: it is carved again. */
+    uint64_t off;
+    assert_int_equal(rs_wk_arena_get(&fx.st, 1536, &off), RS_OK);
+    assert_int_equal(off, a->off + 512);
+    rs_wk_arena_put(&fx.st, off, 1536);
+    /* b filled and retired; both freed: the extent is settled, nothing waits. */
+    memset(fx.arena + b->off, 0xa5, 2048);
+    rs_snap_entry_t eb = {.loc = b->off, .len = 2048, .seq = fx.seq++};
+    assert_int_equal(rs_wk_store_add_entry(&fx.st, b, &eb), RS_OK);
+    rs_wk_store_settle(&fx.st, b, 2048);
+    rs_wk_store_retire(&fx.st, b, 2048);
+    assert_true(b->released);
+    rs_wk_store_grant_free(&fx.st, a);
+    rs_wk_store_grant_free(&fx.st, b);
+    /* Spilling the extent gives back its range less the hole: the data area is whole again. */
+    rs_wk_store_spill(&fx.st, fx.st.data_len);
+    assert_int_equal(fx.st.stats.spilled_bytes, 512 + 2048);
+    assert_int_equal(fx.st.ra.used, 0);
+    assert_int_equal(rs_range_largest(&fx.st.ra), fx.st.data_len);
+    rs_range_check(&fx.st.ra);
+    assert_int_equal(fx.st.open_room, 0);
+    fx_fini(&fx);
+}
+
+/*
  * A spill directory that takes no file: each incident counted (and
  * logged), a full data area then answered RS_ERR_IO (waiting would not
  * help) instead of backpressure, and spilling resumes once the directory
@@ -392,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_stage_when_pinned_full),
         cmocka_unit_test(test_grants_under_pressure),
         cmocka_unit_test(test_spill_failure),
+        cmocka_unit_test(test_interleaved_grant_hole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
