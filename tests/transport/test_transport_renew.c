@@ -104,12 +104,7 @@ static int ping(rs_ctx_t *ctx, rs_ctx_t *friend, rs_ep_t *fep, side_t *s, int ms
 {
     long before = s->pings;
     assert_int_equal(rs_msg_send(fep, MSG_PING, "ping", 4, NULL, NULL), RS_OK);
-    uint64_t end = tt_now_ms() + (uint64_t)ms;
-    while (s->pings == before && tt_now_ms() < end) {
-        rs_progress(ctx);
-        rs_progress(friend);
-    }
-    return s->pings > before;
+    return tt_progress_count(ctx, friend, &s->pings, before + 1, ms) > before;
 }
 
 static void test_renew_after_killed_sender(void **state)
