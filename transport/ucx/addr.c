@@ -82,7 +82,8 @@ rs_status_t rs_ucx_addr_pack(uint64_t place_key, const void *full, size_t full_l
     return RS_OK;
 }
 
-rs_status_t rs_ucx_addr_pick(uint64_t place_key, const void *blob, size_t len, const void **addr_p)
+rs_status_t rs_ucx_addr_pick(uint64_t place_key, const void *blob, size_t len, const void **addr_p,
+                             int *full_p)
 {
     rs_rbuf_t r;
     rs_rbuf_init(&r, blob, len);
@@ -98,6 +99,9 @@ rs_status_t rs_ucx_addr_pick(uint64_t place_key, const void *blob, size_t len, c
     const uint8_t *full = rs_r_take(&r, full_len), *net = rs_r_take(&r, net_len);
     /* Another place (or ours unknown): shared memory is not to be tried. */
     int same = place_key != 0 && key == place_key;
-    *addr_p = same || net_len == 0 ? (const void *)full : (const void *)net;
+    int use_full = same || net_len == 0;
+    *addr_p = use_full ? (const void *)full : (const void *)net;
+    if (full_p != NULL)
+        *full_p = use_full;
     return RS_OK;
 }

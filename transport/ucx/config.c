@@ -8,7 +8,7 @@
 static const char *const rmas[] = {"auto", "ucx", "am", NULL};
 static const char *const mems[] = {"own", "shared", "attach", NULL};
 static const char *const notifies[] = {"fence", "flush", NULL};
-static const char *const queues[] = {"shared", "own", NULL};
+static const char *const queues[] = {"shared", "local", "own", NULL};
 
 static const rs_cfg_row_t rows[] = {
     RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_RMA", rma, "auto", rmas,
@@ -23,9 +23,11 @@ static const rs_cfg_row_t rows[] = {
                     "pages, else 64M)"),
     RS_CFG_BOOL_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_HUGE", huge, "0",
                     "UCX: private regions of 2 MiB or more advised for huge pages (0|1)"),
-    RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_QUEUE", queue, "shared", queues,
+    RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_QUEUE", queue, "local", queues,
                       "UCX receive queue of a client connection: shared (one per context, renewed "
-                      "after a peer of this host dies) | own (a UCX worker per connection)"),
+                      "after a peer of this host dies) | local (a UCX worker of its own for a peer "
+                      "of this host, the shared one for others) | own (a UCX worker per "
+                      "connection)"),
 };
 
 const rs_cfg_table_t rs_ucx_config_table = {"UCX config", rows, sizeof(rows) / sizeof(rows[0])};

@@ -104,7 +104,7 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
         if (uep == NULL)
             return;
         ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
-                             .address = rs_ucx_peer_address(uc, req->addr, req->addr_len)};
+                             .address = rs_ucx_peer_address(uc, req->addr, req->addr_len, NULL)};
         rs_ucx_ep_params(&p, uep);
         ucs_status_t s = ucp_ep_create(uc->worker, &p, &uep->uep);
         if (s != UCS_OK) {

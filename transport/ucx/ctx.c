@@ -238,7 +238,7 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     uc->map_max = rs_ucx_map_max(ucfg.map_max);
     uc->mem_huge = ucfg.huge; /* off by default: docs/shuffle.md has why */
     uc->notify_flush = ucfg.notify == RS_UCX_NOTIFY_FLUSH;
-    uc->own_queue = ucfg.queue == RS_UCX_QUEUE_OWN;
+    uc->queue = ucfg.queue;
     uc->am_cb = rs_ucx_am_recv;
 
     st = ucx_init_context(uc, rs_tp_ctx_cfg(ctx));
@@ -340,7 +340,7 @@ static rs_status_t ucx_address(rs_ctx_t *ctx, void *buf, size_t buflen, size_t *
 static unsigned ucx_caps(const rs_ctx_t *ctx)
 {
     /* With a queue per connection a dead peer blocks only its own: nothing to renew. */
-    unsigned renew = rs_ucx_ctx(ctx)->own_queue ? 0 : RS_CAP_RENEW;
+    unsigned renew = rs_ucx_ctx(ctx)->queue == RS_UCX_QUEUE_SHARED ? RS_CAP_RENEW : 0;
     return renew | RS_CAP_OWN_LISTENERS | (rs_ucx_mem_alloc_shm(ctx) ? RS_CAP_MEM_SHM : 0);
 }
 

@@ -1,11 +1,12 @@
 /*
  * UCX backend: a client connection's own receive queue (RSHUFFLE_UCX_QUEUE=
- * own). UCX's shared-memory transports deliver every peer's messages
- * through one FIFO per worker, and a peer killed between reserving a slot
- * and filling it blocks that FIFO for every peer (docs/transport.md). With
- * a worker per connection the dead peer blocks only its own connection's
- * queue, which goes with that connection; the others keep theirs, so
- * nothing needs renewing mid-task. Its endpoint, messages and one-sided
+ * local, the default, for a peer of this host; own for every peer). UCX's shared-memory transports
+ * deliver every peer's messages through one FIFO per worker, and a peer killed between reserving a
+ * slot and filling it blocks that FIFO for every peer (docs/transport.md). With a worker per
+ * connection the dead peer blocks only its own connection's queue, which goes with that connection;
+ * the others keep theirs, so nothing needs renewing mid-task. A peer elsewhere reaches us over the
+ * network only, which has no such queue: local keeps those connections on
+ * the context's worker, one UCX worker fewer per remote peer. Its endpoint, messages and one-sided
  * ops go through that worker (rs_ucx_uep_worker); the context polls and
  * arms each one, and waits on its wakeup fd through the context's fd.
  */
@@ -17,10 +18,11 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 
-rs_status_t rs_ucx_own_open(rs_ucx_ep_t *uep)
+rs_status_t rs_ucx_own_open(rs_ucx_ep_t *uep, int local)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(uep->ctx);
-    if (!uc->own_queue || uep->own != NULL)
+    int own = uc->queue == RS_UCX_QUEUE_OWN || (uc->queue == RS_UCX_QUEUE_LOCAL && local);
+    if (!own || uep->own != NULL)
         return RS_OK;
     rs_ucx_worker_t *w = malloc(sizeof(*w));
     if (w == NULL)

@@ -34,6 +34,7 @@
 
 #include "transport/backend.h"
 #include "transport/ucx/amhdr.h"
+#include "transport/ucx/config.h"
 
 #define RS_UCX_AM_ID     0x5253 /* the one AM id rshuffle uses */
 #define RS_UCX_MEMFD_MAX 64     /* regions per context in memfds; later ones are private */
@@ -95,7 +96,7 @@ typedef struct rs_ucx_ctx {
     int front_ep;  /* epoll of the front door's sockets */
     int in_worker; /* inside ucp_worker_progress: defer endpoint teardown */
     int notify_flush;
-    int own_queue; /* RSHUFFLE_UCX_QUEUE=own: a worker per client connection (own.c) */
+    rs_ucx_queue_t queue; /* RSHUFFLE_UCX_QUEUE: which client connections get a worker (own.c) */
     ucp_am_recv_callback_t am_cb; /* the AM handler every worker of the context gets */
     rs_list_t owns;               /* rs_ucx_ep_t with a worker of their own */
     rs_list_t own_dead;           /* rs_ucx_worker_t to destroy outside worker progress */
@@ -197,15 +198,15 @@ rs_status_t rs_ucx_worker_open(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_worker_t 
 void rs_ucx_worker_close(const rs_ucx_worker_t *w);
 
 /*
- * own.c: with RSHUFFLE_UCX_QUEUE=own a client connection gets a worker of
- * its own, so a peer of this host killed mid-send blocks only its own
- * connection's shared-memory queue. rs_ucx_own_open gives uep one (a no-op
- * with shared queues): RS_ERR_TRANSPORT, RS_ERR_NOMEM, RS_ERR_IO, then uep
- * has none. rs_ucx_own_close hands uep's worker to be destroyed by the next
- * rs_ucx_own_progress outside worker progress; close_all destroys every one
- * (context teardown, before its own worker goes).
+ * own.c: with RSHUFFLE_UCX_QUEUE=local (a peer of this host, local != 0)
+ * or own (every peer) a client connection gets a worker of its own, so a
+ * peer of this host killed mid-send blocks only its own connection's
+ * shared-memory queue. rs_ucx_own_open gives uep one (a no-op otherwise):
+ * RS_ERR_TRANSPORT, RS_ERR_NOMEM, RS_ERR_IO, then uep has none. rs_ucx_own_close hands uep's worker
+ * to be destroyed by the next rs_ucx_own_progress outside worker progress; close_all destroys every
+ * one (context teardown, before its own worker goes).
  */
-rs_status_t rs_ucx_own_open(rs_ucx_ep_t *uep);
+rs_status_t rs_ucx_own_open(rs_ucx_ep_t *uep, int local);
 void rs_ucx_own_close(rs_ucx_ep_t *uep);
 unsigned rs_ucx_own_progress(rs_ucx_ctx_t *uc);
 /* Arms every own worker: UCS_OK, UCS_ERR_BUSY (events ready) or an error. */
@@ -266,8 +267,13 @@ void rs_ucx_uep_force_close(rs_ucx_ep_t *uep);
 void rs_ucx_ep_mark_failed(rs_ucx_ep_t *uep, ucs_status_t status);
 /* Sets p's error handling: a peer failure marks uep failed. */
 void rs_ucx_ep_params(ucp_ep_params_t *p, rs_ucx_ep_t *uep);
-/* The UCX address to connect by in a peer's blob (addr.c); a bare UCX address as it is. */
-const ucp_address_t *rs_ucx_peer_address(const rs_ucx_ctx_t *uc, const void *blob, size_t len);
+/*
+ * The UCX address to connect by in a peer's blob (addr.c); a bare UCX
+ * address as it is. *local_p (may be NULL): the peer may be reached over
+ * shared memory (its full address, or a bare one).
+ */
+const ucp_address_t *rs_ucx_peer_address(const rs_ucx_ctx_t *uc, const void *blob, size_t len,
+                                         int *local_p);
 /*
  * Connects uep (linked to its ep) to a worker address and sends CONN.
  * On failure uep has no ucp endpoint; the caller still owns uep.
@@ -324,9 +330,11 @@ rs_status_t rs_ucx_addr_pack(uint64_t place_key, const void *full, size_t full_l
  * The UCX address in blob to connect by: the full one where the blob's
  * place key is ours, else the network-only one (the full one if it has
  * none). RS_ERR_BAD_MAGIC: not such a blob (a bare UCX address);
- * RS_ERR_BAD_VERSION, RS_ERR_BAD_LENGTH. *addr_p points into blob.
+ * RS_ERR_BAD_VERSION, RS_ERR_BAD_LENGTH. *addr_p points into blob; *full_p
+ * (may be NULL) says whether it is the full one (shared memory may be used).
  */
-rs_status_t rs_ucx_addr_pick(uint64_t place_key, const void *blob, size_t len, const void **addr_p);
+rs_status_t rs_ucx_addr_pick(uint64_t place_key, const void *blob, size_t len, const void **addr_p,
+                             int *full_p);
 
 /* recv.c */
 ucs_status_t rs_ucx_am_recv(void *arg, const void *header, size_t header_length, void *data,

@@ -146,10 +146,14 @@ void rs_ucx_uep_release(rs_ucx_ep_t *uep)
 }
 
 /* The UCX address to connect by in a peer's blob (addr.c); a bare UCX address as it is. */
-const ucp_address_t *rs_ucx_peer_address(const rs_ucx_ctx_t *uc, const void *blob, size_t len)
+const ucp_address_t *rs_ucx_peer_address(const rs_ucx_ctx_t *uc, const void *blob, size_t len,
+                                         int *local_p)
 {
     const void *addr = blob;
-    rs_status_t st = rs_ucx_addr_pick(uc->place_key, blob, len, &addr);
+    int full = 1; /* a bare address: every transport of the peer's */
+    rs_status_t st = rs_ucx_addr_pick(uc->place_key, blob, len, &addr, &full);
+    if (local_p != NULL)
+        *local_p = st != RS_OK || full;
     if (st != RS_OK && st != RS_ERR_BAD_MAGIC)
         rs_debug("a peer's address blob: %s; tried as a UCX address", rs_strerror(st));
     return st == RS_OK ? addr : blob;
@@ -160,10 +164,11 @@ const ucp_address_t *rs_ucx_peer_address(const rs_ucx_ctx_t *uc, const void *blo
 rs_status_t rs_ucx_connect_uep(rs_ucx_ep_t *uep, const void *addr, size_t len)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(uep->ctx);
+    int local;
     ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
-                         .address = rs_ucx_peer_address(uc, addr, len)};
+                         .address = rs_ucx_peer_address(uc, addr, len, &local)};
     rs_ucx_ep_params(&p, uep);
-    rs_status_t st = rs_ucx_own_open(uep);
+    rs_status_t st = rs_ucx_own_open(uep, local);
     if (st != RS_OK)
         return st;
     ucs_status_t s = ucp_ep_create(rs_ucx_uep_worker(uep), &p, &uep->uep);
