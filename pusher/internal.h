@@ -79,6 +79,17 @@ typedef struct pgrant {
     uint64_t off, len, used;
 } pgrant_t;
 
+/*
+ * Append's cursor into a partition's current buffer, apart from the buffer's
+ * descriptor: with many partitions the descriptors are as many cache lines
+ * (and pages) as partitions, while these 16 bytes per partition stay cached.
+ */
+typedef struct pwrite {
+    uint8_t *data; /* cur's data, NULL without a buffer */
+    uint32_t fill; /* bytes of records written */
+    uint32_t cap;  /* cur's length (0 without a buffer) */
+} pwrite_t;
+
 /* One partition's space at its worker: the grant being filled and the next one. */
 typedef struct ppart {
     pgrant_t cur, next;
@@ -177,7 +188,7 @@ struct rs_pusher {
 
     /* writer side */
     rs_pbuf_t **cur; /* per partition, append mode */
-    size_t *fill;
+    pwrite_t *wr;    /* per partition: where append writes into cur (all append touches) */
     size_t *next_len;
     size_t *sent;     /* per partition: bytes handed over in append mode */
     size_t part_cap;  /* append buffers grow to this: all partitions' buffers fit half the pool */

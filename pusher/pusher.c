@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "shuffle/name.h"
 
+#include <assert.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -284,11 +285,10 @@ static int carve(size_t *end, size_t n, size_t size, size_t *at)
 static rs_status_t arrays_alloc(rs_pusher_t *p)
 {
     size_t np = p->desc.n_partitions, nw = p->desc.n_workers, end = 0;
-    size_t o_place, o_hold, o_cur, o_fill, o_next, o_sent, o_workers, o_w;
+    size_t o_place, o_hold, o_cur, o_wr, o_next, o_sent, o_workers, o_w;
     int ok = carve(&end, np, sizeof(*p->place), &o_place) &&
              carve(&end, np * p->replicas, sizeof(*p->hold), &o_hold) &&
-             carve(&end, np, sizeof(*p->cur), &o_cur) &&
-             carve(&end, np, sizeof(*p->fill), &o_fill) &&
+             carve(&end, np, sizeof(*p->cur), &o_cur) && carve(&end, np, sizeof(*p->wr), &o_wr) &&
              carve(&end, np, sizeof(*p->next_len), &o_next) &&
              carve(&end, np, sizeof(*p->sent), &o_sent) &&
              carve(&end, nw, sizeof(*p->workers), &o_workers);
@@ -304,7 +304,7 @@ static rs_status_t arrays_alloc(rs_pusher_t *p)
     p->place = (uint32_t *)(a + o_place);
     p->hold = (uint32_t *)(a + o_hold);
     p->cur = (rs_pbuf_t **)(a + o_cur);
-    p->fill = (size_t *)(a + o_fill);
+    p->wr = (pwrite_t *)(a + o_wr);
     p->next_len = (size_t *)(a + o_next);
     p->sent = (size_t *)(a + o_sent);
     p->workers = (pworker_t *)(a + o_workers);
@@ -444,8 +444,8 @@ static rs_status_t flush_partition(rs_pusher_t *p, uint32_t part)
     if (b == NULL)
         return RS_OK;
     p->cur[part] = NULL;
-    size_t used = p->fill[part];
-    p->fill[part] = 0;
+    size_t used = p->wr[part].fill;
+    p->wr[part] = (pwrite_t){0};
     p->sent[part] += used;
     if (used == 0) {
         rs_pushq_buf_put(p->q, b);
@@ -490,8 +490,8 @@ static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
         /* The pool is full of partly filled buffers: push the fullest one. */
         uint32_t best = UINT32_MAX;
         for (uint32_t i = 0; i < p->desc.n_partitions; i++)
-            if (p->cur[i] != NULL && p->fill[i] > 0 &&
-                (best == UINT32_MAX || p->fill[i] > p->fill[best]))
+            if (p->cur[i] != NULL && p->wr[i].fill > 0 &&
+                (best == UINT32_MAX || p->wr[i].fill > p->wr[best].fill))
                 best = i;
         if (best == UINT32_MAX)
             return rs_pushq_buf_get(p->q, len, &p->cur[part]); /* bounded wait */
@@ -523,30 +523,32 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
                  p->cfg.pool_bytes);
         return RS_ERR_INVALID;
     }
-    rs_pbuf_t *b = p->cur[partition];
-    if (b != NULL && p->fill[partition] + need > b->len) {
-        size_t grown = b->len * 2 < p->part_cap ? b->len * 2 : p->part_cap;
-        if (grown > p->next_len[partition])
-            p->next_len[partition] = grown; /* it filled: the next one is bigger */
-        if ((s = flush_partition(p, partition)) != RS_OK)
-            return s;
-        b = NULL;
-    }
-    if (b == NULL) {
+    pwrite_t *wr = &p->wr[partition];
+    if (wr->cap - wr->fill < need) {
+        rs_pbuf_t *b = p->cur[partition];
+        if (b != NULL) {
+            size_t grown = b->len * 2 < p->part_cap ? b->len * 2 : p->part_cap;
+            if (grown > p->next_len[partition])
+                p->next_len[partition] = grown; /* it filled: the next one is bigger */
+            if ((s = flush_partition(p, partition)) != RS_OK)
+                return s;
+        }
         if ((s = partition_buffer(p, partition, need)) != RS_OK)
             return s;
         b = p->cur[partition];
+        assert(b->len >= need && b->len <= UINT32_MAX);
+        *wr = (pwrite_t){.data = b->data, .fill = 0, .cap = (uint32_t)b->len};
     }
-    size_t at = p->fill[partition] + rs_record_put(b->data + p->fill[partition], rec, len);
-    p->fill[partition] = at;
+    uint32_t at = wr->fill + (uint32_t)rs_record_put(wr->data + wr->fill, rec, len);
+    wr->fill = at;
     p->records++;
     /*
      * Records land in many partitions' buffers at once, more write streams
      * than the hardware prefetcher follows: fetch the lines the next record
      * of this partition is likely to write now, so that it hits cache.
      */
-    __builtin_prefetch(b->data + at, 1, 3);
-    __builtin_prefetch(b->data + at + need - 1, 1, 3);
+    __builtin_prefetch(wr->data + at, 1, 3);
+    __builtin_prefetch(wr->data + at + need - 1, 1, 3);
     return RS_OK;
 }
 
