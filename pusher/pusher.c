@@ -32,6 +32,15 @@ static rs_status_t client_check(rs_pusher_t *p)
     return werr(p);
 }
 
+/* May p take more data? Its client lives and close has not begun. */
+static rs_status_t write_check(rs_pusher_t *p)
+{
+    rs_status_t s = client_check(p);
+    if (s == RS_OK && atomic_load(&p->closing))
+        s = RS_ERR_STATE; /* after close: it would land after the commit */
+    return s;
+}
+
 /* Sends w's attach on the lane's connection to its worker (made now on first use). */
 static rs_status_t attach_send(rs_pusher_t *p, pworker_t *w)
 {
@@ -506,11 +515,9 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
 {
     if (p == NULL)
         return RS_ERR_INVALID;
-    rs_status_t s = client_check(p);
+    rs_status_t s = write_check(p);
     if (s != RS_OK)
         return s;
-    if (atomic_load(&p->closing))
-        return RS_ERR_STATE; /* after close: it would land after the commit */
     if (partition >= p->desc.n_partitions || (rec == NULL && len > 0))
         return RS_ERR_INVALID;
     size_t need = rs_record_size(len);
@@ -568,11 +575,9 @@ rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, 
 {
     if (p == NULL || fresh_p == NULL)
         return RS_ERR_INVALID;
-    rs_status_t s = client_check(p);
+    rs_status_t s = write_check(p);
     if (s != RS_OK)
         return s;
-    if (atomic_load(&p->closing))
-        return RS_ERR_STATE; /* after close: it would land after the commit */
     if (partition >= p->desc.n_partitions || full == NULL || used > full->len)
         return RS_ERR_INVALID;
     rs_pbuf_int_t *b = rs_pbuf_int(full);
