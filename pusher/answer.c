@@ -23,20 +23,22 @@ static pworker_t *worker_any(void *arg, rs_ep_t *ep)
     rs_push_lane_t *l = arg;
     rs_pusher_t *p = atomic_load_explicit(&l->p, memory_order_relaxed);
     pworker_t *w = rs_ep_user(ep);
-    return (p != NULL && w != NULL && w->p == p && !w->dead && w->attach_sent) ? w : NULL;
+    if (p == NULL || w == NULL || w->p != p || rs_push_worker_is(w, RS_PW_LOST))
+        return NULL;
+    return rs_push_worker_is(w, RS_PW_ATTACH_SENT) ? w : NULL;
 }
 
 static pworker_t *worker_of(void *arg, rs_ep_t *ep)
 {
     pworker_t *w = worker_any(arg, ep);
-    return (w != NULL && w->attached) ? w : NULL;
+    return (w != NULL && rs_push_worker_is(w, RS_PW_ATTACHED)) ? w : NULL;
 }
 
 static void on_attach_reply(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     pworker_t *w = worker_any(arg, ep);
     rs_smsg_attach_reply_t r;
-    if (w == NULL || w->attached)
+    if (w == NULL || rs_push_worker_is(w, RS_PW_ATTACHED))
         return;
     rs_status_t s = rs_sproto_attach_reply_decode(data, len, &r);
     if (s == RS_OK)
@@ -46,7 +48,7 @@ static void on_attach_reply(void *arg, rs_ep_t *ep, const void *data, size_t len
     if (s == RS_OK)
         w->rkey = w->conn->rkey;
     w->attach_status = s;
-    w->attached = 1;
+    rs_push_worker_set(w, RS_PW_ATTACHED);
 }
 
 /* A grant came: the partition's blocked batches go back to pending, in order. */
@@ -268,7 +270,7 @@ static void on_commit_reply(void *arg, rs_ep_t *ep, const void *data, size_t len
         rs_error("pusher: worker %s refused the commit of map %u attempt %u: %s",
                  p->desc.workers[w->index], p->map_id, p->attempt, rs_strerror(s));
     w->commit_status = s;
-    w->commit_done = 1;
+    rs_push_worker_set(w, RS_PW_COMMIT_DONE);
     w->heard_at = rs_now_coarse_ns();
 }
 
@@ -287,10 +289,7 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
     rs_push_fail(p, status, "worker connection lost");
     w->req_out = 0;
     rs_push_drop_pending(w);
-    if (!w->commit_done) {
-        w->commit_done = 1;
-        w->commit_status = status;
-    }
+    rs_push_commit_end(w, status);
 }
 
 rs_status_t rs_push_install_handlers(rs_push_lane_t *l)

@@ -8,7 +8,8 @@
 static void send_commit(pworker_t *w)
 {
     rs_pusher_t *p = w->p;
-    RS_ASSERT(!w->commit_sent && !w->commit_done); /* once, to a worker that owes it */
+    /* Once, to a worker that owes it. */
+    RS_ASSERT(!rs_push_worker_is(w, RS_PW_COMMIT_SENT) && !rs_push_worker_is(w, RS_PW_COMMIT_DONE));
     size_t per = rs_sproto_commit_max(p->msg_max);
     uint8_t *buf = p->msg_buf;
     /* R = 1 and no batch framed (take.c counts them): no partition to list, none to scan. */
@@ -40,7 +41,7 @@ static void send_commit(pworker_t *w)
         if (last)
             break;
     }
-    w->commit_sent = 1;
+    rs_push_worker_set(w, RS_PW_COMMIT_SENT);
 }
 
 void rs_push_commit_progress(rs_pusher_t *p)
@@ -52,7 +53,7 @@ void rs_push_commit_progress(rs_pusher_t *p)
     /* Every batch is with the engine: merged writes still filling go now. */
     for (uint32_t i = 0; rs_push_err(p) == RS_OK && i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];
-        if (w->mcur != NULL && !w->dead) {
+        if (w->mcur != NULL && !rs_push_worker_is(w, RS_PW_LOST)) {
             rs_push_merge_seal(w);
             rs_push_try_post(w);
         }
@@ -65,13 +66,13 @@ void rs_push_commit_progress(rs_pusher_t *p)
     int all = 1;
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];
-        if (rs_push_err(p) != RS_OK && !w->commit_done) {
-            w->commit_done = 1;
-            w->commit_status = rs_push_err(p);
-        }
-        if (!w->commit_sent && !w->commit_done)
+        if (rs_push_err(p) != RS_OK)
+            rs_push_commit_end(w, rs_push_err(p));
+        /* A lost worker's commit is not waited for. */
+        RS_ASSERT(!rs_push_worker_is(w, RS_PW_LOST) || rs_push_worker_is(w, RS_PW_COMMIT_DONE));
+        if (!rs_push_worker_is(w, RS_PW_COMMIT_SENT) && !rs_push_worker_is(w, RS_PW_COMMIT_DONE))
             send_commit(w);
-        all &= w->commit_done;
+        all &= rs_push_worker_is(w, RS_PW_COMMIT_DONE);
     }
     if (!all)
         return;

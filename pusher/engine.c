@@ -16,7 +16,7 @@ unsigned rs_push_engine_poll(rs_pusher_t *p)
     if (atomic_load_explicit(&p->flushed, memory_order_acquire) &&
         atomic_exchange(&p->flushed, 0)) {
         for (uint32_t i = 0; i < p->desc.n_workers; i++)
-            if (!p->workers[i].dead)
+            if (!rs_push_worker_is(&p->workers[i], RS_PW_LOST))
                 rs_push_try_post(&p->workers[i]);
         n++;
     }
@@ -26,9 +26,10 @@ unsigned rs_push_engine_poll(rs_pusher_t *p)
         rs_push_check_alive(w, now);
         if (i == 0 && rs_push_q_writer_short(p->q))
             rs_push_merge_blocks_free(p); /* kept blocks must not starve the writer */
-        if (!w->dead && rs_push_merge_age(w, now))
+        if (!rs_push_worker_is(w, RS_PW_LOST) && rs_push_merge_age(w, now))
             rs_push_try_post(w); /* a merged write filling for long: sealed, asked for */
-        if (!w->dead && !w->req_out && w->retry_at != 0 && now >= w->retry_at) {
+        if (!rs_push_worker_is(w, RS_PW_LOST) && !w->req_out && w->retry_at != 0 &&
+            now >= w->retry_at) {
             w->retry_at = 0;
             rs_push_try_post(w);
         }

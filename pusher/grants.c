@@ -182,7 +182,7 @@ static void send_request(pworker_t *w, uint32_t n, uint32_t n_ret)
 void rs_push_request_grants(pworker_t *w)
 {
     rs_pusher_t *p = w->p;
-    if (w->req_out || w->commit_sent)
+    if (w->req_out || rs_push_worker_is(w, RS_PW_COMMIT_SENT))
         return; /* after the commit the worker has retired every grant: nothing to ask or tell */
     /* Close is still handing over last buffers: asked for together after (merged writes now). */
     int flushing = atomic_load_explicit(&p->flushing, memory_order_relaxed);
@@ -225,7 +225,8 @@ void rs_push_prefetch(rs_pusher_t *p, const uint32_t *hint)
         max_n = rs_sproto_grant_max(p->msg_max);
     for (uint32_t i = 0; i < p->desc.n_workers; i++) {
         pworker_t *w = &p->workers[i];
-        if (w->dead || !w->attached || w->attach_status != RS_OK || w->req_out)
+        if (rs_push_worker_is(w, RS_PW_LOST) || !rs_push_worker_is(w, RS_PW_ATTACHED) ||
+            w->attach_status != RS_OK || w->req_out)
             continue;
         uint32_t n = 0;
         for (uint32_t part = 0; part < p->desc.n_partitions && n < max_n; part++) {

@@ -125,6 +125,21 @@ typedef struct pmerge {
 enum { RS_PM_SEALED = 0, RS_PM_ASKED = 1, RS_PM_GRANTED = 2 };
 #define RS_PUSH_MERGE_KEEP 32 /* merged writes' blocks a pusher keeps for reuse */
 
+/*
+ * Where a worker stands with its pusher (pworker_t.flags): the attach and
+ * the commit each go out once; the attach is answered once; the commit's
+ * outcome is final once known (an answer, a loss, a failure, nothing to
+ * send); a worker lost stays lost. Set through rs_push_worker_set only,
+ * which checks the order.
+ */
+enum {
+    RS_PW_ATTACH_SENT = 1u << 0, /* answers on its connection now find it */
+    RS_PW_ATTACHED = 1u << 1,    /* the attach was answered: attach_status */
+    RS_PW_COMMIT_SENT = 1u << 2, /* the commit went out (or failed to) */
+    RS_PW_COMMIT_DONE = 1u << 3, /* commit_status is its outcome */
+    RS_PW_LOST = 1u << 4,        /* R >= 2: dead or silent; nothing more goes to it */
+};
+
 /* The pusher's view of one worker. */
 typedef struct pworker {
     struct rs_pusher *p;
@@ -132,7 +147,7 @@ typedef struct pworker {
     rs_push_conn_t *conn; /* the lane's connection to this worker */
     rs_ep_t *ep;
     rs_rkey_t *rkey;
-    int attach_sent, attached;
+    uint32_t flags; /* RS_PW_* */
     rs_status_t attach_status;
     rs_list_t pending;  /* framed batches waiting for in-flight room (or not yet looked at) */
     uint64_t n_blocked; /* batches in the partitions' blocked lists */
@@ -152,9 +167,7 @@ typedef struct pworker {
     uint32_t req_id;
     uint32_t prefetch_id; /* the request of grants asked at open (0: none) */
     uint64_t bp_since, retry_at;
-    int commit_sent, commit_done;
     rs_status_t commit_status;
-    int dead;            /* R >= 2: lost (dead or silent); nothing more goes to it */
     uint64_t heard_at;   /* last message or write completion from the worker */
     uint64_t wait_since; /* since when an answer is owed (0: none) */
     pmerge_t *mcur;      /* the merged write being filled (NULL: none) */
@@ -238,6 +251,32 @@ static inline void rs_push_batch_unref(struct rs_pusher *p, rs_pbuf_int_t *b)
     RS_ASSERT(b->refs > 0);
     if (--b->refs == 0)
         rs_push_batch_release(p, b);
+}
+
+/* Are all of flags (RS_PW_*) set on w? */
+static inline int rs_push_worker_is(const pworker_t *w, uint32_t flags)
+{
+    return (w->flags & flags) == flags;
+}
+
+/* Sets flags (RS_PW_*) on w, checking the order they come in. */
+static inline void rs_push_worker_set(pworker_t *w, uint32_t flags)
+{
+    uint32_t once = RS_PW_ATTACH_SENT | RS_PW_ATTACHED | RS_PW_COMMIT_SENT | RS_PW_LOST;
+    RS_ASSERT((w->flags & flags & once) == 0);
+    w->flags |= flags;
+    RS_ASSERT(!rs_push_worker_is(w, RS_PW_ATTACHED) || rs_push_worker_is(w, RS_PW_ATTACH_SENT));
+    RS_ASSERT(!rs_push_worker_is(w, RS_PW_COMMIT_SENT) || rs_push_worker_is(w, RS_PW_ATTACHED));
+    RS_ASSERT(!rs_push_worker_is(w, RS_PW_LOST) || w->p->replicas > 1);
+}
+
+/* w's commit has its outcome, unless an earlier cause gave it one. */
+static inline void rs_push_commit_end(pworker_t *w, rs_status_t status)
+{
+    if (rs_push_worker_is(w, RS_PW_COMMIT_DONE))
+        return;
+    w->commit_status = status;
+    rs_push_worker_set(w, RS_PW_COMMIT_DONE);
 }
 
 /* What is left of a grant. */

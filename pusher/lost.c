@@ -57,9 +57,9 @@ void rs_push_drop_pending(pworker_t *w)
 void rs_push_worker_lost(pworker_t *w, rs_status_t status, const char *why)
 {
     rs_pusher_t *p = w->p;
-    if (w->dead)
+    if (rs_push_worker_is(w, RS_PW_LOST))
         return;
-    w->dead = 1;
+    rs_push_worker_set(w, RS_PW_LOST);
     w->req_out = 0;
     p->stats.workers_lost++;
     rs_push_lane_conn_lost(w->conn); /* the client's other lanes hear of it once */
@@ -68,10 +68,7 @@ void rs_push_worker_lost(pworker_t *w, rs_status_t status, const char *why)
             p->desc.shuffle_id, p->map_id, p->attempt, p->desc.workers[w->index], why,
             rs_strerror(status));
     rs_push_drop_pending(w);
-    if (!w->commit_done) {
-        w->commit_done = 1;
-        w->commit_status = status;
-    }
+    rs_push_commit_end(w, status);
     rs_push_seat_unstarted(p);
     if (!rs_push_replicas_live(p))
         rs_push_fail(p, status, "every replica of a partition lost");
@@ -85,8 +82,10 @@ void rs_push_worker_lost(pworker_t *w, rs_status_t status, const char *why)
 void rs_push_check_alive(pworker_t *w, uint64_t now)
 {
     rs_pusher_t *p = w->p;
-    int owed = w->req_out || w->inflight > 0 || (w->commit_sent && !w->commit_done);
-    if (!owed || rs_push_err(p) != RS_OK || w->dead) {
+    int owed =
+        w->req_out || w->inflight > 0 ||
+        (rs_push_worker_is(w, RS_PW_COMMIT_SENT) && !rs_push_worker_is(w, RS_PW_COMMIT_DONE));
+    if (!owed || rs_push_err(p) != RS_OK || rs_push_worker_is(w, RS_PW_LOST)) {
         w->wait_since = 0;
         return;
     }
@@ -104,8 +103,5 @@ void rs_push_check_alive(pworker_t *w, uint64_t now)
     rs_push_fail(p, RS_ERR_TIMEOUT, "worker not answering");
     w->req_out = 0;
     rs_push_drop_pending(w);
-    if (!w->commit_done) {
-        w->commit_done = 1;
-        w->commit_status = RS_ERR_TIMEOUT;
-    }
+    rs_push_commit_end(w, RS_ERR_TIMEOUT);
 }

@@ -74,7 +74,7 @@ static int merge_open(pworker_t *w)
 int rs_push_merge_room(pworker_t *w, size_t len)
 {
     rs_pusher_t *p = w->p;
-    if (len >= p->merge_below || w->dead)
+    if (len >= p->merge_below || rs_push_worker_is(w, RS_PW_LOST))
         return 1;
     if (w->mcur != NULL && w->mcur->used + rs_sproto_round(len) <= p->merge_len)
         return 1;
@@ -85,7 +85,8 @@ int rs_push_merge_room(pworker_t *w, size_t len)
 int rs_push_merge_add(pworker_t *w, const rs_pbuf_int_t *b)
 {
     rs_pusher_t *p = w->p;
-    if (b->frame_len >= p->merge_below || w->dead) /* merge_below 0: never */
+    if (b->frame_len >= p->merge_below ||
+        rs_push_worker_is(w, RS_PW_LOST)) /* merge_below 0: never */
         return 0;
     uint32_t need = (uint32_t)rs_sproto_round(b->frame_len);
     if (w->mcur != NULL && w->mcur->used + need > p->merge_len)

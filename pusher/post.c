@@ -24,7 +24,7 @@ static void on_put_done(void *arg, rs_status_t status)
              rs_push_err(p) == RS_OK) /* else: canceled by a failure or destroy */
         rs_push_worker_lost(w, status, "a write failed");
     rs_push_batch_unref(p, b);
-    if (rs_push_err(p) != RS_OK || w->dead)
+    if (rs_push_err(p) != RS_OK || rs_push_worker_is(w, RS_PW_LOST))
         rs_push_drop_pending(w);
     else if (w->inflight_full || w->n_retires > w->ret_head || w->reclaim)
         rs_push_try_post(w); /* else nothing waits for this room: no scan per completion */
@@ -45,7 +45,7 @@ static void on_merge_done(void *arg, rs_status_t status)
     else if (status != RS_OK && rs_push_err(p) == RS_OK)
         rs_push_worker_lost(w, status, "a write failed");
     rs_push_merge_release(m);
-    if (rs_push_err(p) != RS_OK || w->dead)
+    if (rs_push_err(p) != RS_OK || rs_push_worker_is(w, RS_PW_LOST))
         rs_push_drop_pending(w);
     else if (w->inflight_full || w->n_retires > w->ret_head || w->reclaim || rs_push_merge_wants(w))
         rs_push_try_post(w);
@@ -187,7 +187,7 @@ static int post_send(pworker_t *w, rs_psend_t *sd, int *again)
 void rs_push_try_post(pworker_t *w)
 {
     rs_pusher_t *p = w->p;
-    if (rs_push_err(p) != RS_OK || w->dead) {
+    if (rs_push_err(p) != RS_OK || rs_push_worker_is(w, RS_PW_LOST)) {
         rs_push_drop_pending(w);
         return;
     }

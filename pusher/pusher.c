@@ -33,6 +33,15 @@ static rs_status_t client_check(rs_pusher_t *p)
     return werr(p);
 }
 
+/* May p take more data? Its client lives and close has not begun. */
+static rs_status_t write_check(rs_pusher_t *p)
+{
+    rs_status_t s = client_check(p);
+    if (s == RS_OK && atomic_load(&p->closing))
+        s = RS_ERR_STATE; /* after close: it would land after the commit */
+    return s;
+}
+
 /* Sends w's attach on the lane's connection to its worker (made now on first use). */
 static rs_status_t attach_send(rs_pusher_t *p, pworker_t *w)
 {
@@ -62,7 +71,7 @@ static rs_status_t attach_send(rs_pusher_t *p, pworker_t *w)
         return s;
     /* Set before the send: the reply (or the connection's loss) finds w. */
     rs_ep_set_user(w->ep, w);
-    w->attach_sent = 1;
+    rs_push_worker_set(w, RS_PW_ATTACH_SENT);
     s = rs_msg_send(w->ep, RS_SMSG_ATTACH, buf, len, NULL, NULL);
     if (s != RS_OK)
         rs_error("pusher: cannot send the attach to worker %s: %s", addr, rs_strerror(s));
@@ -74,20 +83,20 @@ static rs_status_t attach_wait(rs_pusher_t *p, pworker_t *w, uint64_t deadline)
 {
     const char *addr = p->desc.workers[w->index];
     uint64_t spin_end = rs_now_ns() + RS_ATTACH_SPIN_NS;
-    while (!w->attached && !w->dead && werr(p) == RS_OK && rs_ep_status(w->ep) == RS_OK &&
-           rs_now_coarse_ns() < deadline) {
-        if (rs_progress(p->ctx) > 0 || w->attached)
+    while (!rs_push_worker_is(w, RS_PW_ATTACHED) && !rs_push_worker_is(w, RS_PW_LOST) &&
+           werr(p) == RS_OK && rs_ep_status(w->ep) == RS_OK && rs_now_coarse_ns() < deadline) {
+        if (rs_progress(p->ctx) > 0 || rs_push_worker_is(w, RS_PW_ATTACHED))
             continue;
         if (rs_now_ns() < spin_end)
             sched_yield(); /* the answer is microseconds away: a sleep costs a wake-up */
         else
             rs_wait(p->ctx, 1);
     }
-    if (!w->attached && werr(p) != RS_OK)
+    if (!rs_push_worker_is(w, RS_PW_ATTACHED) && werr(p) != RS_OK)
         return werr(p); /* another worker failed the pusher meanwhile (R = 1) */
-    if (!w->attached) {
+    if (!rs_push_worker_is(w, RS_PW_ATTACHED)) {
         rs_status_t s = rs_ep_status(w->ep) != RS_OK ? rs_ep_status(w->ep) : RS_ERR_TIMEOUT;
-        if (w->dead && w->commit_status != RS_OK)
+        if (rs_push_worker_is(w, RS_PW_LOST) && w->commit_status != RS_OK)
             s = w->commit_status;
         rs_error("pusher: worker %s did not answer the attach: %s", addr, rs_strerror(s));
         return s;
@@ -105,10 +114,12 @@ static rs_status_t attach_wait(rs_pusher_t *p, pworker_t *w, uint64_t deadline)
  */
 static int conn_reusable(const pworker_t *w)
 {
-    if (w->dead || !w->attached || w->attach_status != RS_OK || w->inflight != 0 || w->ep == NULL ||
+    if (rs_push_worker_is(w, RS_PW_LOST) || !rs_push_worker_is(w, RS_PW_ATTACHED) ||
+        w->attach_status != RS_OK || w->inflight != 0 || w->ep == NULL ||
         rs_ep_status(w->ep) != RS_OK)
         return 0;
-    return !w->commit_sent || (w->commit_done && w->commit_status == RS_OK);
+    return !rs_push_worker_is(w, RS_PW_COMMIT_SENT) ||
+           (rs_push_worker_is(w, RS_PW_COMMIT_DONE) && w->commit_status == RS_OK);
 }
 
 /*
@@ -227,7 +238,7 @@ static rs_status_t attach_all(rs_pusher_t *p)
     for (uint32_t pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < nw; i++) {
             pworker_t *w = &p->workers[i];
-            if (w->dead)
+            if (rs_push_worker_is(w, RS_PW_LOST))
                 continue; /* R >= 2: lost meanwhile (worker_lost counted it) */
             if (pass == 0) {
                 s = attach_send(p, w);
@@ -238,27 +249,26 @@ static rs_status_t attach_all(rs_pusher_t *p)
             }
             if (s == RS_OK && (s = werr(p)) == RS_OK)
                 continue;
-            if (w->dead && werr(p) == RS_OK) {
+            if (rs_push_worker_is(w, RS_PW_LOST) && werr(p) == RS_OK) {
                 lost_s = w->commit_status; /* lost meanwhile (worker_lost counted it) */
                 continue;
             }
             /* A worker that answers and refuses (another R, another partition count) is an error.
              */
-            if (p->replicas == 1 || w->attached || werr(p) != RS_OK)
+            if (p->replicas == 1 || rs_push_worker_is(w, RS_PW_ATTACHED) || werr(p) != RS_OK)
                 return werr(p) != RS_OK ? werr(p) : s;
             /* Replicated: its partitions go to the next live workers of their rings. */
             rs_warn("pusher: going on without worker %s (%u replicas)", p->desc.workers[i],
                     p->replicas);
-            w->dead = 1;
-            w->commit_done = 1; /* nothing to commit there, nothing to wait for */
-            w->commit_status = s;
+            rs_push_worker_set(w, RS_PW_LOST);
+            rs_push_commit_end(w, s); /* nothing to commit there, nothing to wait for */
             p->stats.workers_lost++;
             lost_s = s;
         }
     }
     uint32_t lost = 0;
     for (uint32_t i = 0; i < nw; i++)
-        lost += p->workers[i].dead;
+        lost += rs_push_worker_is(&p->workers[i], RS_PW_LOST);
     if (lost == 0)
         return werr(p); /* nobody lost: the holders seated before the attaches stand */
     rs_push_seat_unstarted(p);
@@ -505,11 +515,9 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
 {
     if (p == NULL)
         return RS_ERR_INVALID;
-    rs_status_t s = client_check(p);
+    rs_status_t s = write_check(p);
     if (s != RS_OK)
         return s;
-    if (atomic_load(&p->closing))
-        return RS_ERR_STATE; /* after close: it would land after the commit */
     if (partition >= p->desc.n_partitions || (rec == NULL && len > 0))
         return RS_ERR_INVALID;
     size_t need = rs_record_size(len);
@@ -577,11 +585,9 @@ rs_status_t rs_pusher_swap(rs_pusher_t *p, uint32_t partition, rs_pbuf_t *full, 
 {
     if (p == NULL || fresh_p == NULL)
         return RS_ERR_INVALID;
-    rs_status_t s = client_check(p);
+    rs_status_t s = write_check(p);
     if (s != RS_OK)
         return s;
-    if (atomic_load(&p->closing))
-        return RS_ERR_STATE; /* after close: it would land after the commit */
     if (partition >= p->desc.n_partitions || full == NULL || used > full->len)
         return RS_ERR_INVALID;
     rs_pbuf_int_t *b = rs_pbuf_int(full);
@@ -666,7 +672,7 @@ rs_status_t rs_pusher_close(rs_pusher_t *p, rs_pusher_stats_t *stats)
     s = werr(p);
     if (s == RS_OK && finished) { /* lost workers (R >= 2) are not waited for */
         for (uint32_t i = 0; i < p->desc.n_workers && s == RS_OK; i++)
-            if (!p->workers[i].dead)
+            if (!rs_push_worker_is(&p->workers[i], RS_PW_LOST))
                 s = p->workers[i].commit_status;
     }
     if (s == RS_OK)

@@ -20,7 +20,7 @@ int rs_push_replicas_live(const rs_pusher_t *p)
         const uint32_t *h = rs_push_holders(p, part);
         int live = 0;
         for (uint32_t k = 0; k < p->replicas && !live; k++)
-            live = !p->workers[h[k]].dead;
+            live = !rs_push_worker_is(&p->workers[h[k]], RS_PW_LOST);
         if (!live) {
             rs_error("pusher (shuffle %u map %u): partition %u has no live holder left",
                      p->desc.shuffle_id, p->map_id, part);
@@ -41,7 +41,7 @@ static void seat(rs_pusher_t *p, uint32_t part)
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t j = 0; j < nw && n < p->replicas; j++) {
             uint32_t w = (p->place[part] + j) % nw;
-            if (p->workers[w].dead == pass)
+            if (rs_push_worker_is(&p->workers[w], RS_PW_LOST) == pass)
                 h[n++] = w;
         }
     }

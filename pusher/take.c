@@ -116,7 +116,7 @@ static void count_sends(rs_pusher_t *p, rs_pbuf_int_t *out, size_t flen, uint64_
         rs_psend_t *sd = &out->sends[k];
         *sd = (rs_psend_t){.b = out, .w = w};
         rs_list_init(&sd->link);
-        if (w->dead)
+        if (rs_push_worker_is(w, RS_PW_LOST))
             continue;
         rs_commit_entry_t *c = &w->counts[part];
         c->batches++;
@@ -149,7 +149,7 @@ static void queue_sends(rs_pusher_t *p, rs_pbuf_int_t *out, size_t flen)
     for (uint32_t k = 0; k < p->replicas; k++) {
         rs_psend_t *sd = &out->sends[k];
         pworker_t *w = sd->w;
-        if (w->dead)
+        if (rs_push_worker_is(w, RS_PW_LOST))
             continue;
         post[n_post++] = w;
         if (dup == 0 && rs_push_merge_add(w, out)) { /* copied into w's merged write */

@@ -10,7 +10,6 @@
 #include "shuffle/proto.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* Sequential opens seen before reading ahead (one in-order pair is not a pattern yet). */
 #define AHEAD_AFTER 2
@@ -48,19 +47,10 @@ int rs_rd_sess_ahead_reply(rs_reader_session_t *s, rs_ep_t *ep, unsigned type, c
         rahead_t *a = &s->ahead[i];
         if (a->state != RAHEAD_SENT || a->tag != rr.tag || a->conn->ep != ep)
             continue;
-        if (len > a->cap) {
-            uint8_t *n = realloc(a->reply, len);
-            if (n == NULL) { /* claimed as not there: the open asks again */
-                a->len = 0;
-                a->state = RAHEAD_GOT;
-                a->got = 1;
-                return 1;
-            }
-            a->reply = n;
-            a->cap = len;
-        }
-        memcpy(a->reply, data, len);
-        a->len = len;
+        if (rs_rd_reply_copy(&a->reply, &a->cap, data, len) == RS_OK)
+            a->len = len;
+        else
+            a->len = 0; /* claimed as not there: the open asks again */
         a->state = RAHEAD_GOT;
         a->got = 1;
         return 1;
@@ -88,16 +78,10 @@ rs_status_t rs_rd_sess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t 
     rs_smsg_read_reply_t rr;
     if (a->len > 0 && rs_sproto_read_reply_decode(a->reply, a->len, &rr) == RS_OK &&
         rr.status == RS_OK) {
-        if (a->len > s->reply_cap) {
-            uint8_t *n = realloc(s->reply, a->len);
-            if (n == NULL) {
-                ahead_free(a);
-                return RS_ERR_NOMEM; /* its snapshot goes with the connection */
-            }
-            s->reply = n;
-            s->reply_cap = a->len;
+        if (rs_rd_reply_copy(&s->reply, &s->reply_cap, a->reply, a->len) != RS_OK) {
+            ahead_free(a);
+            return RS_ERR_NOMEM; /* its snapshot goes with the connection */
         }
-        memcpy(s->reply, a->reply, a->len);
         s->reply_len = a->len;
         /* decoded again where it now lies: the views point into s->reply */
         if (rs_sproto_decode(s->reply, s->reply_len, RS_SMSG_READ_REPLY, &s->rep) == RS_OK)

@@ -10,6 +10,8 @@
 #ifndef RS_READER_INTERNAL_H
 #define RS_READER_INTERNAL_H
 
+#include <stdlib.h>
+#include <string.h>
 #include <rshuffle/reader.h>
 #include <rshuffle/transport.h>
 
@@ -106,6 +108,20 @@ struct rs_reader_session {
     uint32_t ahead_next, ahead_run;
     rahead_t ahead[RS_READ_AHEAD];
 };
+
+/* Copies a reply into *buf, grown to len (*cap: its size); RS_ERR_NOMEM leaves both. */
+static inline rs_status_t rs_rd_reply_copy(uint8_t **buf, size_t *cap, const void *data, size_t len)
+{
+    if (len > *cap) {
+        uint8_t *n = realloc(*buf, len);
+        if (n == NULL)
+            return RS_ERR_NOMEM;
+        *buf = n;
+        *cap = len;
+    }
+    memcpy(*buf, data, len);
+    return RS_OK;
+}
 
 /*
  * Read lanes (lane.c). get: an idle lane of the client fit for key, else a

@@ -8,9 +8,6 @@
 
 #include "shuffle/proto.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 static void on_reply(rs_read_lane_t *l, unsigned type, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_reader_session_t *s = l->sess;
@@ -32,19 +29,9 @@ static void on_reply(rs_read_lane_t *l, unsigned type, rs_ep_t *ep, const void *
                                                    : s->want_tag;
     if (tag != s->want_tag)
         return; /* the late answer to a request that timed out */
-    if (len > s->reply_cap) {
-        uint8_t *n = realloc(s->reply, len);
-        if (n == NULL) {
-            s->got_status = RS_ERR_NOMEM;
-            s->got = 1;
-            return;
-        }
-        s->reply = n;
-        s->reply_cap = len;
-    }
-    memcpy(s->reply, data, len);
-    s->reply_len = len;
-    s->got_status = RS_OK;
+    s->got_status = rs_rd_reply_copy(&s->reply, &s->reply_cap, data, len);
+    if (s->got_status == RS_OK)
+        s->reply_len = len;
     s->got = 1;
 }
 

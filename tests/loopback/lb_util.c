@@ -101,19 +101,6 @@ void lb_shuffle_free(lb_shuffle_t *s)
     s->seen = NULL;
 }
 
-uint32_t lb_rec_make(uint32_t m, uint32_t i, uint8_t *rec)
-{
-    uint32_t len = 8 + (i * 7u + m) % 128;
-    uint32_t x = m * 2654435761u ^ i;
-    for (uint32_t k = 0; k < len; k++) {
-        x = x * 1103515245u + 12345u;
-        rec[k] = (uint8_t)(x >> 16);
-    }
-    memcpy(rec, &m, 4);
-    memcpy(rec + 4, &i, 4);
-    return len;
-}
-
 void lb_pusher_config(rs_pusher_config_t *pc, uint32_t wait_ms)
 {
     rs_pusher_config_defaults(pc);
@@ -125,6 +112,15 @@ void lb_pusher_config(rs_pusher_config_t *pc, uint32_t wait_ms)
     pc->backpressure_ms = wait_ms;
 }
 
+/* The records s pushed, as the checks see them. */
+static trec_grid_t grid(const lb_shuffle_t *s)
+{
+    return (trec_grid_t){.n_maps = s->n_maps,
+                         .n_records = s->n_records,
+                         .n_partitions = s->desc.n_partitions,
+                         .seen = s->seen};
+}
+
 rs_status_t lb_push_map(lb_shuffle_t *s, uint32_t map, uint32_t attempt,
                         const rs_pusher_config_t *pc)
 {
@@ -132,13 +128,8 @@ rs_status_t lb_push_map(lb_shuffle_t *s, uint32_t map, uint32_t attempt,
     rs_status_t st = rs_pusher_open(&s->desc, map, attempt, pc, &p);
     if (st != RS_OK)
         return st;
-    uint8_t rec[LB_REC_MAX];
-    for (uint32_t i = 0; i < s->n_records && st == RS_OK; i++) {
-        uint32_t len = lb_rec_make(map, i, rec);
-        st = rs_pusher_append(p, i % s->desc.n_partitions, rec, len);
-    }
-    if (st == RS_OK)
-        st = rs_pusher_close(p, NULL);
+    trec_grid_t g = grid(s);
+    st = trec_push(p, &g, map);
     rs_pusher_destroy(p);
     return st;
 }
@@ -154,34 +145,8 @@ void lb_reader_config(rs_reader_config_t *rc, int local_reads, uint32_t wait_ms)
 int lb_read_part(lb_shuffle_t *s, rs_reader_session_t *sess, uint32_t part, rs_status_t *status,
                  rs_reader_stats_t *st)
 {
-    rs_reader_t *r;
-    rs_status_t rs = rs_reader_open_in(sess, part, &r);
-    *status = rs;
-    if (rs != RS_OK)
-        return __LINE__;
-    const void *rec;
-    uint32_t len;
-    uint8_t want[LB_REC_MAX];
-    int bad = 0;
-    while (!bad && (rs = rs_reader_next(r, &rec, &len)) == RS_OK && rec != NULL) {
-        uint32_t m, i;
-        if (len < 8) {
-            bad = __LINE__;
-            break;
-        }
-        memcpy(&m, rec, 4);
-        memcpy(&i, (const uint8_t *)rec + 4, 4);
-        if (m >= s->n_maps || i >= s->n_records || i % s->desc.n_partitions != part ||
-            lb_rec_make(m, i, want) != len || memcmp(rec, want, len) != 0)
-            bad = __LINE__;
-        else if (s->seen[(size_t)m * s->n_records + i]++)
-            bad = __LINE__; /* delivered twice */
-    }
-    if (st != NULL)
-        rs_reader_stats(r, st);
-    rs_reader_close(r);
-    *status = rs;
-    return bad ? bad : rs != RS_OK ? __LINE__ : 0;
+    trec_grid_t g = grid(s);
+    return trec_read_part(&g, sess, part, status, st);
 }
 
 int lb_read_all(lb_shuffle_t *s, const rs_reader_config_t *rc, const uint32_t *attempts,
@@ -206,10 +171,8 @@ int lb_read_all(lb_shuffle_t *s, const rs_reader_config_t *rc, const uint32_t *a
 
 int lb_all_seen(const lb_shuffle_t *s)
 {
-    for (size_t k = 0; k < (size_t)s->n_maps * s->n_records; k++)
-        if (s->seen[k] != 1)
-            return 0;
-    return 1;
+    trec_grid_t g = grid(s);
+    return trec_all_seen(&g);
 }
 
 void lb_seen_clear(lb_shuffle_t *s)

@@ -13,9 +13,9 @@
 #include <rshuffle/worker.h>
 
 #include "tests/loopback/loopback.h"
+#include "tests/records.h"
 
 #define LB_MAX_WORKERS 4
-#define LB_REC_MAX     256
 
 /* The test defaults: short transport timeouts, errors only (setenv unless already set). */
 void lb_env_defaults(void);
@@ -57,9 +57,7 @@ void lb_shuffle_desc(lb_shuffle_t *s, uint32_t id, uint32_t parts, uint32_t repl
                      uint32_t n_maps, uint32_t n_records);
 void lb_shuffle_free(lb_shuffle_t *s);
 
-/* Record i of map m (8..135 bytes, m and i first); returns its length. */
-uint32_t lb_rec_make(uint32_t m, uint32_t i, uint8_t *rec);
-/* Record i goes to partition i % n_partitions. */
+/* Records: trec_make (tests/records.h); record i goes to partition i % n_partitions. */
 
 /* Pusher config of the tests: small buffers, waits of wait_ms. */
 void lb_pusher_config(rs_pusher_config_t *pc, uint32_t wait_ms);

@@ -67,9 +67,9 @@ static void test_grants_and_commit(void **state)
     lb_pusher_config(&pc, WAIT_MS);
     rs_pusher_t *p;
     assert_int_equal(rs_pusher_open(&s.desc, 0, 0, &pc, &p), RS_OK);
-    uint8_t rec[LB_REC_MAX];
+    uint8_t rec[TREC_MAX];
     for (uint32_t i = 0; i < s.n_records; i++)
-        assert_int_equal(rs_pusher_append(p, i % 4, rec, lb_rec_make(0, i, rec)), RS_OK);
+        assert_int_equal(rs_pusher_append(p, i % 4, rec, trec_make(0, i, rec)), RS_OK);
     rs_pusher_stats_t ps;
     assert_int_equal(rs_pusher_close(p, &ps), RS_OK);
     rs_pusher_destroy(p);
@@ -209,11 +209,11 @@ static void test_failover_replica(void **state)
     lb_pusher_config(&pc, WAIT_MS);
     rs_pusher_t *p;
     assert_int_equal(rs_pusher_open(&s.desc, 0, 0, &pc, &p), RS_OK);
-    uint8_t rec[LB_REC_MAX];
+    uint8_t rec[TREC_MAX];
     for (uint32_t i = 0; i < s.n_records; i++) {
         if (i == s.n_records / 2)
             assert_int_equal(rs_lb_kill(lb_worker_ctx(&s, 1)), RS_OK);
-        assert_int_equal(rs_pusher_append(p, i % 6, rec, lb_rec_make(0, i, rec)), RS_OK);
+        assert_int_equal(rs_pusher_append(p, i % 6, rec, trec_make(0, i, rec)), RS_OK);
     }
     rs_pusher_stats_t ps;
     assert_int_equal(rs_pusher_close(p, &ps), RS_OK);
@@ -236,9 +236,9 @@ static void test_abort_commits_nothing(void **state)
     lb_pusher_config(&pc, WAIT_MS);
     rs_pusher_t *p;
     assert_int_equal(rs_pusher_open(&s.desc, 0, 0, &pc, &p), RS_OK);
-    uint8_t rec[LB_REC_MAX];
+    uint8_t rec[TREC_MAX];
     for (uint32_t i = 0; i < s.n_records; i++)
-        assert_int_equal(rs_pusher_append(p, i % 4, rec, lb_rec_make(0, i, rec)), RS_OK);
+        assert_int_equal(rs_pusher_append(p, i % 4, rec, trec_make(0, i, rec)), RS_OK);
     rs_pusher_destroy(p);
     rs_lb_counts_t c;
     rs_lb_counts(&c);
@@ -273,9 +273,9 @@ static rs_status_t push_faulty(lb_shuffle_t *s, uint32_t attempt, uint64_t *ms)
     rs_status_t st = rs_pusher_open(&s->desc, 0, attempt, &pc, &p);
     assert_int_equal(st, RS_OK);
     rs_push_fault(p, RS_FAULT_HUGE_SEQ, 4);
-    uint8_t rec[LB_REC_MAX];
+    uint8_t rec[TREC_MAX];
     for (uint32_t i = 0; i < s->n_records && st == RS_OK; i++)
-        st = rs_pusher_append(p, i % 2, rec, lb_rec_make(0, i, rec));
+        st = rs_pusher_append(p, i % 2, rec, trec_make(0, i, rec));
     if (st == RS_OK)
         st = rs_pusher_close(p, NULL);
     rs_pusher_destroy(p);

@@ -45,13 +45,7 @@ static void read_sum(lb_shuffle_t *s, const rs_reader_config_t *rc, const uint32
         int line = lb_read_part(s, sess, p, &st, &r);
         if (line != 0)
             fail_msg("partition %u: check at line %d failed (%s)", p, line, rs_strerror(st));
-        sum->records += r.records;
-        sum->batches += r.batches;
-        sum->duplicates += r.duplicates;
-        sum->other_attempts += r.other_attempts;
-        sum->reads += r.reads;
-        sum->local_batches += r.local_batches;
-        sum->failovers += r.failovers;
+        trec_stats_add(sum, &r);
     }
     rs_reader_session_close(sess);
     assert_true(lb_all_seen(s));
@@ -137,9 +131,9 @@ static void test_dedup_retry(void **state)
     rs_pusher_t *p;
     assert_int_equal(rs_pusher_open(&s.desc, 0, 0, &pc, &p), RS_OK);
     rs_push_fault(p, RS_FAULT_DUPLICATE, 3);
-    uint8_t rec[LB_REC_MAX];
+    uint8_t rec[TREC_MAX];
     for (uint32_t i = 0; i < s.n_records; i++)
-        assert_int_equal(rs_pusher_append(p, i % 4, rec, lb_rec_make(0, i, rec)), RS_OK);
+        assert_int_equal(rs_pusher_append(p, i % 4, rec, trec_make(0, i, rec)), RS_OK);
     assert_int_equal(rs_pusher_close(p, NULL), RS_OK);
     rs_pusher_destroy(p);
     rs_reader_config_t rc;
@@ -178,7 +172,7 @@ static void test_failover_mid_read(void **state)
     assert_int_equal(rs_reader_open_in(sess, part, &r), RS_OK);
     const void *rec;
     uint32_t len;
-    uint8_t want[LB_REC_MAX];
+    uint8_t want[TREC_MAX];
     uint64_t n = 0;
     rs_status_t st;
     int killed = 0;
@@ -188,7 +182,7 @@ static void test_failover_mid_read(void **state)
         memcpy(&m, rec, 4);
         memcpy(&i, (const uint8_t *)rec + 4, 4);
         assert_true(m < 2 && i < s.n_records && i % 3 == part);
-        assert_int_equal(lb_rec_make(m, i, want), len);
+        assert_int_equal(trec_make(m, i, want), len);
         assert_memory_equal(rec, want, len);
         assert_int_equal(s.seen[(size_t)m * s.n_records + i]++, 0);
         if (++n == 1000) {

@@ -23,6 +23,7 @@
 #include <rshuffle/worker.h>
 
 #include "pusher/internal.h"
+#include "tests/records.h"
 
 #define MAX_WORKERS 2
 #define MAX_MAPS    2
@@ -37,18 +38,13 @@ typedef struct colo {
     uint8_t *seen;              /* [map][record] */
 } colo_t;
 
-/* Record i of map m: 8..135 bytes derived from both. */
-static uint32_t rec_make(uint32_t m, uint32_t i, uint8_t *rec)
+/* The records c pushed, as the checks see them. */
+static trec_grid_t grid(const colo_t *c)
 {
-    uint32_t len = 8 + (i * 7u + m) % 128;
-    uint32_t x = m * 2654435761u ^ i;
-    for (uint32_t k = 0; k < len; k++) {
-        x = x * 1103515245u + 12345u;
-        rec[k] = (uint8_t)(x >> 16);
-    }
-    memcpy(rec, &m, 4);
-    memcpy(rec + 4, &i, 4);
-    return len;
+    return (trec_grid_t){.n_maps = c->n_maps,
+                         .n_records = c->n_records,
+                         .n_partitions = c->desc.n_partitions,
+                         .seen = c->seen};
 }
 
 static rs_status_t worker_start(colo_t *c, uint32_t self, uint64_t mem)
@@ -95,70 +91,32 @@ static rs_status_t push_map(colo_t *c, uint32_t map, rs_codec_t codec, int fault
 #else
     assert_int_equal(fault, 0); /* only test builds have the hooks */
 #endif
-    uint8_t rec[256];
-    for (uint32_t i = 0; i < c->n_records && s == RS_OK; i++) {
-        uint32_t len = rec_make(map, i, rec);
-        s = rs_pusher_append(p, i % c->desc.n_partitions, rec, len);
-    }
-    if (s == RS_OK)
-        s = rs_pusher_close(p, NULL);
+    trec_grid_t g = grid(c);
+    s = trec_push(p, &g, map);
     rs_pusher_destroy(p);
     return s;
 }
 
 /*
- * Reads partition part and checks every record (bytes, partition, first
- * sighting); adds the reader's stats to *st. Returns 0, or a line number
- * naming the failed check (usable in a child process, where cmocka's
- * asserts are not).
+ * Reads partition part and checks every record (trec_read_part); adds the
+ * reader's stats to *st. Returns 0, or a line number naming the failed
+ * check (usable in a child process, where cmocka's asserts are not).
  */
 static int read_part(colo_t *c, rs_reader_session_t *sess, uint32_t part, rs_status_t *status,
                      rs_reader_stats_t *st)
 {
-    rs_reader_t *r;
-    rs_status_t s = rs_reader_open_in(sess, part, &r);
-    *status = s;
-    if (s != RS_OK)
-        return __LINE__;
-    const void *rec;
-    uint32_t len;
-    uint8_t want[256];
-    int bad = 0;
-    while (!bad && (s = rs_reader_next(r, &rec, &len)) == RS_OK && rec != NULL) {
-        uint32_t m, i;
-        if (len < 8) {
-            bad = __LINE__;
-            break;
-        }
-        memcpy(&m, rec, 4);
-        memcpy(&i, (const uint8_t *)rec + 4, 4);
-        if (m >= c->n_maps || i >= c->n_records || i % c->desc.n_partitions != part ||
-            rec_make(m, i, want) != len || memcmp(rec, want, len) != 0)
-            bad = __LINE__;
-        else if (c->seen[(size_t)m * c->n_records + i]++)
-            bad = __LINE__; /* delivered twice */
-    }
-    rs_reader_stats_t rs;
-    rs_reader_stats(r, &rs);
-    st->records += rs.records;
-    st->batches += rs.batches;
-    st->bytes += rs.bytes;
-    st->reads += rs.reads;
-    st->spill_loads += rs.spill_loads;
-    st->local_batches += rs.local_batches;
-    st->zero_copy_bytes += rs.zero_copy_bytes;
-    rs_reader_close(r);
-    *status = s;
-    return bad ? bad : s != RS_OK ? __LINE__ : 0;
+    trec_grid_t g = grid(c);
+    rs_reader_stats_t rs = {0};
+    int line = trec_read_part(&g, sess, part, status, &rs);
+    trec_stats_add(st, &rs);
+    return line;
 }
 
 /* Every record of every map seen exactly once? */
 static int all_seen(const colo_t *c)
 {
-    for (size_t k = 0; k < (size_t)c->n_maps * c->n_records; k++)
-        if (c->seen[k] != 1)
-            return 0;
-    return 1;
+    trec_grid_t g = grid(c);
+    return trec_all_seen(&g);
 }
 
 static rs_reader_session_t *session(colo_t *c, int local_reads)

@@ -32,10 +32,10 @@ static void worker_stats_settled(rs_worker_t *w, rs_worker_stats_t *st, uint64_t
 static size_t batch_payload(uint32_t map, uint32_t p, uint32_t j, uint8_t *out)
 {
     size_t len = 0;
-    uint8_t rec[LB_REC_MAX];
+    uint8_t rec[TREC_MAX];
     for (uint32_t k = 0; k < PER_BATCH; k++) {
         uint32_t i = p + PARTS * (j * PER_BATCH + k);
-        len += rs_record_put(out + len, rec, lb_rec_make(map, i, rec));
+        len += rs_record_put(out + len, rec, trec_make(map, i, rec));
     }
     return len;
 }
@@ -152,7 +152,7 @@ static void test_grant_flags_and_extents(void **state)
 /* Pushes every batch of map into its own grant; fills e[PARTS] with what was sent. */
 static void push_all(lbw_client_t *c, uint32_t map, rs_commit_entry_t *e, uint64_t *total)
 {
-    static uint8_t payload[PER_BATCH * (LB_REC_MAX + 4)];
+    static uint8_t payload[PER_BATCH * (TREC_MAX + 4)];
     uint64_t seq = 0;
     *total = 0;
     for (uint32_t p = 0; p < PARTS; p++) {
