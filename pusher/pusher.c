@@ -521,18 +521,19 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
     if (partition >= p->desc.n_partitions || (rec == NULL && len > 0))
         return RS_ERR_INVALID;
     size_t need = rs_record_size(len);
-    if (len > RS_PUSH_RECORD_MAX) {
-        rs_error("pusher: a record of %u bytes is over the limit (RS_PUSH_RECORD_MAX, %u bytes)",
-                 len, RS_PUSH_RECORD_MAX);
-        return RS_ERR_INVALID;
-    }
-    if (!rs_push_q_fits(p->q, need)) {
-        rs_error("pusher: a record of %u bytes does not fit the push pool (%zu bytes)", len,
-                 p->cfg.pool_bytes);
-        return RS_ERR_INVALID;
-    }
     pwrite_t *wr = &p->wr[partition];
-    if (wr->cap - wr->fill < need) {
+    if (wr->cap - wr->fill < need) { /* a record that fits a buffer is within both limits */
+        if (len > RS_PUSH_RECORD_MAX) {
+            rs_error("pusher: a record of %u bytes is over the limit "
+                     "(RS_PUSH_RECORD_MAX, %u bytes)",
+                     len, RS_PUSH_RECORD_MAX);
+            return RS_ERR_INVALID;
+        }
+        if (!rs_push_q_fits(p->q, need)) {
+            rs_error("pusher: a record of %u bytes does not fit the push pool (%zu bytes)", len,
+                     p->cfg.pool_bytes);
+            return RS_ERR_INVALID;
+        }
         rs_pbuf_t *b = p->cur[partition];
         if (b != NULL) {
             size_t grown = b->len * 2 < p->part_cap ? b->len * 2 : p->part_cap;
