@@ -45,3 +45,9 @@ target_link_libraries(rs-perf-touch PRIVATE rs_perf)
 target_include_directories(rs-perf-touch PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_definitions(rs-perf-touch PRIVATE _GNU_SOURCE)
 set_target_properties(rs-perf-touch PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)
+
+# An idle context's progress round with connections to peers of this host (their own workers).
+add_executable(rs-perf-idle ${PROJECT_SOURCE_DIR}/perf/rs-perf-idle.c)
+target_link_libraries(rs-perf-idle PRIVATE rshuffle rs_perf)
+target_compile_definitions(rs-perf-idle PRIVATE _GNU_SOURCE)
+set_target_properties(rs-perf-idle PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)

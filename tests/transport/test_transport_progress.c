@@ -1,6 +1,7 @@
 /*
  * Progress and callbacks: no callback runs inside the call that posted its
- * op; the progress thread, rs_wait and the fd/arm pair each deliver events;
+ * op; the progress thread, rs_wait and the fd/arm pair each deliver events
+ * (to a connection whose own worker arm skips, too);
  * rs_ep_close from inside a callback is deferred safely.
  */
 #include <poll.h>
@@ -180,6 +181,48 @@ static void test_wait_and_fd(void **state)
     assert_int_equal(msgs, 2);
 }
 
+/*
+ * A client's connections to a peer of this host have UCX workers of their own, which arm skips
+ * once they are armed and idle: a message to one of three must still make rs_ctx_fd readable
+ * and be delivered by the progress after the poll.
+ */
+static void test_fd_wakes_for_idle_connection(void **state)
+{
+    fixture_t *f = *state;
+    msgs = 0;
+    assert_int_equal(rs_set_msg_handler(f->p.cli, 4, count_msg, NULL), RS_OK);
+    rs_ep_t *more[2];
+    assert_int_equal(rs_progress_thread_start(f->p.srv), RS_OK);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(
+            rs_connect(f->p.cli, "127.0.0.1", rs_listener_port(f->p.listener), &more[i]), RS_OK);
+    uint64_t end = tt_now_ms() + 3000;
+    while (__atomic_load_n(&f->p.accepted, __ATOMIC_ACQUIRE) < 3 && tt_now_ms() < end)
+        usleep(1000);
+    rs_progress_thread_stop(f->p.srv);
+    assert_int_equal(f->p.accepted, 3);
+    rs_ep_t *last = f->p.sep; /* the last one accepted */
+
+    int fd = rs_ctx_fd(f->p.cli);
+    for (int round = 0; round < 3; round++) {
+        end = tt_now_ms() + 5000;
+        while (rs_ctx_arm(f->p.cli) == RS_ERR_BUSY && tt_now_ms() < end)
+            rs_progress(f->p.cli);
+        assert_int_equal(rs_ctx_arm(f->p.cli), RS_OK); /* armed, idle: nothing to arm again */
+        assert_int_equal(rs_msg_send(last, 4, "ping", 4, NULL, NULL), RS_OK);
+        rs_progress(f->p.srv);
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        assert_int_equal(poll(&pfd, 1, 5000), 1);
+        while (msgs == round && tt_now_ms() < end) {
+            rs_progress(f->p.cli);
+            rs_progress(f->p.srv);
+        }
+        assert_int_equal(msgs, round + 1);
+    }
+    rs_ep_close(more[0]);
+    rs_ep_close(more[1]);
+}
+
 /* ------------------------------------------- rs_ep_close inside a callback */
 
 typedef struct closer {
@@ -220,6 +263,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_callback_inside_post, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_and_fd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fd_wakes_for_idle_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_inside_callback, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

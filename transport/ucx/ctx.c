@@ -194,7 +194,7 @@ static rs_status_t ucx_init_worker(rs_ctx_t *ctx, rs_ucx_ctx_t *uc)
 static rs_status_t ucx_renew(rs_ctx_t *ctx)
 {
     rs_ucx_ctx_t *uc = rs_ucx_ctx(ctx);
-    rs_ucx_worker_t old = {uc->worker, uc->ucp_addr, uc->addr, uc->addr_len, uc->efd, {0}}, w;
+    rs_ucx_worker_t old = {uc->worker, uc->ucp_addr, uc->addr, uc->addr_len, uc->efd, 0, {0}}, w;
     rs_status_t st = rs_ucx_worker_open(ctx, uc, &w);
     if (st != RS_OK)
         return st;
@@ -226,6 +226,7 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     rs_list_init(&uc->zombies);
     rs_list_init(&uc->owns);
     rs_list_init(&uc->own_dead);
+    uc->own_ep = -1;
     rs_list_init(&uc->amo_reqs);
     rs_list_init(&uc->regions);
     rs_ucx_config_t ucfg;

@@ -50,6 +50,7 @@ typedef struct rs_ucx_worker {
     unsigned char *blob; /* addr.c: what peers get */
     size_t blob_len;
     int efd;
+    int armed;      /* own.c: armed, idle, skipped until its efd fires */
     rs_list_t link; /* own.c: in uc->own_dead until destroyed */
 } rs_ucx_worker_t;
 
@@ -100,6 +101,12 @@ typedef struct rs_ucx_ctx {
     ucp_am_recv_callback_t am_cb; /* the AM handler every worker of the context gets */
     rs_list_t owns;               /* rs_ucx_ep_t with a worker of their own */
     rs_list_t own_dead;           /* rs_ucx_worker_t to destroy outside worker progress */
+    int own_ep;                   /* epoll of the own workers' efds (in wait_fd), or -1 */
+    unsigned own_n;               /* own workers open */
+    unsigned own_armed;           /* of them armed and skipped by progress */
+    unsigned own_rounds;          /* progress rounds since the last arm */
+    uint64_t own_seen;            /* coarse time every own worker was last progressed */
+    struct epoll_event *own_evs;  /* own_n entries: what own_ep reports */
 
     rs_ucx_ep_t **slots; /* connection id -> endpoint */
     uint16_t *gens;
@@ -208,8 +215,13 @@ void rs_ucx_worker_close(const rs_ucx_worker_t *w);
  */
 rs_status_t rs_ucx_own_open(rs_ucx_ep_t *uep, int local);
 void rs_ucx_own_close(rs_ucx_ep_t *uep);
+/*
+ * Progresses the own workers that may have work: an idle one armed by rs_ucx_own_arm is skipped
+ * until its efd fires, its connection has ops or control messages in flight, or the coarse clock
+ * ticks (then every one is progressed once: UCX's timers, a peer's death, are seen).
+ */
 unsigned rs_ucx_own_progress(rs_ucx_ctx_t *uc);
-/* Arms every own worker: UCS_OK, UCS_ERR_BUSY (events ready) or an error. */
+/* Arms every own worker not armed yet: UCS_OK, UCS_ERR_BUSY (events ready) or an error. */
 ucs_status_t rs_ucx_own_arm(rs_ucx_ctx_t *uc);
 void rs_ucx_own_close_all(rs_ucx_ctx_t *uc);
 
