@@ -474,7 +474,7 @@ static void front_hello_recv(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
             front_busy_log(uc, "a client");
             f->len = rs_ucx_front_reply_build(f->buf, RS_FRONT_BUSY, NULL, 0);
         } else {
-            /* A client of this host: the address of a worker of its own (11 ms here), where
+            /* A client of this host: the address of a worker of its own (1-7 ms here), where
              * descriptors allow; else it shares the context's queue. */
             const unsigned char *addr = uc->addr;
             size_t addr_len = uc->addr_len;
