@@ -55,7 +55,8 @@ static void fuzz_hello(const uint8_t *buf, size_t len)
         CHECK(h.token_len <= RS_JOB_TOKEN_MAX && h.token == buf + RS_FRONT_HELLO_HDR);
         CHECK(RS_FRONT_HELLO_HDR + h.token_len == len);
         uint8_t again[RS_FRONT_HELLO_MAX];
-        CHECK(rs_ucx_front_hello_build(again, (const char *)h.token, h.token_len) == len);
+        CHECK(rs_ucx_front_hello_build(again, (const char *)h.token, h.token_len, h.place_key) ==
+              len);
         CHECK(memcmp(again, buf, len) == 0);
         int same = h.token_len == strlen(token) && memcmp(h.token, token, h.token_len) == 0;
         CHECK(rs_token_equal(h.token, h.token_len, token, strlen(token)) == same);

@@ -24,7 +24,7 @@ void hello_corpus(void (*emit)(void *user, const uint8_t *seed, size_t len), voi
         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"};
     uint8_t buf[RS_FRONT_REPLY_MAX];
     for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
-        size_t n = rs_ucx_front_hello_build(buf, tokens[i], strlen(tokens[i]));
+        size_t n = rs_ucx_front_hello_build(buf, tokens[i], strlen(tokens[i]), 0);
         emit_mode(emit, user, FUZZ_FRONT_HELLO, buf, n);
         emit_mode(emit, user, FUZZ_FRONT_HELLO, buf, n > 3 ? n - 3 : 0); /* truncated */
     }

@@ -187,11 +187,11 @@ void fa_garbage(uint16_t port, const char *token, unsigned n, int bound_ms, fa_c
     }
 
     uint8_t hello[RS_FRONT_HELLO_MAX + 8];
-    size_t hl = rs_ucx_front_hello_build(hello, "not-the-token", 13);
+    size_t hl = rs_ucx_front_hello_build(hello, "not-the-token", 13, 0);
     size_t got = judged(port, hello, hl, bound_ms, c, reply, sizeof(reply));
     check_reply(reply, got, RS_FRONT_REFUSE);
 
-    hl = rs_ucx_front_hello_build(hello, token, strlen(token));
+    hl = rs_ucx_front_hello_build(hello, token, strlen(token), 0);
     got = judged(port, hello, hl, bound_ms, c, reply, sizeof(reply));
     check_reply(reply, got, RS_FRONT_ACCEPT);
 
@@ -207,7 +207,7 @@ void fa_garbage(uint16_t port, const char *token, unsigned n, int bound_ms, fa_c
     bad[0] ^= 1; /* magic */
     assert_int_equal(judged(port, bad, hl, bound_ms, c, reply, sizeof(reply)), 0);
     memcpy(bad, hello, hl);
-    bad[4] = 2; /* version */
+    bad[4] = RS_FRONT_VERSION + 1; /* version */
     assert_int_equal(judged(port, bad, hl, bound_ms, c, reply, sizeof(reply)), 0);
     memcpy(bad, hello, hl);
     bad[hl] = 'x'; /* a byte after the hello */
@@ -240,7 +240,7 @@ int *fa_slow_open(uint16_t port, unsigned n)
     int *fds = calloc(n, sizeof(*fds));
     assert_non_null(fds);
     uint8_t hello[RS_FRONT_HELLO_MAX];
-    (void)rs_ucx_front_hello_build(hello, "rshuffle", 8);
+    (void)rs_ucx_front_hello_build(hello, "rshuffle", 8, 0);
     for (unsigned i = 0; i < n; i++) {
         fds[i] = tcp_connect(port);
         send_some(fds[i], hello, 3 + i % 6); /* a valid prefix, never finished */

@@ -51,7 +51,7 @@ static void exchange(uint16_t port)
     int fd = tcp_connect(port);
     uint8_t buf[RS_FRONT_REPLY_MAX];
     const char *token = getenv("RSHUFFLE_JOB_TOKEN") ? getenv("RSHUFFLE_JOB_TOKEN") : "rshuffle";
-    size_t n = rs_ucx_front_hello_build(buf, token, strlen(token));
+    size_t n = rs_ucx_front_hello_build(buf, token, strlen(token), 0);
     assert_int_equal(send(fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
     size_t got = 0;
     ssize_t r;

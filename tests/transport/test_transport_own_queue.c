@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -41,15 +40,6 @@ static void on_child_ep(void *arg, rs_ep_t *ep, rs_status_t status)
         *(rs_ep_t **)arg = ep;
 }
 
-static void spin_ns(long ns)
-{
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < ns);
-}
-
 /* The flooder: a server, once told to start; sends its address, then floods whoever connects. */
 static void flooder(int rd, int wr)
 {
@@ -61,7 +51,7 @@ static void flooder(int rd, int wr)
     rs_config_t cfg;
     rs_ctx_t *ctx;
     rs_ep_t *ep = NULL;
-    unsigned char addr[RS_ADDR_BLOB_MAX], msg[FLOOD_MSG] = {0};
+    unsigned char addr[RS_ADDR_BLOB_MAX];
     size_t alen;
     if (rs_config_init(&cfg) != RS_OK || rs_ctx_create(&cfg, &ctx) != RS_OK ||
         rs_ctx_address(ctx, addr, sizeof(addr), &alen) != RS_OK)
@@ -71,11 +61,7 @@ static void flooder(int rd, int wr)
         _exit(2);
     while (ep == NULL)
         rs_progress(ctx);
-    for (;;) {
-        (void)rs_msg_send(ep, MSG_FLOOD, msg, sizeof(msg), NULL, NULL);
-        rs_progress(ctx);
-        spin_ns(FLOOD_GAP_NS);
-    }
+    tt_flood(ctx, ep, MSG_FLOOD, FLOOD_MSG, FLOOD_GAP_NS);
 }
 
 typedef struct side {

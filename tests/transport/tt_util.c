@@ -100,6 +100,27 @@ long tt_progress_count(rs_ctx_t *a, rs_ctx_t *b, volatile long *count, long want
     return *count;
 }
 
+void tt_spin_ns(long ns)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < ns);
+}
+
+void tt_flood(rs_ctx_t *ctx, rs_ep_t *ep, unsigned type, size_t len, long gap_ns)
+{
+    unsigned char *msg = calloc(1, len);
+    if (msg == NULL)
+        _exit(2);
+    for (;;) {
+        (void)rs_msg_send(ep, type, msg, len, NULL, NULL);
+        rs_progress(ctx);
+        tt_spin_ns(gap_ns);
+    }
+}
+
 void tt_done_cb(void *arg, rs_status_t status)
 {
     tt_done_t *d = arg;

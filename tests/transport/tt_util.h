@@ -54,6 +54,15 @@ void tt_pair_open_regions(tt_pair_t *p, const rs_config_t *cli_cfg, size_t len, 
 /* The monotonic clock in milliseconds (deadlines of the waits above). */
 uint64_t tt_now_ms(void);
 
+/* Busy-waits ns nanoseconds. */
+void tt_spin_ns(long ns);
+
+/*
+ * A process about to be killed: sends len-byte messages of type on ep as fast as ctx takes
+ * them, gap_ns apart (so the peer drains faster than it fills), until killed. Never returns.
+ */
+void tt_flood(rs_ctx_t *ctx, rs_ep_t *ep, unsigned type, size_t len, long gap_ns);
+
 /* Bounds the whole test program (a hung test is a failed test). */
 void tt_alarm(unsigned seconds);
 

@@ -24,7 +24,8 @@ static const rs_cfg_row_t rows[] = {
     RS_CFG_BOOL_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_HUGE", huge, "0",
                     "UCX: private regions of 2 MiB or more advised for huge pages (0|1)"),
     RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_QUEUE", queue, "local", queues,
-                      "UCX receive queue of a client connection: shared (one per context, renewed "
+                      "UCX receive queue of a connection (made, or accepted through rs_listen): "
+                      "shared (one per context, renewed "
                       "after a peer of this host dies) | local (a UCX worker of its own for a peer "
                       "of this host, the shared one for others) | own (a UCX worker per "
                       "connection)"),

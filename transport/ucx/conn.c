@@ -81,6 +81,7 @@ void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, si
     if (req == NULL)
         return;
     req->src_id = hdr->src_id;
+    req->accept_id = uc->am_accept_id;
     (void)param;
     req->addr_len = len;
     if (len > 0)
@@ -99,14 +100,15 @@ static void conn_req_handle(rs_ctx_t *ctx, rs_ucx_conn_req_t *req)
             rs_ucx_front_conn_refused(ctx);
             return;
         }
-        /* UCX parses this address: only peers that reached our worker get here. */
-        uep = rs_ucx_uep_new(ctx);
+        /* UCX parses this address: only peers that reached our worker get here. On an
+         * accept's own worker (the front door made it) the endpoint waits there. */
+        uep = req->accept_id != 0 ? rs_ucx_accept_claim(uc, req->accept_id) : rs_ucx_uep_new(ctx);
         if (uep == NULL)
             return;
         ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
                              .address = rs_ucx_peer_address(uc, req->addr, req->addr_len, NULL)};
         rs_ucx_ep_params(&p, uep);
-        ucs_status_t s = ucp_ep_create(uc->worker, &p, &uep->uep);
+        ucs_status_t s = ucp_ep_create(rs_ucx_uep_worker(uep), &p, &uep->uep);
         if (s != UCS_OK) {
             rs_warn("cannot connect back to a peer: %s", ucs_status_string(s));
             rs_ucx_uep_free(uep);
@@ -261,4 +263,5 @@ void rs_ucx_conn_cleanup(rs_ctx_t *ctx, int worker_gone)
         if (uep->ep == NULL)
             rs_ucx_uep_release(uep);
     }
+    rs_ucx_accept_expire(ctx, UINT64_MAX);
 }

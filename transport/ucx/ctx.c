@@ -227,6 +227,7 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     rs_list_init(&uc->owns);
     rs_list_init(&uc->own_dead);
     uc->own_ep = -1;
+    rs_list_init(&uc->accept_waits);
     rs_list_init(&uc->amo_reqs);
     rs_list_init(&uc->regions);
     rs_ucx_config_t ucfg;

@@ -53,6 +53,7 @@
 #define RS_UCX_FRONT_BUF          (RS_FRONT_REPLY_MAX + 1) /* + 1: a byte too many is seen */
 #define RS_UCX_FRONT_FDS_CLIENT   3  /* descriptors a client may take here (2 over TCP, 1 spare) */
 #define RS_UCX_FRONT_FDS_RESERVE  16 /* kept free at least (spill files, logs, UCX), or 1/8 */
+#define RS_UCX_FRONT_FDS_OWN      12 /* a worker of the client's own here (6-10 measured) */
 
 typedef enum {
     F_LISTEN,  /* the listening socket; deadline_ns: paused until */
@@ -473,9 +474,18 @@ static void front_hello_recv(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_front_t *f)
             front_busy_log(uc, "a client");
             f->len = rs_ucx_front_reply_build(f->buf, RS_FRONT_BUSY, NULL, 0);
         } else {
+            /* A client of this host: the address of a worker of its own (1-7 ms here), where
+             * descriptors allow; else it shares the context's queue. */
+            const unsigned char *addr = uc->addr;
+            size_t addr_len = uc->addr_len;
+            rs_status_t st = RS_ERR_EXISTS;
+            if (fds_room(ctx, uc) >= RS_UCX_FRONT_FDS_CLIENT + RS_UCX_FRONT_FDS_OWN)
+                st = rs_ucx_accept_own_open(ctx, hello.place_key, &addr, &addr_len);
+            if (st != RS_OK && st != RS_ERR_EXISTS)
+                rs_warn("a client of this host shares our receive queue: %s", rs_strerror(st));
             uc->front_admitted++;
             uc->front_admit_ns = rs_now_coarse_ns();
-            f->len = rs_ucx_front_reply_build(f->buf, RS_FRONT_ACCEPT, uc->addr, uc->addr_len);
+            f->len = rs_ucx_front_reply_build(f->buf, RS_FRONT_ACCEPT, addr, addr_len);
         }
     } else {
         front_refusal_log(uc);
@@ -533,7 +543,7 @@ rs_status_t rs_ucx_front_connect(rs_ucx_ep_t *uep, const char *host, uint16_t po
         return RS_ERR_NOMEM;
     }
     const char *token = rs_tp_ctx_cfg(ctx)->job_token;
-    f->len = rs_ucx_front_hello_build(f->buf, token, strlen(token));
+    f->len = rs_ucx_front_hello_build(f->buf, token, strlen(token), uc->place_key);
     f->uep = uep;
     uep->front = f;
     return RS_OK;
@@ -670,7 +680,9 @@ unsigned rs_ucx_front_progress(rs_ctx_t *ctx)
                 break;
         }
     }
-    front_deadlines(uc, rs_now_coarse_ns());
+    uint64_t now = rs_now_coarse_ns();
+    front_deadlines(uc, now);
+    rs_ucx_accept_expire(ctx, now);
     front_free_dead(uc);
     return n;
 }

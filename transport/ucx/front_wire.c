@@ -15,6 +15,12 @@ static void put32(unsigned char *p, uint32_t v)
     put16(p + 2, (uint16_t)(v >> 16));
 }
 
+static void put64(unsigned char *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
 static uint16_t get16(const unsigned char *p)
 {
     return (uint16_t)(p[0] | (p[1] << 8));
@@ -23,6 +29,11 @@ static uint16_t get16(const unsigned char *p)
 static uint32_t get32(const unsigned char *p)
 {
     return get16(p) | ((uint32_t)get16(p + 2) << 16);
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    return get32(p) | ((uint64_t)get32(p + 4) << 32);
 }
 
 /*
@@ -38,13 +49,15 @@ static int prefix_ok(const unsigned char *buf, size_t len)
     return memcmp(buf, want, n) == 0;
 }
 
-size_t rs_ucx_front_hello_build(unsigned char *buf, const char *token, size_t token_len)
+size_t rs_ucx_front_hello_build(unsigned char *buf, const char *token, size_t token_len,
+                                uint64_t place_key)
 {
     if (token_len > RS_JOB_TOKEN_MAX)
         return 0;
     put32(buf, RS_FRONT_MAGIC);
     put16(buf + 4, RS_FRONT_VERSION);
     put16(buf + 6, (uint16_t)token_len);
+    put64(buf + 8, place_key);
     if (token_len > 0)
         memcpy(buf + RS_FRONT_HELLO_HDR, token, token_len);
     return RS_FRONT_HELLO_HDR + token_len;
@@ -66,6 +79,7 @@ int rs_ucx_front_hello_parse(const unsigned char *buf, size_t len, rs_ucx_front_
         return RS_FRONT_MALFORMED;
     hello->token = buf + RS_FRONT_HELLO_HDR;
     hello->token_len = token_len;
+    hello->place_key = get64(buf + 8);
     return (int)total;
 }
 

@@ -4,7 +4,8 @@
  *
  *   hello (client -> listener), little-endian:
  *     u32 magic "RSFD", u16 version, u16 token length (<= RS_JOB_TOKEN_MAX),
- *     the token bytes. Nothing follows.
+ *     u64 the client's place key (addr.c; 0 unknown), the token bytes.
+ *     Nothing follows.
  *   reply (listener -> client), little-endian:
  *     u32 magic "RSFD", u16 version, u16 status (RS_FRONT_ACCEPT,
  *     RS_FRONT_REFUSE or RS_FRONT_BUSY), u32 address length (accept:
@@ -23,8 +24,8 @@
 #include <rshuffle/transport.h>
 
 #define RS_FRONT_MAGIC     0x44465352u /* "RSFD" */
-#define RS_FRONT_VERSION   1
-#define RS_FRONT_HELLO_HDR 8
+#define RS_FRONT_VERSION   2           /* 2: the hello carries the client's place key */
+#define RS_FRONT_HELLO_HDR 16
 #define RS_FRONT_HELLO_MAX (RS_FRONT_HELLO_HDR + RS_JOB_TOKEN_MAX)
 #define RS_FRONT_REPLY_HDR 12
 #define RS_FRONT_REPLY_MAX (RS_FRONT_REPLY_HDR + RS_ADDR_BLOB_MAX)
@@ -44,6 +45,7 @@ enum {
 typedef struct rs_ucx_front_hello {
     const unsigned char *token; /* points into the decoded buffer */
     size_t token_len;
+    uint64_t place_key; /* the client's (addr.c), so the listener knows a peer of its host */
 } rs_ucx_front_hello_t;
 
 typedef struct rs_ucx_front_reply {
@@ -53,10 +55,11 @@ typedef struct rs_ucx_front_reply {
 } rs_ucx_front_reply_t;
 
 /*
- * Writes the hello for token (token_len <= RS_JOB_TOKEN_MAX) into buf
+ * Writes the hello for token (token_len <= RS_JOB_TOKEN_MAX) and place_key into buf
  * (RS_FRONT_HELLO_MAX bytes); returns its length, or 0 if token_len is too long.
  */
-size_t rs_ucx_front_hello_build(unsigned char *buf, const char *token, size_t token_len);
+size_t rs_ucx_front_hello_build(unsigned char *buf, const char *token, size_t token_len,
+                                uint64_t place_key);
 
 /*
  * Decodes the len bytes received so far. Returns the hello's length (== len)

@@ -2,7 +2,8 @@
  * Private state of the UCX backend, shared by its files:
  *   ctx.c    ops table, UCP context and worker, progress
  *   worker.c opening and closing a UCX worker (the context's, a connection's own)
- *   own.c    RSHUFFLE_UCX_QUEUE=own: a client connection's own worker
+ *   own.c    RSHUFFLE_UCX_QUEUE=local|own: a connection's own worker
+ *   accept.c an accepted connection's own worker, before its CONN
  *   conn.c   listeners, connections, endpoint ids, teardown
  *   recv.c   the active-message handler (dispatch by header)
  *   amhdr.c  the active-message headers: packing, strict decoding
@@ -18,7 +19,9 @@
  * event on the server). Connection setup:
  *   host:port  the front door (front.c): a TCP socket of ours, where the
  *              client sends a bounded hello with its job token and the
- *              listener answers with its worker address; then as address.
+ *              listener answers with its worker address (a client of this
+ *              host: a worker opened for its connection, conn.c); then as
+ *              address.
  *              UCX never parses a byte from the listener's port.
  *   address    client ucp_ep (worker address) --CONN + client address-->
  *              server creates a reverse ucp_ep to the client
@@ -75,12 +78,15 @@ typedef struct rs_ucx_ep {
     rs_ucx_hdr_wire_t bye_hdr;  /* BYE, packed (kind byte 0: not sent) */
     rs_ucx_worker_t *own;       /* own.c: the connection's own receive queue, or NULL */
     rs_list_t own_link;         /* uc->owns while it has one */
+    rs_list_t accept_link;      /* uc->accept_waits: its own worker waits for the CONN */
+    uint64_t accept_by_ns;      /* ... until this time, then it goes */
 } rs_ucx_ep_t;
 
 /* A CONN received inside worker progress, handled right after it. */
 typedef struct rs_ucx_conn_req {
     rs_list_t link;
     uint32_t src_id;
+    uint32_t accept_id; /* the accept waiting on the worker it arrived on (0: the context's) */
     size_t addr_len;
     unsigned char addr[];
 } rs_ucx_conn_req_t;
@@ -107,6 +113,9 @@ typedef struct rs_ucx_ctx {
     unsigned own_rounds;          /* progress rounds since the last arm */
     uint64_t own_seen;            /* coarse time every own worker was last progressed */
     struct epoll_event *own_evs;  /* own_n entries: what own_ep reports */
+    rs_list_t accept_waits;       /* rs_ucx_ep_t: an accept's own worker before its CONN */
+    unsigned accept_waits_n;
+    uint32_t am_accept_id; /* the AM in hand arrived on this accept's own worker (0: none) */
 
     rs_ucx_ep_t **slots; /* connection id -> endpoint */
     uint16_t *gens;
@@ -201,12 +210,15 @@ rs_status_t rs_ucx_status(ucs_status_t status);
  * RS_ERR_NOMEM (logged); *w is written only on success.
  */
 rs_status_t rs_ucx_worker_open(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_worker_t *w);
+/* Sets w's AM handler (cb with arg): RS_OK or RS_ERR_TRANSPORT (logged). */
+rs_status_t rs_ucx_worker_set_am(const rs_ucx_worker_t *w, ucp_am_recv_callback_t cb, void *arg);
 /* Destroys w's worker (its endpoints with it) and frees its address. */
 void rs_ucx_worker_close(const rs_ucx_worker_t *w);
 
 /*
  * own.c: with RSHUFFLE_UCX_QUEUE=local (a peer of this host, local != 0)
- * or own (every peer) a client connection gets a worker of its own, so a
+ * or own (every peer) a client connection (an accepted one too:
+ * rs_ucx_accept_own_open) gets a worker of its own, so a
  * peer of this host killed mid-send blocks only its own connection's
  * shared-memory queue. rs_ucx_own_open gives uep one (a no-op otherwise):
  * RS_ERR_TRANSPORT, RS_ERR_NOMEM, RS_ERR_IO, then uep has none. rs_ucx_own_close hands uep's worker
@@ -307,6 +319,21 @@ void rs_ucx_ep_close(rs_ep_t *ep);
 unsigned rs_ucx_conn_progress(rs_ctx_t *ctx);
 /* Context teardown, before and after the worker is destroyed. */
 void rs_ucx_conn_cleanup(rs_ctx_t *ctx, int worker_gone);
+/*
+ * accept.c, for the front door (front.c) and a client whose hello carried place_key: when the
+ * client will use shared memory (RSHUFFLE_UCX_QUEUE=local; every client with own) an accept-side
+ * endpoint with a worker of its own waits for the client's CONN there until connect_timeout_ms;
+ * *blob_p and *len_p are that worker's address blob, to answer with (it lives as long as the
+ * endpoint). RS_ERR_EXISTS: no worker of its own (shared, another host, too many waiting): answer
+ * with the context's. Other errors: as rs_ucx_own_open's.
+ */
+rs_status_t rs_ucx_accept_own_open(rs_ctx_t *ctx, uint64_t place_key, const unsigned char **blob_p,
+                                   size_t *len_p);
+/* Frees the accepts whose CONN did not come by now (outside worker progress). */
+void rs_ucx_accept_expire(rs_ctx_t *ctx, uint64_t now_ns);
+/* accept.c, for conn.c: the accept waiting on its own worker for a CONN, taken off the waiting
+ * list; NULL if it is gone (expired) or taken (a second CONN on that worker). */
+rs_ucx_ep_t *rs_ucx_accept_claim(rs_ucx_ctx_t *uc, uint32_t accept_id);
 void rs_ucx_on_conn(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr, const void *data, size_t len,
                     const ucp_am_recv_param_t *param);
 void rs_ucx_on_conn_ack(rs_ctx_t *ctx, const rs_ucx_hdr_t *hdr);

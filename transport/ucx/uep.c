@@ -56,6 +56,7 @@ rs_ucx_ep_t *rs_ucx_uep_new(rs_ctx_t *ctx)
     rs_list_init(&uep->wait_link);
     rs_list_init(&uep->close_link);
     rs_list_init(&uep->own_link);
+    rs_list_init(&uep->accept_link);
     return uep;
 }
 
@@ -65,6 +66,10 @@ void rs_ucx_uep_free(rs_ucx_ep_t *uep)
     rs_list_del(&uep->pend_link);
     rs_list_del(&uep->wait_link);
     rs_list_del(&uep->close_link);
+    if (!rs_list_empty(&uep->accept_link)) {
+        rs_list_del(&uep->accept_link);
+        rs_ucx_ctx(uep->ctx)->accept_waits_n--;
+    }
     rs_ucx_own_close(uep);
     free(uep);
 }

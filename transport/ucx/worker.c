@@ -32,6 +32,24 @@ static rs_status_t worker_blob(rs_ucx_ctx_t *uc, rs_ucx_worker_t *w, size_t full
     return st;
 }
 
+rs_status_t rs_ucx_worker_set_am(const rs_ucx_worker_t *w, ucp_am_recv_callback_t cb, void *arg)
+{
+    ucp_am_handler_param_t ap = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
+        .id = RS_UCX_AM_ID,
+        .flags = UCP_AM_FLAG_WHOLE_MSG,
+        .cb = cb,
+        .arg = arg,
+    };
+    ucs_status_t s = ucp_worker_set_am_recv_handler(w->worker, &ap);
+    if (s != UCS_OK) {
+        rs_error("ucp_worker_set_am_recv_handler failed: %s", ucs_status_string(s));
+        return RS_ERR_TRANSPORT;
+    }
+    return RS_OK;
+}
+
 rs_status_t rs_ucx_worker_open(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_worker_t *w)
 {
     /* The generic layer's lock serialises every call into the worker. */
@@ -62,19 +80,8 @@ rs_status_t rs_ucx_worker_open(rs_ctx_t *ctx, rs_ucx_ctx_t *uc, rs_ucx_worker_t 
         ucp_worker_destroy(n.worker);
         return st;
     }
-    ucp_am_handler_param_t ap = {
-        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                      UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
-        .id = RS_UCX_AM_ID,
-        .flags = UCP_AM_FLAG_WHOLE_MSG,
-        .cb = uc->am_cb,
-        .arg = ctx,
-    };
-    s = ucp_worker_set_am_recv_handler(n.worker, &ap);
-    if (s != UCS_OK) {
-        rs_error("ucp_worker_set_am_recv_handler failed: %s", ucs_status_string(s));
+    if (rs_ucx_worker_set_am(&n, uc->am_cb, ctx) != RS_OK)
         goto err_release_address;
-    }
     rs_list_init(&n.link);
     *w = n;
     return RS_OK;
