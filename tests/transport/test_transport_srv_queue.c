@@ -306,7 +306,8 @@ static void test_hello_without_connection_leaves_nothing(void **state)
     print_message("4 hellos answered in %llu ms; descriptors: %ld before, %ld with the 4 waiting, "
                   "%ld after the timeout\n",
                   (unsigned long long)hellos_ms, base, waiting, fds_open());
-    assert_int_equal(fds_open(), base);
+    /* The context keeps one epoll for its own workers' fds once it made one (own.c). */
+    assert_int_equal(fds_open(), base + own);
     rs_ctx_destroy(ctx);
 }
 
