@@ -198,20 +198,7 @@ static void test_killed_client_blocks_only_its_connection(void **state)
             rs_progress(ctx);
         assert_true(s.accepted > accepted);
         rs_ep_t *fep = s.last;
-        long floods = s.floods;
-        while (s.floods < floods + 200 && tt_now_ms() < end)
-            rs_progress(ctx);
-        assert_true(s.floods >= floods + 200);
-        /* Killed while we drain the queue: it is sending, not waiting for room. */
-        kill(pids[i], SIGKILL);
-        end = tt_now_ms() + 20;
-        while (tt_now_ms() < end)
-            rs_progress(ctx);
-        assert_int_equal(waitpid(pids[i], NULL, 0), pids[i]);
-        end = tt_now_ms() + DELIVERY_MS;
-        while (rs_ep_status(fep) == RS_OK && tt_now_ms() < end)
-            rs_progress(ctx);
-        assert_int_equal(rs_ep_peer_exited(fep), 1);
+        tt_kill_mid_flood(ctx, pids[i], fep, &s.floods, 200);
         int got = ping(ctx, &s, to_live[1], BLOCKED_MS);
         blocked += !got;
         if (own) {

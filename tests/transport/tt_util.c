@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 uint64_t tt_now_ms(void)
@@ -119,6 +120,24 @@ void tt_flood(rs_ctx_t *ctx, rs_ep_t *ep, unsigned type, size_t len, long gap_ns
         rs_progress(ctx);
         tt_spin_ns(gap_ns);
     }
+}
+
+void tt_kill_mid_flood(rs_ctx_t *ctx, pid_t pid, rs_ep_t *ep, volatile long *floods, long want)
+{
+    long from = *floods;
+    uint64_t end = tt_now_ms() + 5000;
+    while (*floods < from + want && tt_now_ms() < end)
+        rs_progress(ctx);
+    assert_true(*floods >= from + want);
+    kill(pid, SIGKILL);
+    end = tt_now_ms() + 20;
+    while (tt_now_ms() < end)
+        rs_progress(ctx);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    end = tt_now_ms() + 3000; /* the pidfd scan notices within a period */
+    while (rs_ep_status(ep) == RS_OK && tt_now_ms() < end)
+        rs_progress(ctx);
+    assert_int_equal(rs_ep_peer_exited(ep), 1);
 }
 
 void tt_done_cb(void *arg, rs_status_t status)

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <rshuffle/transport.h>
 
+#include <sys/types.h>
+
 typedef struct tt_pair {
     rs_ctx_t *srv, *cli;
     rs_listener_t *listener;
@@ -62,6 +64,13 @@ void tt_spin_ns(long ns);
  * them, gap_ns apart (so the peer drains faster than it fills), until killed. Never returns.
  */
 void tt_flood(rs_ctx_t *ctx, rs_ep_t *ep, unsigned type, size_t len, long gap_ns);
+
+/*
+ * Lets want more of a flooder's messages arrive on ctx (*floods counts them), SIGKILLs the
+ * flooder pid while they keep coming (so it dies sending, not waiting for room), reaps it and
+ * waits until ep, our connection with it, has failed and says its peer exited.
+ */
+void tt_kill_mid_flood(rs_ctx_t *ctx, pid_t pid, rs_ep_t *ep, volatile long *floods, long want);
 
 /* Bounds the whole test program (a hung test is a failed test). */
 void tt_alarm(unsigned seconds);
