@@ -76,18 +76,6 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
         s->accepted = ep;
 }
 
-static void on_flood(void *arg, rs_ep_t *ep, const void *data, size_t len)
-{
-    (void)ep, (void)data, (void)len;
-    ((side_t *)arg)->floods++;
-}
-
-static void on_ping(void *arg, rs_ep_t *ep, const void *data, size_t len)
-{
-    (void)ep, (void)data, (void)len;
-    ((side_t *)arg)->pings++;
-}
-
 /* The live peer pings us; 1 when we get it within ms. */
 static int ping(rs_ctx_t *ctx, rs_ctx_t *live, side_t *ls, side_t *s, int ms)
 {
@@ -122,8 +110,8 @@ static void test_killed_sender_blocks_only_its_connection(void **state)
     assert_int_equal(rs_ctx_create(&cfg, &ctx), RS_OK);
     assert_int_equal(rs_ctx_create(&cfg, &live), RS_OK);
     assert_int_equal((rs_ctx_caps(ctx) & RS_CAP_RENEW) != 0, !own);
-    assert_int_equal(rs_set_msg_handler(ctx, MSG_FLOOD, on_flood, &s), RS_OK);
-    assert_int_equal(rs_set_msg_handler(ctx, MSG_PING, on_ping, &s), RS_OK);
+    assert_int_equal(rs_set_msg_handler(ctx, MSG_FLOOD, tt_count_msg, &s.floods), RS_OK);
+    assert_int_equal(rs_set_msg_handler(ctx, MSG_PING, tt_count_msg, &s.pings), RS_OK);
     rs_set_ep_handler(live, on_ep, &ls);
     unsigned char addr[RS_ADDR_BLOB_MAX];
     size_t alen;

@@ -74,18 +74,6 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
         s->accepted[s->n_accepted++] = ep;
 }
 
-static void on_flood(void *arg, rs_ep_t *ep, const void *data, size_t len)
-{
-    (void)ep, (void)data, (void)len;
-    ((side_t *)arg)->floods++;
-}
-
-static void on_ping(void *arg, rs_ep_t *ep, const void *data, size_t len)
-{
-    (void)ep, (void)data, (void)len;
-    ((side_t *)arg)->pings++;
-}
-
 /* The friend (a second context of this process) connects to ctx, which progresses meanwhile. */
 static rs_ep_t *friend_connect(rs_ctx_t *ctx, rs_ctx_t *friend)
 {
@@ -129,8 +117,8 @@ static void test_renew_after_killed_sender(void **state)
     assert_int_equal(rs_ctx_create(&cfg, &ctx), RS_OK);
     assert_int_equal(rs_ctx_create(&cfg, &friend), RS_OK);
     rs_set_ep_handler(ctx, on_ep, &s);
-    assert_int_equal(rs_set_msg_handler(ctx, MSG_FLOOD, on_flood, &s), RS_OK);
-    assert_int_equal(rs_set_msg_handler(ctx, MSG_PING, on_ping, &s), RS_OK);
+    assert_int_equal(rs_set_msg_handler(ctx, MSG_FLOOD, tt_count_msg, &s.floods), RS_OK);
+    assert_int_equal(rs_set_msg_handler(ctx, MSG_PING, tt_count_msg, &s.pings), RS_OK);
     rs_mr_t *mr, *src;
     unsigned char blob[RS_RKEY_BLOB_MAX];
     size_t blen;

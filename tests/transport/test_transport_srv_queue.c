@@ -109,18 +109,6 @@ static void on_ep(void *arg, rs_ep_t *ep, rs_status_t status)
     }
 }
 
-static void on_flood(void *arg, rs_ep_t *ep, const void *data, size_t len)
-{
-    (void)ep, (void)data, (void)len;
-    ((side_t *)arg)->floods++;
-}
-
-static void on_ping(void *arg, rs_ep_t *ep, const void *data, size_t len)
-{
-    (void)ep, (void)data, (void)len;
-    ((side_t *)arg)->pings++;
-}
-
 /* The live client (re)connects; returns the connection we accepted from it. */
 static rs_ep_t *live_connect(rs_ctx_t *ctx, side_t *s, int to_live, int from_live)
 {
@@ -179,8 +167,8 @@ static void test_killed_client_blocks_only_its_connection(void **state)
     side_t s = {0};
     assert_int_equal(rs_ctx_create(&cfg, &ctx), RS_OK);
     assert_int_equal((rs_ctx_caps(ctx) & RS_CAP_RENEW) != 0, !own);
-    assert_int_equal(rs_set_msg_handler(ctx, MSG_FLOOD, on_flood, &s), RS_OK);
-    assert_int_equal(rs_set_msg_handler(ctx, MSG_PING, on_ping, &s), RS_OK);
+    assert_int_equal(rs_set_msg_handler(ctx, MSG_FLOOD, tt_count_msg, &s.floods), RS_OK);
+    assert_int_equal(rs_set_msg_handler(ctx, MSG_PING, tt_count_msg, &s.pings), RS_OK);
     rs_set_ep_handler(ctx, on_ep, &s);
     assert_int_equal(rs_listen(ctx, "127.0.0.1", 0, &l), RS_OK);
     uint16_t port = rs_listener_port(l);

@@ -122,6 +122,12 @@ void tt_flood(rs_ctx_t *ctx, rs_ep_t *ep, unsigned type, size_t len, long gap_ns
     }
 }
 
+void tt_count_msg(void *arg, rs_ep_t *ep, const void *data, size_t len)
+{
+    (void)ep, (void)data, (void)len;
+    ++*(long *)arg;
+}
+
 void tt_kill_mid_flood(rs_ctx_t *ctx, pid_t pid, rs_ep_t *ep, volatile long *floods, long want)
 {
     long from = *floods;

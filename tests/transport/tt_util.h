@@ -65,6 +65,9 @@ void tt_spin_ns(long ns);
  */
 void tt_flood(rs_ctx_t *ctx, rs_ep_t *ep, unsigned type, size_t len, long gap_ns);
 
+/* A message handler that counts: arg is a long. */
+void tt_count_msg(void *arg, rs_ep_t *ep, const void *data, size_t len);
+
 /*
  * Lets want more of a flooder's messages arrive on ctx (*floods counts them), SIGKILLs the
  * flooder pid while they keep coming (so it dies sending, not waiting for room), reaps it and
