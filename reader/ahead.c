@@ -1,6 +1,7 @@
 /*
  * Read-ahead of partition snapshots: a session that opens partitions in
- * order sends the READ_OPENs of the next ones before they are asked for,
+ * order, or at any fixed step (every R-th, as a reducer of R does), sends
+ * the READ_OPENs of the next ones before they are asked for,
  * so 100,000 small partitions cost a few waits instead of 100,000 round
  * trips (docs/shuffle.md, "Many partitions").
  */
@@ -11,7 +12,7 @@
 
 #include <stdlib.h>
 
-/* Sequential opens seen before reading ahead (one in-order pair is not a pattern yet). */
+/* Opens at one step seen before reading ahead (one in-order pair is not a pattern yet). */
 #define AHEAD_AFTER 2
 
 static rahead_t *ahead_find(rs_reader_session_t *s, uint32_t partition)
@@ -93,11 +94,18 @@ rs_status_t rs_rd_sess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t 
 
 void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
 {
-    s->ahead_run = opened == s->ahead_next ? s->ahead_run + 1 : 0;
-    s->ahead_next = opened + 1;
-    if (s->ahead_run < AHEAD_AFTER)
-        return;
-    for (uint32_t q = opened + 1; q < s->desc.n_partitions && q <= opened + RS_READ_AHEAD; q++) {
+    /* Unsigned: from the start (ahead_last = -1) partition 0 is one step of 1. */
+    uint32_t step = opened - s->ahead_last;
+    s->ahead_run = step == s->ahead_step ? s->ahead_run + 1 : 1;
+    s->ahead_step = step;
+    s->ahead_last = opened;
+    if (s->ahead_run < AHEAD_AFTER || step == 0 || step >= s->desc.n_partitions)
+        return; /* no pattern yet, or backwards */
+    for (uint64_t k = 1; k <= RS_READ_AHEAD; k++) {
+        uint64_t q64 = opened + k * step;
+        if (q64 >= s->desc.n_partitions)
+            return;
+        uint32_t q = (uint32_t)q64;
         if (ahead_find(s, q) != NULL)
             continue;
         rahead_t *a = ahead_find_free(s);

@@ -104,8 +104,11 @@ struct rs_reader_session {
     uint8_t *reply;
     size_t reply_len, reply_cap;
     rs_smsg_t rep; /* the reply decoded (its views point into reply) */
-    /* read-ahead: the partition after the last one opened, in-order opens so far */
-    uint32_t ahead_next, ahead_run;
+    /*
+     * read-ahead: the last partition opened, the step from the one before
+     * (a session may read every R-th partition), opens so far at that step
+     */
+    uint32_t ahead_last, ahead_step, ahead_run;
     rahead_t ahead[RS_READ_AHEAD];
 };
 

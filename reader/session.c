@@ -187,6 +187,8 @@ rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuffle_desc
     rs_reader_session_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return RS_ERR_NOMEM;
+    s->ahead_last = UINT32_MAX; /* as if partition -1 was opened: 0, 1, 2 is a run from the start */
+    s->ahead_step = 1;
     rs_status_t st;
     if (cfg != NULL) {
         s->cfg = *cfg;

@@ -98,6 +98,50 @@ static void test_planning_across_workers(void **state)
     lb_shuffle_free(&s);
 }
 
+/*
+ * A session reading every other partition (as one reducer of two does) is
+ * read ahead too: once two opens at one step were seen, the next opens'
+ * snapshots are asked before those opens, each partition's once.
+ */
+static void test_read_ahead_at_a_step(void **state)
+{
+    (void)state;
+    enum { P = 64, STEP = 2 };
+    lb_shuffle_t s = {0};
+    lb_workers_start(&s, 2, NULL);
+    lb_shuffle_desc(&s, 24, P, 1, 2, 2000);
+    push_all(&s, 0);
+    rs_reader_config_t rc;
+    lb_reader_config(&rc, 0, WAIT_MS);
+    uint32_t zero[2] = {0};
+    rs_reader_session_t *sess;
+    assert_int_equal(rs_reader_session_open(&s.desc, s.n_maps, zero, &rc, &sess), RS_OK);
+    rs_lb_reset();
+    lb_seen_clear(&s);
+    uint64_t records = 0;
+    for (uint32_t p = 0; p < P; p += STEP) {
+        rs_status_t st;
+        rs_reader_stats_t r;
+        int line = lb_read_part(&s, sess, p, &st, &r);
+        if (line != 0)
+            fail_msg("partition %u: check at line %d failed (%s)", p, line, rs_strerror(st));
+        records += r.records;
+        rs_lb_counts_t c;
+        rs_lb_counts(&c);
+        /* Opens 0 and 2 make a first step, 4 the run: then 6, 8, ... P - 2 are asked at once. */
+        if (p == 2 * STEP)
+            assert_int_equal(c.sent[RS_SMSG_READ_OPEN], P / STEP);
+    }
+    rs_lb_counts_t c;
+    rs_lb_counts(&c);
+    assert_int_equal(c.sent[RS_SMSG_READ_OPEN],
+                     P / STEP); /* none asked twice, none of the others */
+    rs_reader_session_close(sess);
+    assert_true(records > 0);
+    lb_workers_stop(&s);
+    lb_shuffle_free(&s);
+}
+
 /* Two committed attempts of every map: only the winning one's records come out. */
 static void test_winning_attempt(void **state)
 {
@@ -237,6 +281,7 @@ int main(void)
     lb_alarm(120);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_planning_across_workers),
+        cmocka_unit_test(test_read_ahead_at_a_step),
         cmocka_unit_test(test_winning_attempt),
 #ifdef RS_FAULT_INJECTION
         cmocka_unit_test(test_dedup_retry),
