@@ -78,6 +78,25 @@ static void ucx_enable_shm_error_handling(ucp_config_t *config)
 }
 
 /*
+ * A shared-memory transport's receive buffers come in chunks of
+ * RX_BUFS_GROW segments (UCX 1.13: 512 of 8,256 bytes, 4.2 MB, zeroed
+ * when made), one chunk at once for each such transport of every UCX
+ * worker. With a worker per connection to a peer of this host (own.c,
+ * accept.c) that was most of a worker's creation: 8.4 MB written per
+ * connection, at both ends, over posix and sysv. Chunks of 16 segments
+ * (132 KB) are plenty for our messages (control and notifications) and
+ * grow like any other chunk when a worker receives more. Unless the user
+ * set it.
+ */
+static void ucx_shm_rx_chunks_small(ucp_config_t *config)
+{
+    if (rs_env_get("UCX_POSIX_RX_BUFS_GROW") != NULL || rs_env_get("UCX_SYSV_RX_BUFS_GROW") != NULL)
+        return;
+    if (ucx_tls_enables("posix") || ucx_tls_enables("sysv"))
+        ucx_config_set_default(config, "MM_RX_BUFS_GROW", "16");
+}
+
+/*
  * Does the context have a transport that does remote RMA natively (rc_*,
  * dc_*)? Without one, UCX emulates one-sided ops to memory it cannot map.
  * UCX 1.13 has no query for this; its resource list is printed only.
@@ -134,6 +153,7 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
     }
     ucx_config_keepalive(config, cfg->peer_timeout_ms);
     ucx_enable_shm_error_handling(config);
+    ucx_shm_rx_chunks_small(config);
     ucp_params_t params = {
         .field_mask =
             UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME,
