@@ -34,10 +34,7 @@ static void ucx_config_keepalive(ucp_config_t *config, uint32_t peer_timeout_ms)
     ucx_config_set_default(config, "KEEPALIVE_INTERVAL", value);
 }
 
-/*
- * Every endpoint uses peer error handling; UCX 1.13 leaves shared-memory
- * transports out of such endpoints unless their error handling is on.
- */
+/* Sets UCX's name to value in config, unless the user set UCX_<name>. */
 static void ucx_config_set_default(ucp_config_t *config, const char *name, const char *value)
 {
     char env[64];
@@ -59,41 +56,45 @@ static int ucx_tls_enables(const char *tl)
 }
 
 /*
- * Shared-memory error handling is a transport-level knob (UCX 1.13 keeps it
- * out of ucp's own table). ucp_config_modify still takes it, by its name
- * in the table the shared-memory transports share (MM_ERROR_HANDLING; the
- * POSIX_ and SYSV_ names are refused as invalid), and hands it to every
- * such transport when the worker opens them. Set it unless
- * the user set either, and only when such a transport is enabled, so UCX
- * does not warn about an unused setting. No setenv: the library may run
- * inside a multithreaded host.
+ * A knob of UCX's shared-memory transports (UCX 1.13 keeps them out of
+ * ucp's own table). ucp_config_modify still takes one, by its name in the
+ * table those transports share (MM_<knob>; the POSIX_ and SYSV_ names are
+ * refused as invalid), and hands it to every such transport when a worker
+ * opens them. Set unless the user set either transport's own name (or the
+ * MM_ one), and only when such a transport is enabled, so UCX does not
+ * warn about an unused setting. No setenv: the library may run inside a
+ * multithreaded host.
  */
-static void ucx_enable_shm_error_handling(ucp_config_t *config)
+static void ucx_shm_set_default(ucp_config_t *config, const char *knob, const char *value)
 {
-    if (rs_env_get("UCX_POSIX_ERROR_HANDLING") != NULL ||
-        rs_env_get("UCX_SYSV_ERROR_HANDLING") != NULL)
+    char posix[64], sysv[64], mm[64];
+    snprintf(posix, sizeof(posix), "UCX_POSIX_%s", knob);
+    snprintf(sysv, sizeof(sysv), "UCX_SYSV_%s", knob);
+    if (rs_env_get(posix) != NULL || rs_env_get(sysv) != NULL)
         return;
-    if (ucx_tls_enables("posix") || ucx_tls_enables("sysv"))
-        ucx_config_set_default(config, "MM_ERROR_HANDLING", "y");
+    if (!ucx_tls_enables("posix") && !ucx_tls_enables("sysv"))
+        return;
+    snprintf(mm, sizeof(mm), "MM_%s", knob);
+    ucx_config_set_default(config, mm, value);
 }
 
 /*
- * A shared-memory transport's receive buffers come in chunks of
+ * Error handling: every endpoint uses peer error handling, and UCX 1.13
+ * leaves shared-memory transports out of such endpoints unless theirs is on.
+ *
+ * Receive buffers: a shared-memory transport's come in chunks of
  * RX_BUFS_GROW segments (UCX 1.13: 512 of 8,256 bytes, 4.2 MB, zeroed
  * when made), one chunk at once for each such transport of every UCX
  * worker. With a worker per connection to a peer of this host (own.c,
  * accept.c) that was most of a worker's creation: 8.4 MB written per
  * connection, at both ends, over posix and sysv. Chunks of 16 segments
  * (132 KB) are plenty for our messages (control and notifications) and
- * grow like any other chunk when a worker receives more. Unless the user
- * set it.
+ * grow like any other chunk when a worker receives more.
  */
-static void ucx_shm_rx_chunks_small(ucp_config_t *config)
+static void ucx_shm_defaults(ucp_config_t *config)
 {
-    if (rs_env_get("UCX_POSIX_RX_BUFS_GROW") != NULL || rs_env_get("UCX_SYSV_RX_BUFS_GROW") != NULL)
-        return;
-    if (ucx_tls_enables("posix") || ucx_tls_enables("sysv"))
-        ucx_config_set_default(config, "MM_RX_BUFS_GROW", "16");
+    ucx_shm_set_default(config, "ERROR_HANDLING", "y");
+    ucx_shm_set_default(config, "RX_BUFS_GROW", "16");
 }
 
 /*
@@ -152,8 +153,7 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
         return RS_ERR_TRANSPORT;
     }
     ucx_config_keepalive(config, cfg->peer_timeout_ms);
-    ucx_enable_shm_error_handling(config);
-    ucx_shm_rx_chunks_small(config);
+    ucx_shm_defaults(config);
     ucp_params_t params = {
         .field_mask =
             UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME,
