@@ -74,7 +74,6 @@ rs_ucx_ep_t *rs_ucx_accept_claim(rs_ucx_ctx_t *uc, uint32_t accept_id)
     rs_ucx_ep_t *uep = rs_ucx_ep_lookup(uc, accept_id);
     if (uep == NULL || rs_list_empty(&uep->accept_link))
         return NULL; /* expired, or a second CONN on a worker already taken */
-    rs_list_del(&uep->accept_link);
-    uc->accept_waits_n--;
+    rs_ucx_uep_accept_unwait(uep);
     return uep;
 }

@@ -280,6 +280,8 @@ rs_ucx_ep_t *rs_ucx_ep_lookup(rs_ucx_ctx_t *uc, uint32_t id);
 /* A new endpoint with a connection id (NULL: out of memory or ids, logged). */
 rs_ucx_ep_t *rs_ucx_uep_new(rs_ctx_t *ctx);
 void rs_ucx_uep_free(rs_ucx_ep_t *uep);
+/* Takes uep off the accepts waiting for their CONN (accept.c), if it is one. */
+void rs_ucx_uep_accept_unwait(rs_ucx_ep_t *uep);
 /*
  * Nobody but in-flight control AMs (whose headers live in uep) holds uep any
  * more: frees it now, or when the last of them completes.

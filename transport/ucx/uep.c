@@ -60,16 +60,21 @@ rs_ucx_ep_t *rs_ucx_uep_new(rs_ctx_t *ctx)
     return uep;
 }
 
+void rs_ucx_uep_accept_unwait(rs_ucx_ep_t *uep)
+{
+    if (rs_list_empty(&uep->accept_link))
+        return;
+    rs_list_del(&uep->accept_link);
+    rs_ucx_ctx(uep->ctx)->accept_waits_n--;
+}
+
 void rs_ucx_uep_free(rs_ucx_ep_t *uep)
 {
     rs_ucx_id_free(rs_ucx_ctx(uep->ctx), uep);
     rs_list_del(&uep->pend_link);
     rs_list_del(&uep->wait_link);
     rs_list_del(&uep->close_link);
-    if (!rs_list_empty(&uep->accept_link)) {
-        rs_list_del(&uep->accept_link);
-        rs_ucx_ctx(uep->ctx)->accept_waits_n--;
-    }
+    rs_ucx_uep_accept_unwait(uep);
     rs_ucx_own_close(uep);
     free(uep);
 }
