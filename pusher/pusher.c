@@ -6,7 +6,6 @@
 #include "common/log.h"
 #include "shuffle/name.h"
 
-#include <assert.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -545,7 +544,7 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
         if ((s = partition_buffer(p, partition, need)) != RS_OK)
             return s;
         b = p->cur[partition];
-        assert(b->len >= need && b->len <= UINT32_MAX);
+        RS_ASSERT(b->len >= need && b->len <= UINT32_MAX);
         *wr = (pwrite_t){.data = b->data, .fill = 0, .cap = (uint32_t)b->len};
     }
     uint32_t at = wr->fill + (uint32_t)rs_record_put(wr->data + wr->fill, rec, len);
