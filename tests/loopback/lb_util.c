@@ -149,6 +149,15 @@ int lb_read_part(lb_shuffle_t *s, rs_reader_session_t *sess, uint32_t part, rs_s
     return trec_read_part(&g, sess, part, status, st);
 }
 
+void lb_read_part_ok(lb_shuffle_t *s, rs_reader_session_t *sess, uint32_t part,
+                     rs_reader_stats_t *st)
+{
+    rs_status_t status;
+    int line = lb_read_part(s, sess, part, &status, st);
+    if (line != 0)
+        fail_msg("partition %u: check at line %d failed (%s)", part, line, rs_strerror(status));
+}
+
 int lb_read_all(lb_shuffle_t *s, const rs_reader_config_t *rc, const uint32_t *attempts,
                 rs_status_t *status)
 {

@@ -74,6 +74,9 @@ void lb_reader_config(rs_reader_config_t *rc, int local_reads, uint32_t wait_ms)
  */
 int lb_read_part(lb_shuffle_t *s, rs_reader_session_t *sess, uint32_t part, rs_status_t *status,
                  rs_reader_stats_t *st);
+/* lb_read_part, failing the test (partition, line, status) if a check fails. */
+void lb_read_part_ok(lb_shuffle_t *s, rs_reader_session_t *sess, uint32_t part,
+                     rs_reader_stats_t *st);
 /* Opens a session (attempt 0 of every map unless attempts), reads every partition; 0 or a line. */
 int lb_read_all(lb_shuffle_t *s, const rs_reader_config_t *rc, const uint32_t *attempts,
                 rs_status_t *status);
