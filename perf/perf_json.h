@@ -34,7 +34,7 @@
 extern void ucp_get_version(unsigned *major, unsigned *minor, unsigned *release)
     __attribute__((weak));
 
-#define PERF_KEYS_MAX 48
+#define PERF_KEYS_MAX 64
 
 typedef struct perf_row {
     const char *key[PERF_KEYS_MAX]; /* string literals */

@@ -45,6 +45,10 @@
  * partition it owns as a reduce task of its own (a reader session and a
  * reader) over C threads; the results gain tasks, threads and the per-task
  * open and commit microseconds (median, p99). Partitions default to 200.
+ * Forked layouts also report each role's CPU-seconds (user + system) and
+ * context switches (cpu_map_s, csw_map, ...; colocated: cpu_procs_s), from
+ * wait4, and cpu_start_s: the workers' (colocated: the processes') CPU at
+ * the start of the timed run, their start-up, included in their role's.
  */
 #include "launch.h"
 #include "perf_json.h"
@@ -61,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -788,6 +793,19 @@ static int parse_args(int argc, char **argv)
 }
 
 /* What the parent gathers from its children. */
+/* What one role's processes spent, from wait4 (forked layouts only). */
+typedef struct role_cpu {
+    double cpu_s; /* user + system */
+    uint64_t csw; /* context switches, voluntary and involuntary */
+} role_cpu_t;
+
+enum { ROLE_MAP, ROLE_WORKER, ROLE_REDUCE, ROLE_PROC, ROLES }; /* PROC: a colocated process */
+
+static const char *const role_name[ROLES] = {"mappers", "workers", "reducers", "processes"};
+static const char *const role_cpu_key[ROLES] = {"cpu_map_s", "cpu_worker_s", "cpu_reduce_s",
+                                                "cpu_procs_s"};
+static const char *const role_csw_key[ROLES] = {"csw_map", "csw_worker", "csw_reduce", "csw_procs"};
+
 typedef struct totals {
     uint64_t total; /* records */
     pcount_t *want, *got, *tmp;
@@ -800,7 +818,40 @@ typedef struct totals {
     int failed;
     double *open_us, *commit_us, *red_us; /* --tasks: per map task, per reduce task */
     uint32_t n_tasks, n_red;
+    role_cpu_t cpu[ROLES];
+    double start_cpu_s; /* the workers' CPU-seconds at t0: their start-up (arenas made resident) */
+    int cpu_known;      /* forked children, all reaped by reap() */
 } totals_t;
+
+/* Waits for pid and adds its CPU-seconds and context switches to role's. */
+static void reap(totals_t *t, pid_t pid, int role)
+{
+    struct rusage ru;
+    if (wait4(pid, NULL, 0, &ru) != pid)
+        return;
+    t->cpu[role].cpu_s += (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                          (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    t->cpu[role].csw += (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+}
+
+/* A running child's CPU-seconds so far (Linux /proc; clock ticks), 0 if unknown. */
+static double proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    unsigned long long ut = 0, st = 0;
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return 0;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
 
 /* One map attempt's result from fd; winning: its counts are what the reducers must see. */
 static void take_map(totals_t *t, int fd, int winning)
@@ -920,6 +971,8 @@ static int run_split(totals_t *t)
 
     t->t0 = perf_now_s();
     t->start_s = t->t0 - tw;
+    for (uint32_t i = 0; i < o.workers && o.n_ext == 0; i++)
+        t->start_cpu_s += proc_cpu_s(wpid[i]);
     for (uint32_t i = 0; i < n_maps_run; i++)
         mpid[i] = spawn(&mfd[i], mapper_fn, i % o.mappers, i / o.mappers);
     if (o.kill_phase == 1)
@@ -929,7 +982,7 @@ static int run_split(totals_t *t)
     for (uint32_t i = 0; i < n_maps_run; i++) {
         take_map(t, mfd[i], i / o.mappers == (o.speculative ? 1u : 0u)); /* the winning attempts */
         close(mfd[i]);
-        waitpid(mpid[i], NULL, 0);
+        reap(t, mpid[i], ROLE_MAP);
     }
     t->t1 = perf_now_s();
 
@@ -942,7 +995,7 @@ static int run_split(totals_t *t)
         for (uint32_t r = 0; r < o.reducers; r++) {
             take_reduce(t, rfd[r]);
             close(rfd[r]);
-            waitpid(rpid[r], NULL, 0);
+            reap(t, rpid[r], ROLE_REDUCE);
         }
     }
     t->t2 = perf_now_s();
@@ -958,8 +1011,9 @@ static int run_split(totals_t *t)
         if (i > 0 || !o.killed) /* a killed worker has no counters to give */
             take_worker(t, wfd[i]);
         close(wfd[i]);
-        waitpid(wpid[i], NULL, 0);
+        reap(t, wpid[i], ROLE_WORKER);
     }
+    t->cpu_known = o.n_ext == 0;
     return 0;
 }
 
@@ -1036,6 +1090,8 @@ static int run_colocated(totals_t *t)
     t->t0 = perf_now_s();
     t->start_s = t->t0 - tw;
     for (uint32_t i = 0; i < n; i++)
+        t->start_cpu_s += proc_cpu_s(pid[i]);
+    for (uint32_t i = 0; i < n; i++)
         if (perf_write_all(to[i], ports, n * sizeof(ports[0])) != 0)
             t->failed = 1;
     for (uint32_t i = 0; i < n; i++)
@@ -1057,8 +1113,9 @@ out_reap:
     for (uint32_t i = 0; i < started; i++) {
         close(to[i]); /* a child still waiting for a command reads EOF and ends */
         close(from[i]);
-        waitpid(pid[i], NULL, 0);
+        reap(t, pid[i], ROLE_PROC);
     }
+    t->cpu_known = rc == 0;
     return rc;
 }
 
@@ -1231,6 +1288,15 @@ static void put_results(const totals_t *t, uint64_t bytes, uint64_t lost, uint64
         perf_u64(&pout, "worker_merged_in_place", t->wst.merged_in_place);
         perf_num(&pout, "start_s", t->start_s, 4);
     }
+    if (t->cpu_known) { /* CPU-seconds (user + system) and context switches by role */
+        for (int r = 0; r < ROLES; r++) {
+            if (t->cpu[r].cpu_s == 0 && t->cpu[r].csw == 0)
+                continue;
+            perf_num(&pout, role_cpu_key[r], t->cpu[r].cpu_s, 3);
+            perf_u64(&pout, role_csw_key[r], t->cpu[r].csw);
+        }
+        perf_num(&pout, "cpu_start_s", t->start_cpu_s, 2);
+    }
     perf_u64(&pout, "tasks", o.tasks);
     perf_u64(&pout, "threads", o.threads);
     if (o.task_mode) { /* per task, microseconds */
@@ -1348,6 +1414,14 @@ int main(int argc, char **argv)
                (double)wst_sum.arena_peak / (1 << 20), t.start_s, (double)o.worker_mem / (1 << 20));
     else
         printf("%u running workers (their counters: rshuffle_info --worker HOST:PORT)\n", o.n_ext);
+    if (t.cpu_known) {
+        printf("cpu-seconds (user + system):");
+        for (int r = 0; r < ROLES; r++)
+            if (t.cpu[r].cpu_s > 0 || t.cpu[r].csw > 0)
+                printf(" %s %.2f (%llu context switches);", role_name[r], t.cpu[r].cpu_s,
+                       (unsigned long long)t.cpu[r].csw);
+        printf(" %.2f of them in the workers' start-up\n", t.start_cpu_s);
+    }
     if (o.killed)
         printf("replicas %u: worker 0 SIGKILLed %.3f s into the %s\n", o.replicas, o.kill_s,
                o.kill_phase == 1 ? "push" : "read");
