@@ -179,6 +179,14 @@ rs_status_t rs_push_engine_take(rs_pusher_t *p, rs_pushq_t *q, rs_pbuf_int_t *b)
     }
     if (merge_wait(p, b))
         return RS_ERR_BUSY;
+    /*
+     * With 20,000 partitions the holders' counts for this one are seldom in
+     * cache: fetched now, they arrive while the frame is sealed (its
+     * checksum), not when count_sends adds to them.
+     */
+    const uint32_t *h = rs_push_holders(p, b->partition);
+    for (uint32_t k = 0; k < p->replicas; k++)
+        __builtin_prefetch(&p->workers[h[k]].counts[b->partition], 1, 3);
     rs_pbuf_int_t *out;
     size_t flen;
     if (frame_batch(p, q, b, &out, &flen) == RS_ERR_BUSY)

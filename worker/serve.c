@@ -437,7 +437,14 @@ void rs_wk_commit_check(rs_worker_t *w, wconn_t *c, int timed_out)
     if (s == RS_OK && listed != c->distinct)
         s = RS_ERR_PROTOCOL;
     if (s == RS_OK) {
-        if (c->commit_n > 0) /* a map with nothing for this worker commits no entries */
+        /*
+         * Pushers list partitions in order: checking costs one pass, where
+         * sorting 20,000 entries per map took a visible share of the thread.
+         */
+        uint32_t i = 1;
+        while (i < c->commit_n && c->commit[i - 1].partition <= c->commit[i].partition)
+            i++;
+        if (i < c->commit_n) /* a map with nothing for this worker commits no entries */
             qsort(c->commit, c->commit_n, sizeof(*c->commit), cmp_entry);
         rs_wk_store_commit(&w->st, c->sh, c->map_id, c->attempt, c->commit, c->commit_n);
         c->commit = NULL; /* the store owns the entries now */

@@ -86,11 +86,14 @@ rs_status_t rs_wk_store_attach(rs_wk_store_t *st, uint32_t shuffle_id, uint32_t 
     sh = calloc(1, sizeof(*sh));
     if (sh == NULL)
         return RS_ERR_NOMEM;
-    sh->parts = calloc(n_partitions, sizeof(*sh->parts));
+    /* Cache-line aligned: a partition's hot fields are one line (internal.h). */
+    size_t parts_len = ((size_t)n_partitions * sizeof(*sh->parts) + 63) & ~(size_t)63;
+    sh->parts = aligned_alloc(64, parts_len);
     if (sh->parts == NULL) {
         free(sh);
         return RS_ERR_NOMEM;
     }
+    memset(sh->parts, 0, parts_len);
     sh->id = shuffle_id;
     sh->n_partitions = n_partitions;
     sh->spill_fd = -1;
