@@ -99,24 +99,43 @@ void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
     s->ahead_run = step == s->ahead_step ? s->ahead_run + 1 : 1;
     s->ahead_step = step;
     s->ahead_last = opened;
-    if (s->ahead_run < AHEAD_AFTER || step == 0 || step >= s->desc.n_partitions)
+    if (s->ahead_run < AHEAD_AFTER || step == 0 || step >= s->desc.n_partitions) {
+        s->ahead_upto = UINT32_MAX;
         return; /* no pattern yet, or backwards */
-    for (uint64_t k = 1; k <= RS_READ_AHEAD; k++) {
+    }
+    /*
+     * Every partition up to ahead_upto at this step was asked for already
+     * (none skipped): only the ones past it are new, without a search per
+     * partition of the window.
+     */
+    uint64_t k = 1;
+    if (s->ahead_upto != UINT32_MAX && s->ahead_upto > opened &&
+        (s->ahead_upto - opened) % step == 0)
+        k = (s->ahead_upto - opened) / step + 1;
+    int complete = 1; /* no partition of the window skipped */
+    for (; k <= RS_READ_AHEAD; k++) {
         uint64_t q64 = opened + k * step;
         if (q64 >= s->desc.n_partitions)
-            return;
+            break;
         uint32_t q = (uint32_t)q64;
-        if (ahead_find(s, q) != NULL)
+        if (ahead_find(s, q) != NULL) {
+            if (complete)
+                s->ahead_upto = q;
             continue;
+        }
         rahead_t *a = ahead_find_free(s);
         if (a == NULL)
-            return;
+            break;
         uint32_t w;
-        if (rs_rd_sess_replica(s, q, &w) != RS_OK)
-            continue; /* every replica lost: the open says so */
-        rconn_t *c = &s->conns[w];
-        if (c->rkey == NULL || rs_ep_status(c->ep) != RS_OK)
-            continue; /* never connects for a guess: the open does */
+        rconn_t *c = NULL;
+        if (rs_rd_sess_replica(s, q, &w) == RS_OK)
+            c = &s->conns[w];
+        if (c == NULL || c->rkey == NULL || rs_ep_status(c->ep) != RS_OK) {
+            /* every replica lost (the open says so), or not connected: never connects for a
+             * guess, the open does (and a later open asks again) */
+            complete = 0;
+            continue;
+        }
         rs_smsg_read_open_t o = {.status = RS_OK,
                                  .shuffle_id = s->desc.shuffle_id,
                                  .partition = q,
@@ -125,8 +144,10 @@ void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
         uint8_t buf[RS_SPROTO_READ_OPEN_LEN];
         size_t len;
         if (rs_sproto_read_open_encode(&o, buf, sizeof(buf), &len) != RS_OK ||
-            rs_msg_send(c->ep, RS_SMSG_READ_OPEN, buf, len, NULL, NULL) != RS_OK)
+            rs_msg_send(c->ep, RS_SMSG_READ_OPEN, buf, len, NULL, NULL) != RS_OK) {
+            s->ahead_upto = UINT32_MAX;
             return;
+        }
         *a = (rahead_t){.partition = q,
                         .tag = o.tag,
                         .gen = c->gen,
@@ -134,11 +155,16 @@ void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
                         .state = RAHEAD_SENT,
                         .reply = a->reply,
                         .cap = a->cap};
+        if (complete)
+            s->ahead_upto = q;
     }
+    if (!complete)
+        s->ahead_upto = UINT32_MAX;
 }
 
 void rs_rd_sess_ahead_drop(rs_reader_session_t *s)
 {
+    s->ahead_upto = UINT32_MAX;
     for (uint32_t i = 0; i < RS_READ_AHEAD; i++) {
         rahead_t *a = &s->ahead[i];
         rs_smsg_read_reply_t rr;

@@ -51,6 +51,7 @@ typedef struct rs_read_lane {
     uint32_t n_conns, cap_conns;
     uint32_t next_tag;  /* tags never repeat on a lane: a late reply is never taken for another */
     uint64_t loss_seen; /* the client's losses up to this epoch were applied to conns */
+    struct rs_reader *spare; /* a closed reader, lent to the next session (reader.c) */
 } rs_read_lane_t;
 
 /* A snapshot asked for ahead of its open (ahead.c). */
@@ -104,13 +105,24 @@ struct rs_reader_session {
     uint8_t *reply;
     size_t reply_len, reply_cap;
     rs_smsg_t rep; /* the reply decoded (its views point into reply) */
+    /* a kept connection's attach, sent without waiting: its answer (rs_rd_sess_attach_end) */
+    rconn_t *att_conn;
+    int att_got;
+    rs_status_t att_status;
+    uint8_t *att_reply;
+    size_t att_len, att_cap;
     /*
      * read-ahead: the last partition opened, the step from the one before
      * (a session may read every R-th partition), opens so far at that step
      */
     uint32_t ahead_last, ahead_step, ahead_run;
+    uint32_t ahead_upto; /* asked for at that step up to here, none skipped (UINT32_MAX: none) */
     rahead_t ahead[RS_READ_AHEAD];
+    struct rs_reader *spare; /* the last reader closed, kept for the next open (reader.c) */
 };
+
+/* reader.c: frees a spare reader of a session or lane (NULL ignored). */
+void rs_rd_reader_free(struct rs_reader *r);
 
 /* Copies a reply into *buf, grown to len (*cap: its size); RS_ERR_NOMEM leaves both. */
 static inline rs_status_t rs_rd_reply_copy(uint8_t **buf, size_t *cap, const void *data, size_t len)
@@ -147,6 +159,18 @@ rs_status_t rs_rd_lane_handlers(rs_read_lane_t *l);
  * queue renewed first (not while another reader is open).
  */
 rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p);
+
+/*
+ * A kept connection (its arena key known) is attached without waiting: the
+ * ATTACH goes out and the first request on it follows at once. attach_end:
+ * c's attach answer, waited for and applied (RS_OK at once when c has none
+ * outstanding); the caller fails c on an error (conn_fail: closed, its
+ * snapshots gone, lost as rs_rd_sess_lost says). attach_reply (replies.c):
+ * an ATTACH_REPLY for the attach outstanding on ep is kept (1), else 0.
+ */
+rs_status_t rs_rd_sess_attach_end(rs_reader_session_t *s, rconn_t *c);
+void rs_rd_sess_conn_fail(rs_reader_session_t *s, rconn_t *c, rs_status_t st);
+int rs_rd_sess_attach_reply(rs_reader_session_t *s, rs_ep_t *ep, const void *data, size_t len);
 
 /*
  * exchange.c. Sends an encoded request and waits (bounded) for its reply of reply_type

@@ -31,6 +31,7 @@ static void lane_destroy(rs_lane_t *base)
 {
     rs_read_lane_t *l = (rs_read_lane_t *)base;
     rs_rd_lane_conns_close(l);
+    rs_rd_reader_free(l->spare);
     for (uint32_t i = 0; i < l->n_bufs; i++)
         rs_mem_free(l->bufs[i]);
     if (l->ctx != NULL)

@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A closed reader kept by its session for the next open keeps a decode buffer up to this. */
+#define READER_RAW_KEEP (1u << 20)
+
 typedef struct rent {
     rs_snap_entry_t e;
     uint32_t index; /* in the worker's snapshot (for spill loads) */
@@ -30,6 +33,7 @@ enum { RMAP_OPEN = 0, RMAP_HERE, RMAP_DONE };
 typedef struct rmap {
     int state;          /* RMAP_* */
     rs_snap_commit_t c; /* what the winning attempt committed (HERE, DONE) */
+    uint64_t plan_seq;  /* while planning: the last seq seen in the snapshot, plus one */
     uint32_t batches;
     uint64_t bytes, checksum; /* what was read */
 } rmap_t;
@@ -43,10 +47,12 @@ struct rs_reader {
     uint8_t *buf;
     uint32_t partition;
     rmap_t *maps;
+    uint32_t maps_cap;
     uint32_t snap_id;
     int snap_open;
     rent_t *mem, *spill; /* kept entries, in memory (sorted by loc) and spilled */
     uint32_t n_mem, n_spill, next_mem, next_spill;
+    uint32_t plan_cap; /* entries mem and spill each have room for */
     /* the batches of the current read: in buf, or in place in a local worker's arena */
     const uint8_t *data;
     rent_t *span;
@@ -119,6 +125,76 @@ static int cmp_dedup(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
+/* Grows the plan's arrays to n entries each (kept across plans and, in the session, opens). */
+static rs_status_t plan_reserve(rs_reader_t *r, uint32_t n)
+{
+    if (n <= r->plan_cap && r->mem != NULL)
+        return RS_OK;
+    size_t cap = n ? n : 1;
+    rent_t *m = malloc(cap * sizeof(*m)), *sp = malloc(cap * sizeof(*sp));
+    if (m == NULL || sp == NULL) {
+        free(m);
+        free(sp);
+        return RS_ERR_NOMEM;
+    }
+    free(r->mem);
+    free(r->spill);
+    r->mem = m;
+    r->spill = sp;
+    r->plan_cap = (uint32_t)cap;
+    return RS_OK;
+}
+
+static int sorted_by_loc(const rent_t *e, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++)
+        if (e[i].e.loc < e[i - 1].e.loc)
+            return 0;
+    return 1;
+}
+
+/* Keeps entry e (not a repeat) unless a replica read before handed it out already. */
+static void plan_keep(rs_reader_t *r, const rent_t *e)
+{
+    if (was_delivered(r, &e->e))
+        return; /* read from a replica lost since */
+    if (e->e.flags & RS_SNAP_SPILLED)
+        r->spill[r->n_spill++] = *e;
+    else
+        r->mem[r->n_mem++] = *e;
+}
+
+/*
+ * Entries repeated (same map and seq): sorted by map, seq and index, the
+ * first of each kept. Only when some map's seqs did not rise in the
+ * snapshot's order (a batch sent again), so a plan usually sorts nothing.
+ */
+static rs_status_t plan_dedup(rs_reader_t *r, const rs_snap_hdr_t *h)
+{
+    rs_reader_session_t *s = r->sess;
+    rent_t *all = malloc((h->n_entries ? h->n_entries : 1) * sizeof(*all));
+    if (all == NULL)
+        return RS_ERR_NOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < h->n_entries; i++) {
+        rent_t e = {.index = i, .e = rs_sproto_snap_entry_get(h, i)};
+        if (e.e.map_id < s->n_maps && e.e.attempt == s->attempts[e.e.map_id] &&
+            r->maps[e.e.map_id].state == RMAP_HERE)
+            all[n++] = e;
+    }
+    qsort(all, n, sizeof(*all), cmp_dedup);
+    r->n_mem = r->n_spill = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0 && all[i].e.map_id == all[i - 1].e.map_id && all[i].e.seq == all[i - 1].e.seq) {
+            r->stats.duplicates++;
+            continue;
+        }
+        plan_keep(r, &all[i]);
+    }
+    free(all);
+    return RS_OK;
+}
+
 /* Parses the snapshot: keeps batches of winning attempts, once each. */
 static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
 {
@@ -147,53 +223,41 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
         }
     }
     for (uint32_t m = 0; m < s->n_maps; m++) {
+        r->maps[m].plan_seq = 0;
         if (r->maps[m].state == RMAP_OPEN && s->replicas == 1) {
             rs_error("reader: map %u attempt %u has not committed shuffle %u at worker %s", m,
                      s->attempts[m], s->desc.shuffle_id, r->conn->addr);
             return RS_ERR_STATE;
         }
     }
-    free(r->mem); /* planned again after a failover */
-    free(r->spill);
-    r->n_mem = r->n_spill = r->next_mem = r->next_spill = 0;
-    rent_t *all = calloc(h.n_entries ? h.n_entries : 1, sizeof(*all));
-    r->mem = calloc(h.n_entries ? h.n_entries : 1, sizeof(*r->mem));
-    r->spill = calloc(h.n_entries ? h.n_entries : 1, sizeof(*r->spill));
-    if (all == NULL || r->mem == NULL || r->spill == NULL) {
-        free(all);
-        return RS_ERR_NOMEM;
-    }
-    uint32_t n = 0;
+    rs_status_t st = plan_reserve(r, h.n_entries);
+    if (st != RS_OK)
+        return st;
+    r->n_mem = r->n_spill = r->next_mem = r->next_spill = 0; /* planned again after a failover */
+    int repeats = 0; /* a map's seq did not rise: there may be repeated batches */
     for (uint32_t i = 0; i < h.n_entries; i++) {
         rent_t e = {.index = i, .e = rs_sproto_snap_entry_get(&h, i)};
         if (e.e.map_id >= s->n_maps || e.e.attempt != s->attempts[e.e.map_id]) {
             r->stats.other_attempts++;
             continue;
         }
-        if (r->maps[e.e.map_id].state != RMAP_HERE)
+        rmap_t *m = &r->maps[e.e.map_id];
+        if (m->state != RMAP_HERE)
             continue; /* R >= 2: read from another worker (done, or not found yet) */
-        if (e.e.len < RS_FRAME_HEADER_SIZE || e.e.len > s->cfg.read_max) {
-            free(all);
+        if (e.e.len < RS_FRAME_HEADER_SIZE || e.e.len > s->cfg.read_max)
             return RS_ERR_BAD_LENGTH;
-        }
-        all[n++] = e;
+        if (e.e.seq < m->plan_seq)
+            repeats = 1;
+        m->plan_seq = e.e.seq + 1; /* seq < RS_SEQ_MAX (the snapshot decoder) */
+        if (!repeats)
+            plan_keep(r, &e);
     }
-    qsort(all, n, sizeof(*all), cmp_dedup);
-    for (uint32_t i = 0; i < n; i++) {
-        if (i > 0 && all[i].e.map_id == all[i - 1].e.map_id && all[i].e.seq == all[i - 1].e.seq) {
-            r->stats.duplicates++;
-            continue;
-        }
-        if (was_delivered(r, &all[i].e))
-            continue; /* read from a replica lost since */
-        if (all[i].e.flags & RS_SNAP_SPILLED)
-            r->spill[r->n_spill++] = all[i];
-        else
-            r->mem[r->n_mem++] = all[i];
-    }
-    free(all);
-    qsort(r->mem, r->n_mem, sizeof(*r->mem), cmp_loc);
-    qsort(r->spill, r->n_spill, sizeof(*r->spill), cmp_loc);
+    if (repeats && (st = plan_dedup(r, &h)) != RS_OK)
+        return st;
+    if (!sorted_by_loc(r->mem, r->n_mem))
+        qsort(r->mem, r->n_mem, sizeof(*r->mem), cmp_loc);
+    if (!sorted_by_loc(r->spill, r->n_spill))
+        qsort(r->spill, r->n_spill, sizeof(*r->spill), cmp_loc);
     return RS_OK;
 }
 
@@ -269,6 +333,19 @@ static rs_status_t span_fetch(rs_reader_t *r, uint64_t off, uint64_t len)
     return st;
 }
 
+static void snapshot_close(rs_reader_t *r);
+
+/* A remote partition's read buffer, taken from the session's pool once. */
+static rs_status_t reader_buf(rs_reader_t *r)
+{
+    if (r->conn->local != NULL || r->buf_mr != NULL)
+        return RS_OK;
+    rs_status_t st = rs_rd_sess_buf_get(r->sess, &r->buf_mr);
+    if (st == RS_OK)
+        r->buf = rs_mr_addr(r->buf_mr);
+    return st;
+}
+
 static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claimed_p)
 {
     rs_reader_session_t *s = r->sess;
@@ -281,16 +358,28 @@ static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claime
     *claimed_p = claimed;
     if (st == RS_OK && !claimed)
         st = request_retry(r, RS_SMSG_READ_OPEN, &o, &o.tag, RS_SMSG_READ_REPLY, "open");
+    rs_status_t as = rs_rd_sess_attach_end(s, r->conn); /* a kept connection's, sent before */
+    if (as != RS_OK) {
+        if (st == RS_OK) { /* opened on a connection whose attach failed: not ours */
+            r->snap_id = s->rep.u.read_reply.snap_id;
+            r->snap_open = 1;
+            snapshot_close(r);
+        }
+        rs_rd_sess_conn_fail(s, r->conn, as);
+        return as;
+    }
     if (st == RS_ERR_INVALID)
         rs_error("reader: worker %s holds shuffle %u with another n_partitions than this "
                  "reader's %u",
                  r->conn->addr, s->desc.shuffle_id, s->desc.n_partitions);
     if (st != RS_OK)
         return st;
-    rs_rd_sess_ahead_issue(s, r->partition); /* answered while this one is read */
     rs_smsg_read_reply_t rr = s->rep.u.read_reply;
     r->snap_id = rr.snap_id;
     r->snap_open = 1;
+    if ((st = reader_buf(r)) != RS_OK)
+        return st;
+    rs_rd_sess_ahead_issue(s, r->partition); /* answered while this one is read */
     if (rr.index_off == RS_SPROTO_INLINE)
         return plan(r, rr.index, rr.index_len);
     if (r->conn->local == NULL && rr.index_len > s->cfg.read_max) {
@@ -342,11 +431,12 @@ static rs_status_t open_on(rs_reader_t *r, uint32_t w)
     if (st != RS_OK)
         return st;
     r->conn_gen = r->conn->gen;
-    if (r->conn->local == NULL && r->buf_mr == NULL) {
-        if ((st = rs_rd_sess_buf_get(s, &r->buf_mr)) != RS_OK)
-            return st;
-        r->buf = rs_mr_addr(r->buf_mr);
-    }
+    /*
+     * A kept connection whose attach is still out may turn out local: the
+     * read buffer waits for the answer (taken with the open's).
+     */
+    if (s->att_conn != r->conn && (st = reader_buf(r)) != RS_OK)
+        return st;
     return open_snapshot(r);
 }
 
@@ -395,6 +485,62 @@ static rs_status_t open_next(rs_reader_t *r, rs_status_t st)
     return st;
 }
 
+/*
+ * A reader for s: the one its lane kept from the last close (arrays kept,
+ * cleared: a reduce task of one partition allocates nothing for it), else
+ * a new one. maps is NULL when it could not be had.
+ */
+static rs_reader_t *reader_new(rs_reader_session_t *s)
+{
+    uint32_t n = s->n_maps ? s->n_maps : 1;
+    rs_reader_t *r = s->spare;
+    s->spare = NULL;
+    if (r != NULL) {
+        rs_reader_t keep = *r;
+        *r = (rs_reader_t){.maps = keep.maps,
+                           .maps_cap = keep.maps_cap,
+                           .mem = keep.mem,
+                           .spill = keep.spill,
+                           .plan_cap = keep.plan_cap,
+                           .span_off = keep.span_off,
+                           .span_cap = keep.span_cap,
+                           .raw = keep.raw,
+                           .raw_cap = keep.raw_cap};
+        if (r->maps_cap < n) {
+            free(r->maps);
+            r->maps = NULL;
+            r->maps_cap = 0;
+        }
+    } else if ((r = calloc(1, sizeof(*r))) == NULL) {
+        return NULL;
+    }
+    r->sess = s;
+    if (r->maps == NULL) {
+        r->maps = malloc(n * sizeof(*r->maps));
+        r->maps_cap = r->maps != NULL ? n : 0;
+    }
+    if (r->maps != NULL)
+        memset(r->maps, 0, n * sizeof(*r->maps));
+    return r;
+}
+
+static void reader_free(rs_reader_t *r)
+{
+    free(r->maps);
+    free(r->mem);
+    free(r->spill);
+    free(r->span_off);
+    free(r->raw);
+    free(r->delivered);
+    free(r);
+}
+
+void rs_rd_reader_free(rs_reader_t *r)
+{
+    if (r != NULL)
+        reader_free(r);
+}
+
 rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_reader_t **reader_p)
 {
     if (s == NULL || reader_p == NULL)
@@ -407,13 +553,11 @@ rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_rea
     rs_status_t st = rs_shuffle_place(&s->desc, partition, &w);
     if (st != RS_OK)
         return st;
-    rs_reader_t *r = calloc(1, sizeof(*r));
+    rs_reader_t *r = reader_new(s);
     if (r == NULL)
         return RS_ERR_NOMEM;
-    r->sess = s;
     r->partition = partition;
     r->place = w;
-    r->maps = calloc(s->n_maps ? s->n_maps : 1, sizeof(*r->maps));
     s->open_readers++;
     st = r->maps != NULL ? RS_OK : RS_ERR_NOMEM;
     if (st == RS_OK)
@@ -734,13 +878,22 @@ void rs_reader_close(rs_reader_t *r)
     if (r->buf_mr != NULL)
         rs_rd_sess_buf_put(s, r->buf_mr);
     s->open_readers--;
-    free(r->maps);
-    free(r->mem);
-    free(r->spill);
-    free(r->span_off);
-    free(r->raw);
-    free(r->delivered);
-    if (r->own_session)
+    if (r->own_session) {
+        reader_free(r);
         rs_reader_session_close(s);
-    free(r);
+        return;
+    }
+    /* The next open (of this session or, through the lane, a later one) takes it. */
+    free(r->delivered);
+    r->delivered = NULL;
+    if (r->raw_cap > READER_RAW_KEEP) {
+        free(r->raw);
+        r->raw = NULL;
+        r->raw_cap = 0;
+    }
+    if (r->maps == NULL || s->spare != NULL) {
+        reader_free(r);
+        return;
+    }
+    s->spare = r;
 }

@@ -16,6 +16,8 @@ static void on_reply(rs_read_lane_t *l, unsigned type, rs_ep_t *ep, const void *
         return; /* between sessions: a late answer to the last one */
     if (rs_rd_sess_ahead_reply(s, ep, type, data, len))
         return;
+    if (type == RS_SMSG_ATTACH_REPLY && rs_rd_sess_attach_reply(s, ep, data, len))
+        return;
     if (ep != s->want_ep || s->got || type != s->want_type)
         return;
     rs_status_t st = rs_sproto_decode(data, len, type, &m);

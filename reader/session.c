@@ -15,17 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
+static void conn_close(rconn_t *c);
+
+static rs_status_t attach_send(rs_reader_session_t *s, rconn_t *c)
 {
-    rs_status_t st = RS_OK;
-    if (c->ep == NULL && (st = rs_sproto_name_connect(s->ctx, c->addr, &c->ep)) != RS_OK) {
-        c->ep = NULL;
-        if (s->replicas > 1) /* another replica may serve: not an error yet */
-            rs_warn("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
-        else
-            rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
-        return st;
-    }
     rs_smsg_attach_t a = {.status = RS_OK,
                           .role = RS_ROLE_READER,
                           .shuffle_id = s->desc.shuffle_id,
@@ -33,14 +26,16 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
                           .generation = s->desc.generation};
     uint8_t buf[RS_SPROTO_ATTACH_LEN];
     size_t len;
-    st = rs_sproto_attach_encode(&a, buf, sizeof(buf), &len);
+    rs_status_t st = rs_sproto_attach_encode(&a, buf, sizeof(buf), &len);
     if (st == RS_OK)
-        st = rs_rd_sess_request(s, c, RS_SMSG_ATTACH, buf, len, RS_SMSG_ATTACH_REPLY, 0, "attach");
-    if (st != RS_OK) {
-        rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(st));
-        return st;
-    }
-    const rs_smsg_attach_reply_t *ar = &s->rep.u.attach_reply;
+        st = rs_msg_send(c->ep, RS_SMSG_ATTACH, buf, len, NULL, NULL);
+    return st;
+}
+
+/* What an attach's answer ar says of c: the replicas agree, its arena key, in place or not. */
+static rs_status_t attach_take(rs_reader_session_t *s, rconn_t *c, const rs_smsg_attach_reply_t *ar)
+{
+    rs_status_t st;
     if (ar->replicas != 0 && ar->replicas != s->replicas) {
         /*
          * A reader with more replicas than the pushers would take a worker that is no
@@ -64,6 +59,92 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
                                &c->local_reg) == RS_OK)
         rs_debug("reader: worker %s is in this process: reading in place", c->addr);
     return RS_OK;
+}
+
+static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
+{
+    rs_status_t st = RS_OK;
+    if (c->ep == NULL && (st = rs_sproto_name_connect(s->ctx, c->addr, &c->ep)) != RS_OK) {
+        c->ep = NULL;
+        if (s->replicas > 1) /* another replica may serve: not an error yet */
+            rs_warn("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
+        else
+            rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
+        return st;
+    }
+    if (c->rkey != NULL) {
+        /*
+         * A kept connection: its key is known, so nothing needs the answer
+         * before the first open's. The attach goes now and is answered with
+         * that open (rs_rd_sess_attach_end): one round trip, not two.
+         */
+        s->att_got = 0;
+        s->att_status = RS_OK;
+        if ((st = attach_send(s, c)) != RS_OK) {
+            rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(st));
+            return st;
+        }
+        s->att_conn = c;
+        return RS_OK;
+    }
+    s->want_ep = c->ep;
+    s->want_type = RS_SMSG_ATTACH_REPLY;
+    s->want_tag = 0;
+    s->got = 0;
+    if ((st = attach_send(s, c)) == RS_OK)
+        st = rs_rd_sess_wait(s, c, &s->got, "attach");
+    s->want_ep = NULL;
+    if (st == RS_OK)
+        st = s->got_status;
+    if (st == RS_OK)
+        st = rs_sproto_decode(s->reply, s->reply_len, RS_SMSG_ATTACH_REPLY, &s->rep);
+    if (st == RS_OK)
+        st = s->rep.status;
+    if (st != RS_OK) {
+        rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(st));
+        return st;
+    }
+    return attach_take(s, c, &s->rep.u.attach_reply);
+}
+
+rs_status_t rs_rd_sess_attach_end(rs_reader_session_t *s, rconn_t *c)
+{
+    if (s->att_conn != c)
+        return RS_OK;
+    rs_status_t st = rs_rd_sess_wait(s, c, &s->att_got, "attach");
+    s->att_conn = NULL;
+    rs_smsg_t m;
+    if (st == RS_OK)
+        st = s->att_status;
+    if (st == RS_OK)
+        st = rs_sproto_decode(s->att_reply, s->att_len, RS_SMSG_ATTACH_REPLY, &m);
+    if (st == RS_OK)
+        st = m.status;
+    if (st != RS_OK) {
+        rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(st));
+        return st;
+    }
+    return attach_take(s, c, &m.u.attach_reply);
+}
+
+int rs_rd_sess_attach_reply(rs_reader_session_t *s, rs_ep_t *ep, const void *data, size_t len)
+{
+    if (s->att_conn == NULL || s->att_conn->ep != ep || s->att_got)
+        return 0;
+    s->att_status = rs_rd_reply_copy(&s->att_reply, &s->att_cap, data, len);
+    if (s->att_status == RS_OK)
+        s->att_len = len;
+    s->att_got = 1;
+    return 1;
+}
+
+void rs_rd_sess_conn_fail(rs_reader_session_t *s, rconn_t *c, rs_status_t st)
+{
+    if (s->att_conn == c)
+        s->att_conn = NULL; /* its answer, if any, goes with the connection */
+    conn_close(c);
+    c->gen++; /* snapshots on it are gone */
+    rs_rd_sess_lost(s, c, st);
 }
 
 static void conn_close(rconn_t *c)
@@ -90,6 +171,7 @@ static void sess_renew(rs_reader_session_t *s)
     if (s->open_readers > 1)
         return;
     rs_rd_sess_ahead_drop(s);
+    s->att_conn = NULL;
     for (uint32_t w = 0; w < s->desc.n_workers; w++) {
         if (s->conns[w].ep != NULL) {
             conn_close(&s->conns[w]);
@@ -112,8 +194,8 @@ rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p
         return RS_ERR_UNREACHABLE; /* R >= 2: not tried again (rs_rd_sess_lost) */
     if (rs_ctx_renew_due(s->ctx))
         sess_renew(s);
-    if (c->attached && rs_ep_status(c->ep) == RS_OK) {
-        *conn_p = c;
+    if ((c->attached || s->att_conn == c) && rs_ep_status(c->ep) == RS_OK) {
+        *conn_p = c; /* attached, or its attach answered with the open (rs_rd_sess_attach_end) */
         return RS_OK;
     }
     if (c->ep == NULL || rs_ep_status(c->ep) != RS_OK || c->rkey == NULL) {
@@ -189,6 +271,7 @@ rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuffle_desc
         return RS_ERR_NOMEM;
     s->ahead_last = UINT32_MAX; /* as if partition -1 was opened: 0, 1, 2 is a run from the start */
     s->ahead_step = 1;
+    s->ahead_upto = UINT32_MAX;
     rs_status_t st;
     if (cfg != NULL) {
         s->cfg = *cfg;
@@ -242,6 +325,8 @@ rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuffle_desc
     s->cap_bufs = l->cap_bufs;
     l->bufs = NULL;
     l->n_bufs = l->cap_bufs = 0;
+    s->spare = l->spare;
+    l->spare = NULL;
     for (uint32_t i = 0; i < desc->n_workers; i++)
         rs_rd_lane_conn_lend(l, &s->conns[i]);
     l->sess = s;
@@ -264,7 +349,8 @@ void rs_reader_session_close(rs_reader_session_t *s)
     int reusable = l != NULL && s->open_readers == 0 && ahead_settle(s);
     rs_rd_sess_ahead_drop(s);
     for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++) {
-        if (!reusable || !rs_rd_lane_conn_keep(l, &s->conns[i]))
+        /* An attach never answered would be taken for the next session's. */
+        if (!reusable || s->att_conn == &s->conns[i] || !rs_rd_lane_conn_keep(l, &s->conns[i]))
             conn_close(&s->conns[i]);
     }
     if (l != NULL) {
@@ -275,11 +361,15 @@ void rs_reader_session_close(rs_reader_session_t *s)
         l->cap_bufs = s->cap_bufs;
         s->bufs = NULL;
         s->n_bufs = 0;
+        l->spare = s->spare; /* holds nothing of the session's: arrays only */
+        s->spare = NULL;
         rs_lane_give(&l->base, reusable);
     }
+    rs_rd_reader_free(s->spare);
     free(s->bufs);
     free(s->conns);
     free(s->attempts);
     free(s->reply);
+    free(s->att_reply);
     free(s);
 }

@@ -301,7 +301,10 @@ rs_status_t rs_sproto_read_open_encode(const rs_smsg_read_open_t *m, void *buf, 
                                        size_t *len_p);
 rs_status_t rs_sproto_read_open_decode(const void *buf, size_t len, rs_smsg_read_open_t *m);
 
-/* Copies m->index after the fixed part when index_off is RS_SPROTO_INLINE. */
+/*
+ * Copies m->index after the fixed part when index_off is RS_SPROTO_INLINE
+ * (not when it lies there already: buf + RS_SPROTO_READ_REPLY_LEN).
+ */
 rs_status_t rs_sproto_read_reply_encode(const rs_smsg_read_reply_t *m, void *buf, size_t cap,
                                         size_t *len_p);
 rs_status_t rs_sproto_read_reply_decode(const void *buf, size_t len, rs_smsg_read_reply_t *m);

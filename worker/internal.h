@@ -308,12 +308,13 @@ void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need);
 /* snapshots.c */
 /*
  * Opens a snapshot of partition p: its commits and entries, with every
- * extent holding its in-memory batches pinned. The index is returned in
- * *index_p (malloc'ed, caller frees); when longer than inline_max it is also
- * copied into the arena (snap->index). RS_ERR_BACKPRESSURE: no room for it.
+ * extent holding its in-memory batches pinned. Its index (*index_len_p
+ * bytes) is written to inline_buf when at most inline_max bytes (to be sent
+ * inline: snap->index.len 0), else into the arena (snap->index).
+ * RS_ERR_BACKPRESSURE: no room for it there.
  */
-rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, size_t inline_max,
-                                  wsnap_t **snap_p, void **index_p, size_t *index_len_p);
+rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, void *inline_buf,
+                                  size_t inline_max, wsnap_t **snap_p, size_t *index_len_p);
 /*
  * Stages spilled frames [first, first+n) of snap in the arena (snap->stage):
  * all of them, or as many leading ones as fit (*staged_p). RS_ERR_BACKPRESSURE

@@ -517,7 +517,7 @@ static wsnap_t *snap_find(wconn_t *c, uint32_t id)
     return NULL;
 }
 
-/* inline_len is at most msg_max - RS_SPROTO_READ_REPLY_LEN. */
+/* inline_len is at most msg_max - RS_SPROTO_READ_REPLY_LEN; inline_buf may be where it goes. */
 static void read_reply(rs_worker_t *w, rs_ep_t *ep, rs_status_t s, uint32_t tag,
                        const wsnap_t *snap, const void *inline_buf, size_t inline_len)
 {
@@ -561,22 +561,23 @@ static void on_read_open(void *arg, rs_ep_t *ep, const void *data, size_t len)
             s = RS_ERR_EXISTS;
         }
     }
-    void *index = NULL;
     size_t index_len = 0;
     wsnap_t *snap = NULL;
+    /* A small index is built where the reply carries it: no copy. */
+    uint8_t *inline_buf = w->msg_buf + RS_SPROTO_READ_REPLY_LEN;
     size_t inline_max = rs_ctx_config(w->ctx)->msg_max - RS_SPROTO_READ_REPLY_LEN;
     if (s == RS_OK)
-        s = rs_wk_store_snap_open(&w->st, sh, m.partition, inline_max, &snap, &index, &index_len);
+        s = rs_wk_store_snap_open(&w->st, sh, m.partition, inline_buf, inline_max, &snap,
+                                  &index_len);
     if (s != RS_OK) {
         read_reply(w, ep, s, m.tag, NULL, NULL, 0);
         return;
     }
     rs_list_add_tail(&c->snaps, &snap->link);
     if (snap->index.len == 0)
-        read_reply(w, ep, RS_OK, m.tag, snap, index, index_len);
+        read_reply(w, ep, RS_OK, m.tag, snap, inline_buf, index_len);
     else
         read_reply(w, ep, RS_OK, m.tag, snap, NULL, 0);
-    free(index);
 }
 
 static void on_spill_load(void *arg, rs_ep_t *ep, const void *data, size_t len)

@@ -68,26 +68,31 @@ static void snap_free(rs_wk_store_t *st, wsnap_t *snap)
     }
     space_put(st, &snap->index);
     space_put(st, &snap->stage);
-    free(snap->pinned);
-    free(snap->entries);
-    free(snap);
+    free(snap); /* entries and pinned lie in the same block */
 }
 
-/* Header, the shuffle's commits (this partition's counts) and the partition's entries. */
-static rs_status_t snap_build(wshuffle_t *sh, uint32_t p, uint8_t **buf_p, size_t *len_p)
+static uint32_t commits_count(wshuffle_t *sh)
 {
-    wpart_t *part = &sh->parts[p];
-    uint32_t n_commits = 0;
+    uint32_t n = 0;
     rs_list_t *pos, *tmp;
-    rs_list_for_each_safe(pos, tmp, &sh->commits) n_commits++;
-    size_t len = rs_sproto_snap_len(n_commits, (uint32_t)part->n_entries);
-    uint8_t *buf = malloc(len);
-    if (buf == NULL)
-        return RS_ERR_NOMEM;
-    rs_snap_hdr_t h = {
-        .n_commits = n_commits, .n_entries = (uint32_t)part->n_entries, .partition = p};
-    rs_sproto_snap_encode(&h, buf, len, &len);
+    rs_list_for_each_safe(pos, tmp, &sh->commits) n++;
+    return n;
+}
+
+/*
+ * Writes the snapshot into buf (len bytes, its exact length): header, the
+ * shuffle's n_commits commits (this partition's counts) and its entries.
+ */
+static void snap_build(wshuffle_t *sh, uint32_t p, uint32_t n_commits, const wsnap_t *snap,
+                       uint8_t *buf, size_t len)
+{
+    rs_snap_hdr_t h = {.n_commits = n_commits, .n_entries = snap->n_entries, .partition = p};
+    size_t got;
+    rs_status_t s = rs_sproto_snap_encode(&h, buf, len, &got);
+    RS_ASSERT(s == RS_OK && got == len);
+    (void)s;
     uint32_t k = 0;
+    rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &sh->commits)
     {
         wcommit_t *c = RS_CONTAINER_OF(pos, wcommit_t, link);
@@ -110,51 +115,38 @@ static rs_status_t snap_build(wshuffle_t *sh, uint32_t p, uint8_t **buf_p, size_
         }
         rs_sproto_snap_commit_put(buf, len, k++, &x);
     }
-    for (size_t i = 0; i < part->n_entries; i++)
-        rs_sproto_snap_entry_put(buf, len, n_commits, (uint32_t)i, &part->entries[i].e);
-    *buf_p = buf;
-    *len_p = len;
-    return RS_OK;
+    for (uint32_t i = 0; i < snap->n_entries; i++)
+        rs_sproto_snap_entry_put(buf, len, n_commits, i, &snap->entries[i]);
 }
 
-rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, size_t inline_max,
-                                  wsnap_t **snap_p, void **index_p, size_t *index_len_p)
+rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, void *inline_buf,
+                                  size_t inline_max, wsnap_t **snap_p, size_t *index_len_p)
 {
     wpart_t *part = &sh->parts[p];
-    uint8_t *buf;
-    size_t len;
-    rs_status_t s = snap_build(sh, p, &buf, &len);
-    if (s != RS_OK)
-        return s;
-    wsnap_t *snap = calloc(1, sizeof(*snap));
+    uint32_t n_commits = commits_count(sh), n_ent = (uint32_t)part->n_entries;
+    size_t len = rs_sproto_snap_len(n_commits, n_ent);
     /*
      * Every extent pinned holds one of the entries at least. A few entries
      * (20,000 partitions' case) bound the pins without walking the extents
      * twice, a cache miss per extent each time.
      */
-    size_t n_ext = part->n_entries;
+    size_t n_ext = n_ent;
     rs_list_t *pos, *tmp;
     if (n_ext > SNAP_PIN_WALK) {
         n_ext = 0;
         rs_list_for_each_safe(pos, tmp, &part->extents) n_ext++;
     }
-    if (snap != NULL) {
-        snap->entries = malloc((part->n_entries ? part->n_entries : 1) * sizeof(rs_snap_entry_t));
-        snap->pinned = malloc((n_ext ? n_ext : 1) * sizeof(extent_t *));
-    }
-    if (snap == NULL || snap->entries == NULL || snap->pinned == NULL) {
-        if (snap != NULL) {
-            free(snap->entries);
-            free(snap->pinned);
-            free(snap);
-        }
-        free(buf);
+    /* One block: the snapshot, its entries (8-byte aligned after it), the extents it pins. */
+    size_t ent_at = (sizeof(wsnap_t) + 7) & ~(size_t)7;
+    size_t pin_at = ent_at + (size_t)n_ent * sizeof(rs_snap_entry_t);
+    wsnap_t *snap = malloc(pin_at + n_ext * sizeof(extent_t *));
+    if (snap == NULL)
         return RS_ERR_NOMEM;
-    }
-    for (size_t i = 0; i < part->n_entries; i++)
+    *snap = (wsnap_t){.sh = sh, .n_entries = n_ent};
+    snap->entries = (rs_snap_entry_t *)((uint8_t *)snap + ent_at);
+    snap->pinned = (extent_t **)((uint8_t *)snap + pin_at);
+    for (uint32_t i = 0; i < n_ent; i++)
         snap->entries[i] = part->entries[i].e;
-    snap->n_entries = (uint32_t)part->n_entries;
-    snap->sh = sh;
     /* Pinned before anything below may spill: the entries keep their arena offsets. */
     rs_list_for_each_safe(pos, tmp, &part->extents)
     {
@@ -166,21 +158,22 @@ rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p,
         }
     }
     sh->open_snaps++;
+    uint8_t *dst = inline_buf;
     if (len > inline_max) {
-        s = space_get(st, len, &snap->index);
+        rs_status_t s = space_get(st, len, &snap->index);
         if (s != RS_OK) {
             st->stats.backpressure++;
             sh->open_snaps--;
             snap_free(st, snap);
-            free(buf);
             return s;
         }
-        memcpy(st->arena + snap->index.off, buf, len);
+        dst = st->arena + snap->index.off;
         snap->index_bytes = len;
     }
+    /* From the entries copied above: a spill for the index's room moved none of them. */
+    snap_build(sh, p, n_commits, snap, dst, len);
     snap->id = st->next_snap++;
     *snap_p = snap;
-    *index_p = buf;
     *index_len_p = len;
     return RS_OK;
 }

@@ -260,6 +260,14 @@ static void test_reused_id(void **state)
     assert_int_equal(push(&d0, 3, 0, n, NULL), RS_ERR_EXISTS);
     /* Job 1's readers are not disturbed: all of theirs, once each. */
     assert_int_equal(read_all(&d1, 1, 2, n), RS_OK);
+    /*
+     * On the connection job 1's readers kept, job 2's attach goes with its
+     * first open and is refused just the same; the next session connects
+     * again.
+     */
+    assert_int_equal(read_all(&d2, 2, 2, n), RS_ERR_EXISTS);
+    assert_int_equal(read_all(&d1, 1, 2, n), RS_OK);
+    assert_int_equal(read_all(&d1, 1, 2, n), RS_OK);
     /* Once dropped, the id is job 2's: its records only. */
     assert_int_equal(rs_shuffle_drop(&d1, &tcfg), RS_OK);
     for (uint32_t m = 0; m < 2; m++)
