@@ -5,7 +5,8 @@
  * from its client and gives back. replies.c: the lane's reply handlers.
  * ahead.c: snapshots asked for ahead of their opens. exchange.c: waits,
  * requests and reads on one worker. replica.c: which replica serves, which
- * worker is lost.
+ * worker is lost. spare.c: frees a closed reader kept for the next open
+ * (its state: reader_int.h).
  */
 #ifndef RS_READER_INTERNAL_H
 #define RS_READER_INTERNAL_H
@@ -121,7 +122,7 @@ struct rs_reader_session {
     struct rs_reader *spare; /* the last reader closed, kept for the next open (reader.c) */
 };
 
-/* reader.c: frees a spare reader of a session or lane (NULL ignored). */
+/* spare.c: frees a spare reader of a session or lane (NULL ignored). */
 void rs_rd_reader_free(struct rs_reader *r);
 
 /* Copies a reply into *buf, grown to len (*cap: its size); RS_ERR_NOMEM leaves both. */
@@ -165,12 +166,11 @@ rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p
  * ATTACH goes out and the first request on it follows at once. attach_end:
  * c's attach answer, waited for and applied (RS_OK at once when c has none
  * outstanding); the caller fails c on an error (conn_fail: closed, its
- * snapshots gone, lost as rs_rd_sess_lost says). attach_reply (replies.c):
- * an ATTACH_REPLY for the attach outstanding on ep is kept (1), else 0.
+ * snapshots gone, lost as rs_rd_sess_lost says). The answer itself is kept
+ * by the lane's reply handler (replies.c).
  */
 rs_status_t rs_rd_sess_attach_end(rs_reader_session_t *s, rconn_t *c);
 void rs_rd_sess_conn_fail(rs_reader_session_t *s, rconn_t *c, rs_status_t st);
-int rs_rd_sess_attach_reply(rs_reader_session_t *s, rs_ep_t *ep, const void *data, size_t len);
 
 /*
  * exchange.c. Sends an encoded request and waits (bounded) for its reply of reply_type

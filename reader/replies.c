@@ -8,6 +8,18 @@
 
 #include "shuffle/proto.h"
 
+/* The answer to the attach outstanding on ep, kept for rs_rd_sess_attach_end: 1, else 0. */
+static int attach_reply(rs_reader_session_t *s, rs_ep_t *ep, const void *data, size_t len)
+{
+    if (s->att_conn == NULL || s->att_conn->ep != ep || s->att_got)
+        return 0;
+    s->att_status = rs_rd_reply_copy(&s->att_reply, &s->att_cap, data, len);
+    if (s->att_status == RS_OK)
+        s->att_len = len;
+    s->att_got = 1;
+    return 1;
+}
+
 static void on_reply(rs_read_lane_t *l, unsigned type, rs_ep_t *ep, const void *data, size_t len)
 {
     rs_reader_session_t *s = l->sess;
@@ -16,7 +28,7 @@ static void on_reply(rs_read_lane_t *l, unsigned type, rs_ep_t *ep, const void *
         return; /* between sessions: a late answer to the last one */
     if (rs_rd_sess_ahead_reply(s, ep, type, data, len))
         return;
-    if (type == RS_SMSG_ATTACH_REPLY && rs_rd_sess_attach_reply(s, ep, data, len))
+    if (type == RS_SMSG_ATTACH_REPLY && attach_reply(s, ep, data, len))
         return;
     if (ep != s->want_ep || s->got || type != s->want_type)
         return;

@@ -127,17 +127,6 @@ rs_status_t rs_rd_sess_attach_end(rs_reader_session_t *s, rconn_t *c)
     return attach_take(s, c, &m.u.attach_reply);
 }
 
-int rs_rd_sess_attach_reply(rs_reader_session_t *s, rs_ep_t *ep, const void *data, size_t len)
-{
-    if (s->att_conn == NULL || s->att_conn->ep != ep || s->att_got)
-        return 0;
-    s->att_status = rs_rd_reply_copy(&s->att_reply, &s->att_cap, data, len);
-    if (s->att_status == RS_OK)
-        s->att_len = len;
-    s->att_got = 1;
-    return 1;
-}
-
 void rs_rd_sess_conn_fail(rs_reader_session_t *s, rconn_t *c, rs_status_t st)
 {
     if (s->att_conn == c)
