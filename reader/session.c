@@ -17,19 +17,15 @@
 
 static void conn_close(rconn_t *c);
 
-static rs_status_t attach_send(rs_reader_session_t *s, rconn_t *c)
+/* This session's ATTACH, encoded into buf (RS_SPROTO_ATTACH_LEN bytes). */
+static rs_status_t attach_encode(const rs_reader_session_t *s, uint8_t *buf, size_t *len_p)
 {
     rs_smsg_attach_t a = {.status = RS_OK,
                           .role = RS_ROLE_READER,
                           .shuffle_id = s->desc.shuffle_id,
                           .replicas = s->replicas,
                           .generation = s->desc.generation};
-    uint8_t buf[RS_SPROTO_ATTACH_LEN];
-    size_t len;
-    rs_status_t st = rs_sproto_attach_encode(&a, buf, sizeof(buf), &len);
-    if (st == RS_OK)
-        st = rs_msg_send(c->ep, RS_SMSG_ATTACH, buf, len, NULL, NULL);
-    return st;
+    return rs_sproto_attach_encode(&a, buf, RS_SPROTO_ATTACH_LEN, len_p);
 }
 
 /* What an attach's answer ar says of c: the replicas agree, its arena key, in place or not. */
@@ -72,7 +68,10 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
             rs_error("reader: cannot connect to worker %s: %s", c->addr, rs_strerror(st));
         return st;
     }
-    if (c->rkey != NULL) {
+    uint8_t buf[RS_SPROTO_ATTACH_LEN];
+    size_t len;
+    st = attach_encode(s, buf, &len);
+    if (st == RS_OK && c->rkey != NULL) {
         /*
          * A kept connection: its key is known, so nothing needs the answer
          * before the first open's. The attach goes now and is answered with
@@ -80,26 +79,13 @@ static rs_status_t conn_open(rs_reader_session_t *s, rconn_t *c)
          */
         s->att_got = 0;
         s->att_status = RS_OK;
-        if ((st = attach_send(s, c)) != RS_OK) {
-            rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(st));
-            return st;
+        if ((st = rs_msg_send(c->ep, RS_SMSG_ATTACH, buf, len, NULL, NULL)) == RS_OK) {
+            s->att_conn = c;
+            return RS_OK;
         }
-        s->att_conn = c;
-        return RS_OK;
+    } else if (st == RS_OK) {
+        st = rs_rd_sess_request(s, c, RS_SMSG_ATTACH, buf, len, RS_SMSG_ATTACH_REPLY, 0, "attach");
     }
-    s->want_ep = c->ep;
-    s->want_type = RS_SMSG_ATTACH_REPLY;
-    s->want_tag = 0;
-    s->got = 0;
-    if ((st = attach_send(s, c)) == RS_OK)
-        st = rs_rd_sess_wait(s, c, &s->got, "attach");
-    s->want_ep = NULL;
-    if (st == RS_OK)
-        st = s->got_status;
-    if (st == RS_OK)
-        st = rs_sproto_decode(s->reply, s->reply_len, RS_SMSG_ATTACH_REPLY, &s->rep);
-    if (st == RS_OK)
-        st = s->rep.status;
     if (st != RS_OK) {
         rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(st));
         return st;
