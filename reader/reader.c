@@ -104,46 +104,42 @@ static int sorted_by_loc(const rent_t *e, uint32_t n)
     return 1;
 }
 
-/* Keeps entry e (not a repeat) unless a replica read before handed it out already. */
-static void plan_keep(rs_reader_t *r, const rent_t *e)
-{
-    if (was_delivered(r, &e->e))
-        return; /* read from a replica lost since */
-    if (e->e.flags & RS_SNAP_SPILLED)
-        r->spill[r->n_spill++] = *e;
-    else
-        r->mem[r->n_mem++] = *e;
-}
-
 /*
- * Entries repeated (same map and seq): sorted by map, seq and index, the
- * first of each kept. Only when some map's seqs did not rise in the
- * snapshot's order (a batch sent again), so a plan usually sorts nothing.
+ * Entries repeated (same map and seq) among e[0 .. n): sorted by map, seq
+ * and index, the first of each kept; returns how many are left. Only when
+ * some map's seqs did not rise in the snapshot's order (a batch sent
+ * again), so a plan usually sorts nothing.
  */
-static rs_status_t plan_dedup(rs_reader_t *r, const rs_snap_hdr_t *h)
+static uint32_t plan_dedup(rs_reader_t *r, rent_t *e, uint32_t n)
 {
-    rs_reader_session_t *s = r->sess;
-    rent_t *all = malloc((h->n_entries ? h->n_entries : 1) * sizeof(*all));
-    if (all == NULL)
-        return RS_ERR_NOMEM;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < h->n_entries; i++) {
-        rent_t e = {.index = i, .e = rs_sproto_snap_entry_get(h, i)};
-        if (e.e.map_id < s->n_maps && e.e.attempt == s->attempts[e.e.map_id] &&
-            r->maps[e.e.map_id].state == RMAP_HERE)
-            all[n++] = e;
-    }
-    qsort(all, n, sizeof(*all), cmp_dedup);
-    r->n_mem = r->n_spill = 0;
+    qsort(e, n, sizeof(*e), cmp_dedup);
+    uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (i > 0 && all[i].e.map_id == all[i - 1].e.map_id && all[i].e.seq == all[i - 1].e.seq) {
+        if (k > 0 && e[i].e.map_id == e[k - 1].e.map_id && e[i].e.seq == e[k - 1].e.seq) {
             r->stats.duplicates++;
             continue;
         }
-        plan_keep(r, &all[i]);
+        e[k++] = e[i];
     }
-    free(all);
-    return RS_OK;
+    return k;
+}
+
+/*
+ * The n entries kept in r->mem go to mem or spill by where they lie, but
+ * those a replica read before handed out already.
+ */
+static void plan_split(rs_reader_t *r, uint32_t n)
+{
+    r->n_mem = r->n_spill = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        rent_t e = r->mem[i];
+        if (was_delivered(r, &e.e))
+            continue; /* read from a replica lost since */
+        if (e.e.flags & RS_SNAP_SPILLED)
+            r->spill[r->n_spill++] = e;
+        else
+            r->mem[r->n_mem++] = e; /* n_mem <= i: nothing unread is overwritten */
+    }
 }
 
 /* Parses the snapshot: keeps batches of winning attempts, once each. */
@@ -184,7 +180,8 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
     rs_status_t st = plan_reserve(r, h.n_entries);
     if (st != RS_OK)
         return st;
-    r->n_mem = r->n_spill = r->next_mem = r->next_spill = 0; /* planned again after a failover */
+    r->next_mem = r->next_spill = 0; /* planned again after a failover */
+    uint32_t n = 0;
     int repeats = 0; /* a map's seq did not rise: there may be repeated batches */
     for (uint32_t i = 0; i < h.n_entries; i++) {
         rent_t e = {.index = i, .e = rs_sproto_snap_entry_get(&h, i)};
@@ -200,11 +197,11 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
         if (e.e.seq < m->plan_seq)
             repeats = 1;
         m->plan_seq = e.e.seq + 1; /* seq < RS_SEQ_MAX (the snapshot decoder) */
-        if (!repeats)
-            plan_keep(r, &e);
+        r->mem[n++] = e;
     }
-    if (repeats && (st = plan_dedup(r, &h)) != RS_OK)
-        return st;
+    if (repeats)
+        n = plan_dedup(r, r->mem, n);
+    plan_split(r, n);
     if (!sorted_by_loc(r->mem, r->n_mem))
         qsort(r->mem, r->n_mem, sizeof(*r->mem), cmp_loc);
     if (!sorted_by_loc(r->spill, r->n_spill))
