@@ -1,7 +1,7 @@
 /*
  * Little-endian integers in byte buffers, for every wire format of the
  * project (frames, manifests, address and key blobs): at any alignment and
- * on any host order. n is 1..8 bytes. On a little-endian host the 2, 4 and
+ * on any host order. n is 1..8 bytes. On a little-endian host the 4- and
  * 8-byte cases are one unaligned load or store (a snapshot of 200 commits
  * is read field by field: byte loops cost ~200 instructions a commit).
  */

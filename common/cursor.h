@@ -48,10 +48,11 @@ static inline uint8_t *rs_w_reserve(rs_wbuf_t *w, size_t n)
     return q;
 }
 
+/* src may already lie where the bytes go (built in place): then nothing is copied. */
 static inline void rs_w_bytes(rs_wbuf_t *w, const void *src, size_t n)
 {
     uint8_t *q = rs_w_reserve(w, n);
-    if (q != NULL && n > 0)
+    if (q != NULL && n > 0 && q != src)
         memcpy(q, src, n);
 }
 

@@ -219,9 +219,7 @@ rs_status_t rs_sproto_read_reply_encode(const rs_smsg_read_reply_t *m, void *buf
     if (m->index_off == RS_SPROTO_INLINE) {
         if (m->index_len > cap)
             return RS_ERR_NO_SPACE;
-        uint8_t *q = rs_w_reserve(&w, (size_t)m->index_len);
-        if (q != NULL && q != m->index && m->index_len > 0)
-            memcpy(q, m->index, (size_t)m->index_len); /* else built in place */
+        rs_w_bytes(&w, m->index, (size_t)m->index_len); /* no copy when built in place */
     }
     return w_end(&w, len_p);
 }
