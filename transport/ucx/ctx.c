@@ -34,10 +34,13 @@ static void ucx_config_keepalive(ucp_config_t *config, uint32_t peer_timeout_ms)
     ucx_config_set_default(config, "KEEPALIVE_INTERVAL", value);
 }
 
+/* Longest knob name built here (MM_<knob> and the like), terminator included. */
+#define UCX_NAME_MAX 64
+
 /* Sets UCX's name to value in config, unless the user set UCX_<name>. */
 static void ucx_config_set_default(ucp_config_t *config, const char *name, const char *value)
 {
-    char env[64];
+    char env[sizeof("UCX_") - 1 + UCX_NAME_MAX];
     snprintf(env, sizeof(env), "UCX_%s", name);
     if (rs_env_get(env) != NULL)
         return;
@@ -67,7 +70,8 @@ static int ucx_tls_enables(const char *tl)
  */
 static void ucx_shm_set_default(ucp_config_t *config, const char *knob, const char *value)
 {
-    char posix[64], sysv[64], mm[64];
+    char posix[sizeof("UCX_POSIX_") - 1 + UCX_NAME_MAX],
+        sysv[sizeof("UCX_SYSV_") - 1 + UCX_NAME_MAX], mm[UCX_NAME_MAX];
     snprintf(posix, sizeof(posix), "UCX_POSIX_%s", knob);
     snprintf(sysv, sizeof(sysv), "UCX_SYSV_%s", knob);
     if (rs_env_get(posix) != NULL || rs_env_get(sysv) != NULL)
