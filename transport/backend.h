@@ -162,6 +162,14 @@ typedef struct rs_backend_ops {
                        rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm);
     rs_status_t (*get)(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr,
                        rs_rkey_t *rkey, uint64_t raddr);
+    /*
+     * Optional (NULL: one get per segment, under one op, by the generic
+     * layer). n >= 1 segments, ranges checked; seg[i].roff is an offset into
+     * rkey. RS_ERR_UNSUPPORTED (nothing posted): this key reads one get per
+     * segment.
+     */
+    rs_status_t (*getv)(rs_ep_t *ep, rs_op_t *op, const rs_get_seg_t *seg, unsigned n,
+                        rs_rkey_t *rkey);
     /* The old value goes to op->result. */
     rs_status_t (*fetch_add)(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
                              uint64_t add);

@@ -4,6 +4,7 @@
  */
 #include "transport/internal.h"
 
+#include "common/assert.h"
 #include "common/log.h"
 
 /* [off, off+len) inside [0, total)? Without overflow. */
@@ -123,6 +124,92 @@ rs_status_t rs_get(rs_ep_t *ep, void *dst, size_t len, rs_mr_t *dst_mr, rs_rkey_
             st = RS_ERR_NOMEM;
         } else {
             st = ctx->be_ops->get(ep, op, dst, len, dst_mr, rkey, rkey->base + roff);
+            if (st != RS_OK)
+                rs_tp_op_unpost(op);
+        }
+    }
+    rs_tp_unlock(ctx);
+    return st;
+}
+
+/*
+ * A vectored read the backend cannot take whole: one child get per segment,
+ * the parent op completing when the last child does (its backend scratch:
+ * be[0] the children left, be[1] the first failure). Children complete
+ * only from progress, never inside this call. A child that cannot be
+ * posted after others were fails the parent once those complete.
+ */
+static void getv_child_done(void *arg, rs_status_t status)
+{
+    rs_op_t *parent = arg;
+    uintptr_t left = (uintptr_t)parent->be[0];
+    RS_ASSERT(left > 0);
+    if (status != RS_OK && (rs_status_t)(intptr_t)parent->be[1] == RS_OK)
+        parent->be[1] = (void *)(intptr_t)status;
+    parent->be[0] = (void *)(left - 1);
+    if (left == 1)
+        rs_tp_op_complete(parent, (rs_status_t)(intptr_t)parent->be[1]);
+}
+
+static rs_status_t getv_split(rs_ep_t *ep, rs_op_t *parent, const rs_get_seg_t *seg, unsigned n,
+                              rs_mr_t *dst_mr, rs_rkey_t *rkey)
+{
+    rs_ctx_t *ctx = ep->ctx;
+    rs_status_t st = RS_OK;
+    uintptr_t posted = 0;
+    parent->be[1] = (void *)(intptr_t)RS_OK;
+    for (; posted < n; posted++) {
+        rs_op_t *op = rs_tp_op_alloc(ctx, ep, RS_OP_GET, getv_child_done, parent);
+        if (op == NULL) {
+            st = RS_ERR_NOMEM;
+            break;
+        }
+        st = ctx->be_ops->get(ep, op, seg[posted].dst, seg[posted].len, dst_mr, rkey,
+                              rkey->base + seg[posted].roff);
+        if (st != RS_OK) {
+            rs_tp_op_unpost(op);
+            break;
+        }
+    }
+    if (posted == 0)
+        return st; /* nothing posted: the caller unposts the parent */
+    parent->be[0] = (void *)posted;
+    if (st != RS_OK) {
+        rs_error("rs_getv: segment %u of %u not posted: %s", (unsigned)posted, n, rs_strerror(st));
+        parent->be[1] = (void *)(intptr_t)st;
+    }
+    return RS_OK;
+}
+
+rs_status_t rs_getv(rs_ep_t *ep, const rs_get_seg_t *seg, unsigned n, rs_mr_t *dst_mr,
+                    rs_rkey_t *rkey, rs_op_cb_t cb, void *arg)
+{
+    if (ep == NULL || dst_mr == NULL || rkey == NULL || seg == NULL || n == 0 || n > RS_GETV_MAX) {
+        rs_error("rs_getv: invalid argument (%u segments, at most %u)", n, RS_GETV_MAX);
+        return RS_ERR_INVALID;
+    }
+    rs_ctx_t *ctx = ep->ctx;
+    rs_tp_lock(ctx);
+    rs_status_t st = rs_tp_ep_check_ready(ep);
+    for (unsigned i = 0; i < n && st == RS_OK; i++) {
+        if (seg[i].dst == NULL && seg[i].len > 0) {
+            rs_error("rs_getv: segment %u has a NULL destination", i);
+            st = RS_ERR_INVALID;
+            break;
+        }
+        st = check_remote(ep, rkey, seg[i].roff, seg[i].len, RS_MEM_REMOTE_READ, "rs_getv");
+        if (st == RS_OK)
+            st = check_local(ctx, seg[i].dst, seg[i].len, dst_mr, "rs_getv");
+    }
+    if (st == RS_OK) {
+        rs_op_t *op = rs_tp_op_alloc(ctx, ep, RS_OP_GET, cb, arg);
+        if (op == NULL) {
+            st = RS_ERR_NOMEM;
+        } else {
+            st = ctx->be_ops->getv != NULL ? ctx->be_ops->getv(ep, op, seg, n, rkey)
+                                           : RS_ERR_UNSUPPORTED;
+            if (st == RS_ERR_UNSUPPORTED)
+                st = getv_split(ep, op, seg, n, dst_mr, rkey);
             if (st != RS_OK)
                 rs_tp_op_unpost(op);
         }

@@ -15,7 +15,7 @@
  *   that posted the operation.
  *
  * Errors common to the posting calls (rs_put, rs_put_notify, rs_get,
- *   rs_fetch_add, rs_ep_flush, rs_msg_send): RS_ERR_INVALID for a NULL
+ *   rs_getv, rs_fetch_add, rs_ep_flush, rs_msg_send): RS_ERR_INVALID for a NULL
  *   endpoint or buffer or a bad argument; RS_ERR_NOMEM when no op could be
  *   allocated; RS_ERR_UNREACHABLE when the endpoint is dead;
  *   RS_ERR_CANCELED when it is closing; RS_ERR_STATE before its handshake
@@ -354,6 +354,28 @@ RS_API rs_status_t rs_put_notify(rs_ep_t *ep, const void *src, size_t len, rs_mr
  */
 RS_API rs_status_t rs_get(rs_ep_t *ep, void *dst, size_t len, rs_mr_t *dst_mr, rs_rkey_t *rkey,
                           uint64_t roff, rs_op_cb_t cb, void *arg);
+
+/* One range of rs_getv: len bytes at offset roff of the peer's region, into dst. */
+typedef struct rs_get_seg {
+    void *dst;
+    size_t len;
+    uint64_t roff;
+} rs_get_seg_t;
+
+#define RS_GETV_MAX 256 /* segments of one rs_getv */
+
+/*
+ * Reads n ranges of the peer's region rkey, each into its own dst (all
+ * inside dst_mr), as one operation: cb runs once, when every range is in
+ * place (RS_OK) or with the status of a range that failed. n is 1 to
+ * RS_GETV_MAX; seg may be reused once the call returns. Every range is
+ * checked before anything is posted: RS_ERR_INVALID for n out of bounds or
+ * a NULL seg, then the errors of rs_get. Same-host peers over UCX take all
+ * ranges in one cross-memory call; other paths post one read per range
+ * under the one callback.
+ */
+RS_API rs_status_t rs_getv(rs_ep_t *ep, const rs_get_seg_t *seg, unsigned n, rs_mr_t *dst_mr,
+                           rs_rkey_t *rkey, rs_op_cb_t cb, void *arg);
 
 /*
  * Atomically adds add to the 64-bit word at offset roff (8-byte aligned) of

@@ -210,6 +210,8 @@ RETURNS(ep_user, rs_ep_user(NULL), NULL)
 INVALID(put, rs_put(NULL, buf, 1, NULL, NULL, 0, NULL, NULL))
 INVALID(put_notify, rs_put_notify(NULL, buf, 1, NULL, NULL, 0, 0, NULL, NULL))
 INVALID(get, rs_get(NULL, buf, 1, NULL, NULL, 0, NULL, NULL))
+INVALID(getv, rs_getv(NULL, &(rs_get_seg_t){buf, 1, 0}, 1, NULL, NULL, NULL, NULL))
+INVALID(getv_seg, rs_getv(Z(rs_ep_t), NULL, 1, Z(rs_mr_t), Z(rs_rkey_t), NULL, NULL))
 INVALID(fetch_add, rs_fetch_add(NULL, NULL, 0, 1, NULL, NULL, NULL))
 INVALID(ep_flush, rs_ep_flush(NULL, NULL, NULL))
 INVALID(msg_send, rs_msg_send(NULL, 1, buf, 1, NULL, NULL))
@@ -440,6 +442,8 @@ static const struct {
     C(put),
     C(put_notify),
     C(get),
+    C(getv),
+    C(getv_seg),
     C(fetch_add),
     C(ep_flush),
     C(msg_send),

@@ -40,6 +40,7 @@ typedef enum lb_kind {
     LB_MSG,
     LB_PUT,
     LB_GET,
+    LB_GETV, /* data: n (len) rs_get_seg_t, roff made absolute */
     LB_FADD,
     LB_FLUSH,
     /* inbound at a context */

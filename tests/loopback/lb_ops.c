@@ -55,6 +55,23 @@ static rs_status_t lb_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr
     return post_out(ep, it, op);
 }
 
+/* All segments in one item: carried out together, counted as one get. */
+static rs_status_t lb_getv(rs_ep_t *ep, rs_op_t *op, const rs_get_seg_t *seg, unsigned n,
+                           rs_rkey_t *rkey)
+{
+    lb_item_t *it = lb_item_new(LB_GETV, n * sizeof(*seg));
+    if (it == NULL)
+        return RS_ERR_NOMEM;
+    rs_get_seg_t *s = (rs_get_seg_t *)(void *)it->data;
+    for (unsigned i = 0; i < n; i++) {
+        s[i] = seg[i];
+        s[i].roff += rkey->base;
+    }
+    it->len = n;
+    it->region = (uint64_t)(uintptr_t)rkey->be;
+    return post_out(ep, it, op);
+}
+
 static rs_status_t lb_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
                                 uint64_t add)
 {
@@ -158,6 +175,20 @@ static lb_item_t *carry_out(lb_ep_t *e, lb_item_t *it, rs_status_t *st)
             memcpy(it->local, p, it->len);
             lb.counts.gets++;
             return it;
+        case LB_GETV: {
+            const rs_get_seg_t *seg = (const rs_get_seg_t *)(const void *)it->data;
+            size_t n = it->len;
+            for (size_t i = 0; i < n; i++) { /* every range checked before any is read */
+                it->raddr = seg[i].roff;
+                it->len = seg[i].len;
+                if (target(it, st) == NULL)
+                    return it;
+            }
+            for (size_t i = 0; i < n; i++)
+                memcpy(seg[i].dst, (const void *)(uintptr_t)seg[i].roff, seg[i].len);
+            lb.counts.gets++;
+            return it;
+        }
         case LB_FADD:
             if ((p = target(it, st)) == NULL)
                 return it;
@@ -292,6 +323,7 @@ const rs_backend_ops_t rs_lb_ops = {
     .ep_close = lb_ep_close,
     .put = lb_put,
     .get = lb_get,
+    .getv = lb_getv,
     .fetch_add = lb_fetch_add,
     .flush = lb_flush,
     .msg_send = lb_msg_send,

@@ -20,6 +20,29 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* Why a cross-memory call moved nothing (n <= 0, errno set when n < 0), done bytes in. */
+static rs_status_t attach_failed(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, int write, size_t len,
+                                 uint64_t raddr, ssize_t n, size_t done)
+{
+    if (n < 0 && errno == ESRCH) { /* the peer process is gone: so is the endpoint */
+        rs_ucx_ep_mark_failed(uep, UCS_ERR_UNREACHABLE);
+        return RS_ERR_UNREACHABLE;
+    }
+    if (n < 0 && (errno == EPERM || errno == ENOSYS) && done == 0)
+        return RS_ERR_UNSUPPORTED;
+    if (n < 0 && errno == EFAULT) {
+        /* Inside the key's range, so the peer unmapped it: it is exiting (or exited). */
+        rs_error("cross-memory %s of process %d: its memory is gone (the peer is shutting "
+                 "down or exited)",
+                 write ? "write" : "read", (int)k->attach_pid);
+        rs_ucx_ep_mark_failed(uep, UCS_ERR_UNREACHABLE);
+        return RS_ERR_UNREACHABLE;
+    }
+    rs_error("cross-memory %s of %zu bytes at 0x%llx failed: %s", write ? "write" : "read", len,
+             (unsigned long long)raddr, n < 0 ? strerror(errno) : "no progress");
+    return RS_ERR_TRANSPORT;
+}
+
 /* Moves len bytes between local and the peer's raddr; RS_OK or why not (errno-based). */
 static rs_status_t attach_copy(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, void *local, size_t len,
                                uint64_t raddr, int write)
@@ -60,23 +83,7 @@ static rs_status_t attach_copy(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, void *local, 
         }
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && errno == ESRCH) { /* the peer process is gone: so is the endpoint */
-            rs_ucx_ep_mark_failed(uep, UCS_ERR_UNREACHABLE);
-            return RS_ERR_UNREACHABLE;
-        }
-        if (n < 0 && (errno == EPERM || errno == ENOSYS) && done == 0)
-            return RS_ERR_UNSUPPORTED;
-        if (n < 0 && errno == EFAULT) {
-            /* Inside the key's range, so the peer unmapped it: it is exiting (or exited). */
-            rs_error("cross-memory %s of process %d: its memory is gone (the peer is shutting "
-                     "down or exited)",
-                     write ? "write" : "read", (int)k->attach_pid);
-            rs_ucx_ep_mark_failed(uep, UCS_ERR_UNREACHABLE);
-            return RS_ERR_UNREACHABLE;
-        }
-        rs_error("cross-memory %s of %zu bytes at 0x%llx failed: %s", write ? "write" : "read", len,
-                 (unsigned long long)raddr, n < 0 ? strerror(errno) : "no progress");
-        return RS_ERR_TRANSPORT;
+        return attach_failed(uep, k, write, len, raddr, n, done);
     }
     return RS_OK;
 }
@@ -123,6 +130,65 @@ rs_status_t rs_ucx_attach_get(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, v
     if (st == RS_ERR_UNSUPPORTED) {
         attach_refused(k);
         return rs_ucx_amrma_get(uep, op, dst, len, raddr);
+    }
+    if (st == RS_OK || st == RS_ERR_UNREACHABLE) {
+        rs_tp_op_complete(op, st);
+        return RS_OK;
+    }
+    return st;
+}
+
+/*
+ * Reads all n segments in as few process_vm_readv calls as the kernel
+ * allows (a partial transfer stops at an iovec element: the rest goes
+ * again). Keys through our own mapping (pages seen before) read segment by
+ * segment as rs_ucx_attach_get does.
+ */
+static rs_status_t attach_readv(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, const rs_get_seg_t *seg,
+                                unsigned n, uint64_t base)
+{
+    struct iovec l[RS_GETV_MAX], r[RS_GETV_MAX];
+    unsigned first = 0;
+    size_t skip = 0; /* bytes of seg[first] already in */
+    while (first < n) {
+        unsigned c = 0;
+        for (unsigned i = first; i < n; i++, c++) {
+            size_t at = i == first ? skip : 0;
+            l[c] =
+                (struct iovec){.iov_base = (uint8_t *)seg[i].dst + at, .iov_len = seg[i].len - at};
+            r[c] = (struct iovec){.iov_base = (void *)(uintptr_t)(base + seg[i].roff + at),
+                                  .iov_len = seg[i].len - at};
+        }
+        ssize_t got = process_vm_readv(k->attach_pid, l, c, r, c, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return attach_failed(uep, k, 0, l[0].iov_len, (uint64_t)(uintptr_t)r[0].iov_base, got,
+                                 first > 0 || skip > 0);
+        size_t left = (size_t)got;
+        while (first < n && left >= seg[first].len - skip) {
+            left -= seg[first].len - skip;
+            skip = 0;
+            first++;
+        }
+        skip += left;
+    }
+    return RS_OK;
+}
+
+rs_status_t rs_ucx_attach_getv(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k,
+                               const rs_get_seg_t *seg, unsigned n, uint64_t base)
+{
+    rs_status_t st = RS_OK;
+    if (k->map_fd >= 0) {
+        for (unsigned i = 0; i < n && st == RS_OK; i++)
+            st = attach_copy(uep, k, seg[i].dst, seg[i].len, base + seg[i].roff, 0);
+    } else {
+        st = attach_readv(uep, k, seg, n, base);
+    }
+    if (st == RS_ERR_UNSUPPORTED) {
+        attach_refused(k);
+        return st; /* nothing read: the generic layer reads segment by segment */
     }
     if (st == RS_OK || st == RS_ERR_UNREACHABLE) {
         rs_tp_op_complete(op, st);

@@ -393,6 +393,7 @@ const rs_backend_ops_t rs_ucx_ops = {
     .ep_close = rs_ucx_ep_close,
     .put = rs_ucx_put,
     .get = rs_ucx_get,
+    .getv = rs_ucx_getv,
     .fetch_add = rs_ucx_fetch_add,
     .flush = rs_ucx_flush,
     .msg_send = rs_ucx_msg_send,

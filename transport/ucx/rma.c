@@ -52,6 +52,18 @@ rs_status_t rs_ucx_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t 
     return rs_ucx_post_result(op, ucp_get_nbx(uep->uep, dst, len, raddr, k->rk, &p), "ucp_get_nbx");
 }
 
+rs_status_t rs_ucx_getv(rs_ep_t *ep, rs_op_t *op, const rs_get_seg_t *seg, unsigned n,
+                        rs_rkey_t *rkey)
+{
+    rs_ucx_ep_t *uep = ep->be;
+    rs_ucx_rkey_t *k = rkey->be;
+    if (uep->uep == NULL)
+        return RS_ERR_UNREACHABLE;
+    if (k->attach_pid == 0)
+        return RS_ERR_UNSUPPORTED; /* UCX's gets, or gets as messages: one per segment */
+    return rs_ucx_attach_getv(uep, op, k, seg, n, rkey->base);
+}
+
 /*
  * Fetch-add requests live in zeroed memory of our own: UCX 1.13 never sets
  * the datatype of an emulated fetching atomic, and when an endpoint fails it

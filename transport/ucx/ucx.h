@@ -411,6 +411,9 @@ rs_status_t rs_ucx_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len, rs
                        rs_rkey_t *rkey, uint64_t raddr, int notify, uint32_t imm);
 rs_status_t rs_ucx_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr_t *mr,
                        rs_rkey_t *rkey, uint64_t raddr);
+/* Same-host keys read whole by cross-memory attach; others RS_ERR_UNSUPPORTED. */
+rs_status_t rs_ucx_getv(rs_ep_t *ep, rs_op_t *op, const rs_get_seg_t *seg, unsigned n,
+                        rs_rkey_t *rkey);
 rs_status_t rs_ucx_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint64_t raddr,
                              uint64_t add);
 rs_status_t rs_ucx_flush(rs_ep_t *ep, rs_op_t *op);
@@ -433,6 +436,9 @@ rs_status_t rs_ucx_attach_put(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, c
                               size_t len, uint64_t raddr, int notify, uint32_t imm);
 rs_status_t rs_ucx_attach_get(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k, void *dst,
                               size_t len, uint64_t raddr);
+/* n segments at base + seg[i].roff; RS_ERR_UNSUPPORTED (nothing read): attach is refused. */
+rs_status_t rs_ucx_attach_getv(rs_ucx_ep_t *uep, rs_op_t *op, rs_ucx_rkey_t *k,
+                               const rs_get_seg_t *seg, unsigned n, uint64_t base);
 
 /*
  * attach_map.c: regions same-host peers map once they reuse them.

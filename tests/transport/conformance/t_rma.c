@@ -227,6 +227,46 @@ static void put_get(h_method_t method)
         prev_end = gets[i].loff + gets[i].len;
     }
     assert_int_equal(h_pat_check(dst + prev_end, local_len - prev_end, local_bg, prev_end), -1);
+
+    /*
+     * A vectored read: ranges out of order, adjacent, overlapping, of one
+     * byte and of 1 MiB, the last ending at the region's end, each to its
+     * own place; then RS_GETV_MAX ranges of 64 B. One callback each time.
+     */
+    h_pat_fill(dst, local_len, local_bg, 0);
+    const xfer_t vs[] = {
+        {4096, 262144 + 8192, 64, 0},
+        {1, 7, 9000, 0},
+        {100, 262144, 9100, 0},
+        {100, 262144 + 100, 9300, 0},
+        {1u << 20, 262144 + 8200, 1u << 21, 0},
+        {2, T_BIG_REGION - 2, 11, 0},
+    };
+    enum { N_VS = sizeof(vs) / sizeof(vs[0]) };
+    rs_get_seg_t seg[RS_GETV_MAX];
+    for (int i = 0; i < N_VS; i++)
+        seg[i] = (rs_get_seg_t){.dst = dst + vs[i].loff, .len = vs[i].len, .roff = vs[i].roff};
+    h_op_t vop = {0};
+    assert_int_equal(rs_getv(ep, seg, N_VS, dst_mr, rkey, h_op_cb, &vop), RS_OK);
+    wait_ops_ok(ctx, &vop, 1, 60000);
+    for (int i = 0; i < N_VS; i++) {
+        h_model_expect(&model, vs[i].roff, vs[i].len, exp);
+        assert_memory_equal(dst + vs[i].loff, exp, vs[i].len);
+    }
+    assert_int_equal(h_pat_check(dst + 13, 64 - 13, local_bg, 13), -1); /* between ranges */
+    for (unsigned i = 0; i < RS_GETV_MAX; i++)
+        seg[i] = (rs_get_seg_t){.dst = dst + (4u << 20) + 64 * i,
+                                .len = 64,
+                                .roff = (uint64_t)(RS_GETV_MAX - i) * 4096 + 3};
+    h_op_t vmax = {0};
+    assert_int_equal(rs_getv(ep, seg, RS_GETV_MAX, dst_mr, rkey, h_op_cb, &vmax), RS_OK);
+    wait_ops_ok(ctx, &vmax, 1, 60000);
+    for (unsigned i = 0; i < RS_GETV_MAX; i++) {
+        h_model_expect(&model, seg[i].roff, 64, exp);
+        assert_memory_equal(seg[i].dst, exp, 64);
+    }
+    assert_int_equal(atomic_load(&vop.calls), 1);
+    assert_int_equal(atomic_load(&vmax.calls), 1);
     free(exp);
     /* Gets changed nothing at the target. */
     assert_int_equal(verify(&target, &model).bad, -1);
@@ -329,6 +369,18 @@ void test_rkey_blob_and_range(void **state)
             RS_ERR_OUT_OF_RANGE);
         assert_int_equal(rs_ep_outstanding(ep), 0);
     }
+    /* A vectored read with one range out of range, none, or too many: nothing is read. */
+    rs_get_seg_t vseg[RS_GETV_MAX + 1];
+    for (unsigned i = 0; i <= RS_GETV_MAX; i++)
+        vseg[i] = (rs_get_seg_t){.dst = buf + 64 * (i % 16), .len = 64, .roff = 64 * i};
+    vseg[2].roff = L - 3;
+    h_op_t vrefused[3] = {0};
+    assert_int_equal(rs_getv(ep, vseg, 4, mr, rkey, h_op_cb, &vrefused[0]), RS_ERR_OUT_OF_RANGE);
+    vseg[2].roff = 128;
+    assert_int_equal(rs_getv(ep, vseg, 0, mr, rkey, h_op_cb, &vrefused[1]), RS_ERR_INVALID);
+    assert_int_equal(rs_getv(ep, vseg, RS_GETV_MAX + 1, mr, rkey, h_op_cb, &vrefused[2]),
+                     RS_ERR_INVALID);
+    assert_int_equal(rs_ep_outstanding(ep), 0);
     uint64_t old = 0;
     assert_int_equal(rs_fetch_add(ep, rkey, L, 1, &old, h_op_cb, &refused[k++]),
                      RS_ERR_OUT_OF_RANGE);
@@ -342,6 +394,8 @@ void test_rkey_blob_and_range(void **state)
     (void)H_UNTIL(ctx, false, 100);
     for (int i = 0; i < k; i++)
         assert_int_equal(atomic_load(&refused[i].calls), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(atomic_load(&vrefused[i].calls), 0);
     h_model_t model = {.bg_seed = T_BG_SEED};
     t_verify_t v = verify(&target, &model);
     assert_int_equal(v.bad, -1);
