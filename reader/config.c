@@ -4,6 +4,8 @@
 #include "common/cfgtab.h"
 #include "shuffle/proto.h"
 
+#include <rshuffle/transport.h>
+
 #include <string.h>
 
 /*
@@ -17,6 +19,8 @@ static const rs_cfg_row_t rows[] = {
                     "bound of any single reader wait"),
     RS_CFG_BOOL_ROW(rs_reader_config_t, "RSHUFFLE_READ_LOCAL", local_reads, "1",
                     "read partitions of a worker in this process in place (0|1)"),
+    RS_CFG_UINT_ROW(rs_reader_config_t, "RSHUFFLE_READ_RANGES", read_ranges, "64", 1, RS_GETV_MAX,
+                    "a remote partition's batches taken by one vectored read, at most"),
 };
 
 const rs_cfg_table_t rs_reader_config_table = {"reader config", rows,
@@ -43,5 +47,7 @@ rs_status_t rs_rd_config_check(rs_reader_config_t *cfg)
         cfg->read_max = RS_GRANT_MAX; /* one frame always fits */
     if (cfg->wait_ms == 0)
         cfg->wait_ms = 30000;
+    if (cfg->read_ranges == 0)
+        cfg->read_ranges = 64;
     return rs_cfg_check(&rs_reader_config_table, cfg);
 }

@@ -76,6 +76,15 @@ rs_status_t rs_rd_sess_request(rs_reader_session_t *s, rconn_t *c, unsigned type
     return st;
 }
 
+/* Once posted, the callback runs exactly once: wait for it even past an error. */
+static rs_status_t op_wait(rs_reader_session_t *s, rconn_t *c, op_wait_t *o)
+{
+    rs_status_t st = rs_rd_sess_wait(s, c, &o->done, "a read");
+    while (!o->done)
+        rs_wait(s->ctx, 10); /* the endpoint failed: its ops complete within a bound */
+    return st != RS_OK ? st : o->status;
+}
+
 rs_status_t rs_rd_sess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,
                            uint64_t roff)
 {
@@ -86,11 +95,20 @@ rs_status_t rs_rd_sess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t
                  (unsigned long long)roff, c->addr, rs_strerror(st));
         return st;
     }
-    /* Once posted, the callback runs exactly once: wait for it even past an error. */
-    st = rs_rd_sess_wait(s, c, &o.done, "a read");
-    while (!o.done)
-        rs_wait(s->ctx, 10); /* the endpoint failed: its ops complete within a bound */
-    return st != RS_OK ? st : o.status;
+    return op_wait(s, c, &o);
+}
+
+rs_status_t rs_rd_sess_getv(rs_reader_session_t *s, rconn_t *c, const rs_get_seg_t *seg, unsigned n,
+                            rs_mr_t *mr)
+{
+    op_wait_t o = {0};
+    rs_status_t st = rs_getv(c->ep, seg, n, mr, c->rkey, on_op, &o);
+    if (st != RS_OK) {
+        rs_error("reader: read of %u ranges (the first %zu bytes at %llu) from worker %s: %s", n,
+                 seg[0].len, (unsigned long long)seg[0].roff, c->addr, rs_strerror(st));
+        return st;
+    }
+    return op_wait(s, c, &o);
 }
 
 void rs_rd_sess_pause(rs_reader_session_t *s, uint32_t ms)

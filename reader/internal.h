@@ -184,6 +184,9 @@ rs_status_t rs_rd_sess_request(rs_reader_session_t *s, rconn_t *c, unsigned type
 /* Reads len bytes at roff of the worker's arena into dst (inside mr), waiting for it. */
 rs_status_t rs_rd_sess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,
                            uint64_t roff);
+/* rs_rd_sess_get for n ranges (rs_getv). */
+rs_status_t rs_rd_sess_getv(rs_reader_session_t *s, rconn_t *c, const rs_get_seg_t *seg, unsigned n,
+                            rs_mr_t *mr);
 
 /* A registered read buffer of cfg.read_max bytes (reused across readers). */
 rs_status_t rs_rd_sess_buf_get(rs_reader_session_t *s, rs_mr_t **mr_p);

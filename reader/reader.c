@@ -572,22 +572,15 @@ rs_status_t rs_reader_open(const rs_shuffle_desc_t *desc, uint32_t partition, ui
     return RS_OK;
 }
 
-static rs_status_t span_reserve(rs_reader_t *r, size_t n)
-{
-    if (n <= r->span_cap)
-        return RS_OK;
-    uint64_t *o = realloc(r->span_off, n * sizeof(*o));
-    if (o == NULL)
-        return RS_ERR_NOMEM;
-    r->span_off = o;
-    r->span_cap = n;
-    return RS_OK;
-}
-
-/* One read of adjacent in-memory batches (gaps of at most 64 KiB read through). */
+/*
+ * The next adjacent in-memory batches (gaps of at most 64 KiB taken along):
+ * in place for a local worker; a remote one's in one vectored read.
+ */
 static rs_status_t next_mem_span(rs_reader_t *r)
 {
     rs_reader_session_t *s = r->sess;
+    if (r->conn->local == NULL)
+        return rs_rd_gather(r);
     uint32_t first = r->next_mem, last = first;
     uint64_t base = r->mem[first].e.loc;
     while (last + 1 < r->n_mem &&
@@ -595,7 +588,7 @@ static rs_status_t next_mem_span(rs_reader_t *r)
            r->mem[last + 1].e.loc - (r->mem[last].e.loc + r->mem[last].e.len) <= (64 << 10))
         last++;
     uint64_t end = r->mem[last].e.loc + r->mem[last].e.len;
-    rs_status_t st = span_reserve(r, last - first + 1);
+    rs_status_t st = rs_rd_span_reserve(r, last - first + 1);
     if (st != RS_OK)
         return st;
     if ((st = span_fetch(r, base, end - base)) != RS_OK)
@@ -635,7 +628,7 @@ static rs_status_t next_spill_span(rs_reader_t *r)
         rs_error("reader: malformed spill reply from worker %s", r->conn->addr);
         return RS_ERR_PROTOCOL;
     }
-    if ((st = span_reserve(r, sr.n)) != RS_OK)
+    if ((st = rs_rd_span_reserve(r, sr.n)) != RS_OK)
         return st;
     if ((st = span_fetch(r, sr.off, staged)) != RS_OK)
         return st;

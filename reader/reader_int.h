@@ -1,7 +1,8 @@
 /*
  * A reader's state (reader.c), seen also by spare.c, which frees a closed
  * reader a session or lane kept for the next open: lane.c and session.c
- * free those through it without calling into reader.c.
+ * free those through it without calling into reader.c; and by gather.c,
+ * which reads a remote reader's next batches.
  */
 #ifndef RS_READER_READER_INT_H
 #define RS_READER_READER_INT_H
@@ -57,5 +58,11 @@ struct rs_reader {
     uint64_t *delivered; /* R >= 2: batches handed out, (map << 32) | seq */
     size_t n_delivered, cap_delivered;
 };
+
+/* gather.c */
+/* Room for n frame offsets in span_off. */
+rs_status_t rs_rd_span_reserve(rs_reader_t *r, size_t n);
+/* A remote reader's next in-memory batches into buf, in one vectored read. */
+rs_status_t rs_rd_gather(rs_reader_t *r);
 
 #endif

@@ -40,9 +40,10 @@ typedef struct rs_reader rs_reader_t;
 typedef struct rs_reader_session rs_reader_session_t;
 
 typedef struct rs_reader_config {
-    size_t read_max;  /* RSHUFFLE_READ_MAX: bytes per read, the registered buffer (16 MiB) */
-    uint32_t wait_ms; /* RSHUFFLE_READ_WAIT_MS: any single wait (30000) */
-    int local_reads;  /* RSHUFFLE_READ_LOCAL: read a worker of this process in place (1) */
+    size_t read_max;      /* RSHUFFLE_READ_MAX: bytes per read, the registered buffer (16 MiB) */
+    uint32_t wait_ms;     /* RSHUFFLE_READ_WAIT_MS: any single wait (30000) */
+    int local_reads;      /* RSHUFFLE_READ_LOCAL: read a worker of this process in place (1) */
+    uint32_t read_ranges; /* RSHUFFLE_READ_RANGES: a remote read's ranges at most (64) */
     const rs_config_t *transport; /* NULL: rs_config_init */
 } rs_reader_config_t;
 
@@ -67,7 +68,7 @@ RS_API rs_status_t rs_reader_config_from_env(rs_reader_config_t *cfg);
  * Errors: RS_ERR_INVALID: NULL desc or workers, n_workers 0, NULL attempts
  * with n_maps > 0; RS_ERR_CONFIG: a bad variable (cfg NULL), or after the
  * raise a field outside its variable's range (read_max above 4 GiB,
- * wait_ms above 3600000 or under 10), logged naming it;
+ * wait_ms above 3600000 or under 10, read_ranges outside 1 .. RS_GETV_MAX), logged naming it;
  * rs_ctx_create's errors; RS_ERR_NOMEM. *sess_p (not NULL) is set only on
  * RS_OK.
  */

@@ -199,7 +199,7 @@ static void test_failover_mid_read(void **state)
 
     rs_reader_config_t rc;
     lb_reader_config(&rc, 0, WAIT_MS);
-    rc.read_max = 64 << 10; /* the partition (~300 KB) takes several reads */
+    rc.read_ranges = 1; /* the partition (~300 KB, in several extents) takes several reads */
     uint32_t attempts[2] = {0, 0};
     rs_reader_session_t *sess;
     assert_int_equal(rs_reader_session_open(&s.desc, 2, attempts, &rc, &sess), RS_OK);

@@ -1,0 +1,71 @@
+/*
+ * A remote partition's in-memory batches, read many at a time: its batches
+ * lie apart in the worker's arena (one extent per grant, or frames inside
+ * merged writes), so the next ones up to the read buffer's size and
+ * read_ranges ranges go in one vectored read, each range at a 64-byte
+ * offset of the buffer. Batches
+ * closer than RD_GAP_READ bytes share a range (the gap is read through).
+ */
+#include "reader/reader_int.h"
+
+#include "common/assert.h"
+#include "shuffle/proto.h"
+
+#include <stdlib.h>
+
+#define RD_GAP_READ 256 /* a gap this small is read rather than a range of its own */
+
+rs_status_t rs_rd_span_reserve(rs_reader_t *r, size_t n)
+{
+    if (n <= r->span_cap)
+        return RS_OK;
+    uint64_t *o = realloc(r->span_off, n * sizeof(*o));
+    if (o == NULL)
+        return RS_ERR_NOMEM;
+    r->span_off = o;
+    r->span_cap = n;
+    return RS_OK;
+}
+
+rs_status_t rs_rd_gather(rs_reader_t *r)
+{
+    const size_t max = r->sess->cfg.read_max;
+    const uint32_t first = r->next_mem;
+    const unsigned ranges = r->sess->cfg.read_ranges;
+    rs_get_seg_t seg[RS_GETV_MAX];
+    unsigned n = 0;
+    uint64_t at = 0; /* the open range's offset in buf */
+    uint32_t i = first;
+    RS_ASSERT(first < r->n_mem && r->conn->local == NULL);
+    RS_ASSERT(ranges >= 1 && ranges <= RS_GETV_MAX); /* the config check */
+    rs_status_t st = rs_rd_span_reserve(r, r->n_mem - first);
+    if (st != RS_OK)
+        return st;
+    for (; i < r->n_mem; i++) {
+        uint64_t loc = r->mem[i].e.loc, len = r->mem[i].e.len; /* len <= max (plan) */
+        if (n > 0) {
+            rs_get_seg_t *c = &seg[n - 1];
+            uint64_t end = c->roff + c->len;
+            if (loc >= end && loc - end <= RD_GAP_READ && at + (loc + len - c->roff) <= max) {
+                r->span_off[i - first] = at + (loc - c->roff);
+                c->len = (size_t)(loc + len - c->roff);
+                continue;
+            }
+            uint64_t next = at + rs_sproto_round(c->len);
+            if (n == ranges || next + len > max)
+                break;
+            at = next;
+        }
+        seg[n++] = (rs_get_seg_t){.dst = r->buf + at, .len = (size_t)len, .roff = loc};
+        r->span_off[i - first] = at;
+    }
+    r->stats.reads++;
+    if ((st = rs_rd_sess_getv(r->sess, r->conn, seg, n, r->buf_mr)) != RS_OK)
+        return st;
+    r->data = r->buf;
+    r->span = &r->mem[first];
+    r->span_n = i - first;
+    r->span_i = 0;
+    r->next_mem = i;
+    return RS_OK;
+}
