@@ -3,8 +3,8 @@
  * lie apart in the worker's arena (one extent per grant, or frames inside
  * merged writes), so the next ones up to the read buffer's size and
  * read_ranges ranges go in one vectored read, each range at a 64-byte
- * offset of the buffer. Batches
- * closer than RD_GAP_READ bytes share a range (the gap is read through).
+ * offset of the buffer. Batches closer than RD_GAP_READ bytes share a
+ * range (the gap is read through).
  */
 #include "reader/reader_int.h"
 

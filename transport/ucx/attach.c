@@ -150,7 +150,13 @@ static rs_status_t attach_readv(rs_ucx_ep_t *uep, rs_ucx_rkey_t *k, const rs_get
     struct iovec l[RS_GETV_MAX], r[RS_GETV_MAX];
     unsigned first = 0;
     size_t skip = 0; /* bytes of seg[first] already in */
-    while (first < n) {
+    for (;;) {
+        while (first < n && seg[first].len == skip) { /* done, or empty: nothing to ask for */
+            first++;
+            skip = 0;
+        }
+        if (first == n)
+            break;
         unsigned c = 0;
         for (unsigned i = first; i < n; i++, c++) {
             size_t at = i == first ? skip : 0;
