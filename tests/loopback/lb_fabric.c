@@ -99,6 +99,15 @@ void rs_lb_drop(unsigned type, unsigned n)
     lb_unlock();
 }
 
+void rs_lb_mangle(unsigned type, unsigned n, rs_lb_mangle_fn fn, void *arg)
+{
+    lb_lock();
+    lb.mangle[type & 255] = fn != NULL ? n : 0;
+    lb.mangle_fn[type & 255] = fn;
+    lb.mangle_arg[type & 255] = arg;
+    lb_unlock();
+}
+
 void rs_lb_hold(unsigned type)
 {
     lb_lock();
@@ -182,6 +191,7 @@ void rs_lb_reset(void)
     lb_lock();
     memset(&lb.counts, 0, sizeof(lb.counts));
     memset(lb.drop, 0, sizeof(lb.drop));
+    memset(lb.mangle, 0, sizeof(lb.mangle));
     memset(lb.hold, 0, sizeof(lb.hold));
     lb_wake_all();
     lb_unlock();

@@ -113,6 +113,9 @@ typedef struct lb_fabric {
     uint64_t next_id, next_region;
     unsigned next_port;
     unsigned drop[256];
+    unsigned mangle[256]; /* rs_lb_mangle: messages left to rewrite, with what */
+    rs_lb_mangle_fn mangle_fn[256];
+    void *mangle_arg[256];
     unsigned char hold[256];
     rs_lb_counts_t counts;
 } lb_fabric_t;

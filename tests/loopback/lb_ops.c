@@ -145,6 +145,13 @@ static lb_item_t *carry_out(lb_ep_t *e, lb_item_t *it, rs_status_t *st)
                 lb.counts.dropped[it->type & 255]++;
                 return it;
             }
+            if (lb.mangle[it->type & 255] > 0) {
+                lb.mangle[it->type & 255]--;
+                lb.counts.mangled[it->type & 255]++;
+                size_t n =
+                    lb.mangle_fn[it->type & 255](lb.mangle_arg[it->type & 255], it->data, it->len);
+                it->len = n < it->len ? n : it->len;
+            }
             it->kind = LB_IN_MSG;
             it->to = peer;
             rs_list_add_tail(&peer->owner->inbound, &it->link);

@@ -23,6 +23,7 @@
 #ifndef RS_TESTS_LOOPBACK_H
 #define RS_TESTS_LOOPBACK_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <rshuffle/transport.h>
 
@@ -34,6 +35,15 @@
  * sender's op completes RS_OK, nothing arrives). n = 0 cancels a drop.
  */
 void rs_lb_drop(unsigned type, unsigned n);
+
+/*
+ * Rewrites the next n messages of this type that any endpoint sends, as a
+ * faulty peer would: fn gets the bytes (it may change them) and returns the
+ * length to deliver, at most len. fn runs with the fabric's lock held and
+ * must not call the transport. n = 0 cancels.
+ */
+typedef size_t (*rs_lb_mangle_fn)(void *arg, unsigned char *data, size_t len);
+void rs_lb_mangle(unsigned type, unsigned n, rs_lb_mangle_fn fn, void *arg);
 
 /*
  * Holds every message of this type at its receiver (it and later messages
@@ -60,12 +70,15 @@ typedef struct rs_lb_counts {
     uint64_t sent[256];      /* messages by type, as posted */
     uint64_t delivered[256]; /* messages by type, handed to the receiver */
     uint64_t dropped[256];   /* by rs_lb_drop */
+    uint64_t mangled[256];   /* by rs_lb_mangle */
     uint64_t puts, put_bytes, gets, fetch_adds, notifies;
     uint64_t connects, refused, kills;
 } rs_lb_counts_t;
 void rs_lb_counts(rs_lb_counts_t *out);
 
-/* Clears the counters, drops and holds (queued messages stay queued, and a held one is released).
+/*
+ * Clears the counters, drops, rewrites and holds (queued messages stay
+ * queued, and a held one is released).
  */
 void rs_lb_reset(void);
 

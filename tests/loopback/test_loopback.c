@@ -1,6 +1,6 @@
 /*
  * The loopback backend's own promises and hooks (loopback.h): FIFO delivery
- * per endpoint pair, drop, hold and release, and kill (the peer's endpoint
+ * per endpoint pair, drop, rewrite, hold and release, and kill (the peer's endpoint
  * fails, posts after it fail, its regions and listeners are gone).
  */
 #include <setjmp.h>
@@ -19,6 +19,7 @@ typedef struct rx {
     long n;
     unsigned type[N_MSGS];
     uint32_t seq[N_MSGS];
+    size_t len[N_MSGS];
 } rx_t;
 
 static rx_t rx;
@@ -32,6 +33,7 @@ static void on_msg(void *arg, rs_ep_t *ep, const void *data, size_t len)
     if (rx.n < N_MSGS) {
         rx.type[rx.n] = (unsigned)(uintptr_t)arg;
         rx.seq[rx.n] = seq;
+        rx.len[rx.n] = len;
     }
     rx.n++;
 }
@@ -94,6 +96,41 @@ static void test_drop(void **state)
     rs_lb_counts(&c);
     assert_int_equal(c.dropped[2], 2);
     assert_int_equal(c.delivered[2], 2);
+    tt_pair_close(&p);
+}
+
+/* The next message of the type is rewritten (made 2 bytes here); the rest arrive as sent. */
+static size_t shorten(void *arg, unsigned char *data, size_t len)
+{
+    (void)len;
+    (void)data;
+    *(int *)arg += 1;
+    return 2;
+}
+
+static void test_rewrite_then_deliver(void **state)
+{
+    (void)state;
+    tt_pair_t p;
+    open_pair(&p);
+    int calls = 0;
+    rs_lb_mangle(2, 1, shorten, &calls);
+    tt_done_t d = {0};
+    for (uint32_t i = 0; i < 4; i++)
+        send_seq(&p, i < 3 ? 2 : 1, i, &d);
+    assert_int_equal(tt_wait_calls(p.cli, p.srv, &d, 4, 2000), 4);
+    assert_int_equal(tt_progress_count(p.cli, p.srv, &rx.n, 4, 2000), 4);
+    assert_int_equal(calls, 1);
+    assert_int_equal(rx.len[0], 2);
+    assert_int_equal(rx.seq[0], 0); /* under 4 bytes: on_msg reads none */
+    for (uint32_t i = 1; i < 4; i++) {
+        assert_int_equal(rx.len[i], 4);
+        assert_int_equal(rx.seq[i], i);
+    }
+    rs_lb_counts_t c;
+    rs_lb_counts(&c);
+    assert_int_equal(c.mangled[2], 1);
+    assert_int_equal(c.delivered[2], 3);
     tt_pair_close(&p);
 }
 
@@ -187,6 +224,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo),
         cmocka_unit_test(test_drop),
+        cmocka_unit_test(test_rewrite_then_deliver),
         cmocka_unit_test(test_hold_release),
         cmocka_unit_test(test_kill),
     };
