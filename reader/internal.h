@@ -135,7 +135,8 @@ static inline rs_status_t rs_rd_reply_copy(uint8_t **buf, size_t *cap, const voi
         *buf = n;
         *cap = len;
     }
-    memcpy(*buf, data, len);
+    if (len > 0) /* an empty reply (a faulty peer's) may come before any: *buf is NULL then */
+        memcpy(*buf, data, len);
     return RS_OK;
 }
 
