@@ -99,16 +99,21 @@ rs_status_t rs_rd_sess_attach_end(rs_reader_session_t *s, rconn_t *c)
         return RS_OK;
     rs_status_t st = rs_rd_sess_wait(s, c, &s->att_got, "attach");
     s->att_conn = NULL;
+    if (st != RS_OK)
+        return st;                /* the wait said why */
+    if (s->att_status != RS_OK) { /* the reply handler could not copy it */
+        rs_error("reader: cannot keep worker %s's attach answer: %s", c->addr,
+                 rs_strerror(s->att_status));
+        return s->att_status;
+    }
     rs_smsg_t m;
-    if (st == RS_OK)
-        st = s->att_status;
-    if (st == RS_OK)
-        st = rs_sproto_decode(s->att_reply, s->att_len, RS_SMSG_ATTACH_REPLY, &m);
-    if (st == RS_OK)
-        st = m.status;
-    if (st != RS_OK) {
-        rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(st));
+    if ((st = rs_sproto_decode(s->att_reply, s->att_len, RS_SMSG_ATTACH_REPLY, &m)) != RS_OK) {
+        rs_error("reader: bad attach answer from worker %s: %s", c->addr, rs_strerror(st));
         return st;
+    }
+    if (m.status != RS_OK) {
+        rs_error("reader: worker %s refused the attach: %s", c->addr, rs_strerror(m.status));
+        return m.status;
     }
     return attach_take(s, c, &m.u.attach_reply);
 }
