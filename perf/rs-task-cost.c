@@ -13,13 +13,17 @@
  * worker when a partition it holds is first read).
  *
  *   rs-task-cost [--workers 8] [--tasks 200] [--records 0] [--partitions 64]
- *                [--threads 1] [--mode both|client|none] [--json [FILE]] [--csv FILE]
+ *                [--threads 1] [--mode both|client|none|default] [--json [FILE]]
+ *                [--csv FILE]
  *
  * Mode client runs the tasks on one rs_client_t (lanes reused); mode none
  * on a client that keeps no idle lane, so every task makes and tears down
  * its own context, pool, engine thread and connections: the cost of a
  * task before the client. "both" runs none then client in one run, on the
- * same workers, and prints their ratios. Public headers only.
+ * same workers, and prints their ratios. Mode default calls what a program
+ * written before the client calls (rs_pusher_open, rs_reader_session_open
+ * and rs_reader_open_in on the process's default client), shut down at the
+ * end. Public headers only.
  */
 #include <rshuffle/client.h>
 #include <rshuffle/pusher.h>
@@ -88,7 +92,7 @@ static double pct(double *v, uint32_t n, double q)
 }
 
 typedef struct run {
-    rs_client_t *client;
+    rs_client_t *client; /* NULL: the calls without a client (the default one) */
     rs_shuffle_desc_t desc;
     uint32_t first, n; /* map ids (and reduce partitions) of this thread */
     double *open_us, *commit_us, *read_us;
@@ -106,7 +110,8 @@ static void *map_thread(void *arg)
         uint32_t m = r->first + i;
         rs_pusher_t *p;
         uint64_t t0 = perf_now_ns();
-        rs_status_t s = rs_pusher_open_in(r->client, &r->desc, m, 0, NULL, &p);
+        rs_status_t s = r->client != NULL ? rs_pusher_open_in(r->client, &r->desc, m, 0, NULL, &p)
+                                          : rs_pusher_open(&r->desc, m, 0, NULL, &p);
         uint64_t t1 = perf_now_ns();
         for (uint32_t k = 0; s == RS_OK && k < o.records; k++) {
             memcpy(rec, &k, sizeof(k));
@@ -138,7 +143,9 @@ static void *reduce_thread(void *arg)
         rs_reader_t *rd = NULL;
         uint64_t t0 = perf_now_ns();
         rs_status_t s =
-            rs_reader_session_open_in(r->client, &r->desc, n_maps, attempts, NULL, &sess);
+            r->client != NULL
+                ? rs_reader_session_open_in(r->client, &r->desc, n_maps, attempts, NULL, &sess)
+                : rs_reader_session_open(&r->desc, n_maps, attempts, NULL, &sess);
         if (s == RS_OK && (s = rs_reader_open_in(sess, part, &rd)) != RS_OK)
             rs_reader_session_close(sess);
         uint64_t t1 = perf_now_ns();
@@ -203,8 +210,9 @@ static result_t measure(const char *mode, uint32_t shuffle_id)
     rs_client_config_defaults(&cc);
     if (strcmp(mode, "none") == 0)
         cc.max_idle = 0;
-    rs_client_t *client;
-    if ((res.status = rs_client_create(&cc, &client)) != RS_OK)
+    int deflt = strcmp(mode, "default") == 0;
+    rs_client_t *client = NULL;
+    if (!deflt && (res.status = rs_client_create(&cc, &client)) != RS_OK)
         return res;
     rs_shuffle_desc_t desc = {.shuffle_id = shuffle_id,
                               .n_partitions = o.partitions,
@@ -251,9 +259,12 @@ static result_t measure(const char *mode, uint32_t shuffle_id)
                 res.status = runs[t].status;
     }
     rs_client_stats_t cs;
-    rs_client_stats(client, &cs);
+    rs_client_stats(deflt ? rs_client_default() : client, &cs);
     res.lanes_made = cs.lanes_made;
-    rs_client_destroy(client);
+    if (deflt)
+        rs_client_default_shutdown();
+    else
+        rs_client_destroy(client);
     if (res.status == RS_OK) {
         for (uint32_t i = 0; i < n; i++)
             map_us[i] = open_us[i] + commit_us[i];
@@ -278,7 +289,8 @@ int main(int argc, char **argv)
 {
     static const char usage[] =
         "usage: rs-task-cost [--workers 8] [--tasks 200] [--records 0] [--partitions 64]\n"
-        "                    [--threads 1] [--mode both|client|none] [--json [FILE]] [--csv FILE]\n"
+        "                    [--threads 1] [--mode both|client|none|default] [--json [FILE]]\n"
+        "                    [--csv FILE]\n"
         "Per-task cost of map (open + commit) and reduce (open) tasks run one after another.\n";
     perf_std_args(argc, argv, usage);
     perf_out_t po;
@@ -300,8 +312,8 @@ int main(int argc, char **argv)
             o.partitions = (uint32_t)perf_arg_uint(PROG, a, v, 1, 1000000);
         else if (strcmp(a, "--threads") == 0)
             o.threads = (uint32_t)perf_arg_uint(PROG, a, v, 1, 64);
-        else if (strcmp(a, "--mode") == 0 &&
-                 (strcmp(v, "both") == 0 || strcmp(v, "client") == 0 || strcmp(v, "none") == 0))
+        else if (strcmp(a, "--mode") == 0 && (strcmp(v, "both") == 0 || strcmp(v, "client") == 0 ||
+                                              strcmp(v, "none") == 0 || strcmp(v, "default") == 0))
             o.mode = v;
         else {
             fputs(usage, stderr);
@@ -334,10 +346,14 @@ int main(int argc, char **argv)
     }
     const char *modes[2];
     int n_modes = 0;
-    if (strcmp(o.mode, "client") != 0)
-        modes[n_modes++] = "none";
-    if (strcmp(o.mode, "none") != 0)
-        modes[n_modes++] = "client";
+    if (strcmp(o.mode, "default") == 0) {
+        modes[n_modes++] = "default";
+    } else {
+        if (strcmp(o.mode, "client") != 0)
+            modes[n_modes++] = "none";
+        if (strcmp(o.mode, "none") != 0)
+            modes[n_modes++] = "client";
+    }
     result_t res[2];
     int rc = 0;
     printf("%-7s %10s %10s %10s %10s %10s %10s %10s %6s\n", "mode", "open_med", "open_p99",
