@@ -102,10 +102,14 @@ rs_status_t rs_wk_store_attach(rs_wk_store_t *st, uint32_t shuffle_id, uint32_t 
     rs_list_init(&sh->commits);
     /*
      * First extents sized to the shuffle: all partitions' first extents fit
-     * a quarter of the data area (100,000 partitions of 64 KiB would need
-     * 6.4 GB for a few bytes each); they double from there as before.
+     * half the data area (100,000 partitions of 64 KiB would need 6.4 GB
+     * for a few bytes each); they double from there as before. Half, not a
+     * quarter: at 20,000 partitions a quarter's extents held 1.6 KB, two
+     * or three 640-byte frames, so most frames carved and closed an extent
+     * (a quarter of the worker's samples); the room a current extent
+     * leaves unused goes back before anything spills.
      */
-    uint64_t first = st->cfg.extent_min, share = (st->data_len / 4 / n_partitions) & ~63ull;
+    uint64_t first = st->cfg.extent_min, share = (st->data_len / 2 / n_partitions) & ~63ull;
     if (share < first)
         first = share > EXTENT_FIRST_MIN ? share : EXTENT_FIRST_MIN;
     for (uint32_t p = 0; p < n_partitions; p++) {
