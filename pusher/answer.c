@@ -203,9 +203,15 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
     if (prefetch)
         w->prefetch_id = 0;
     if (s == RS_OK && prefetch && r.status != RS_OK) {
-        r.n = 0; /* refused as a whole: a hint only, close asks again */
-        for (uint32_t i = 0; i < p->desc.n_partitions; i++)
+        /*
+         * Refused as a whole: a hint only. Batches that blocked behind it
+         * asked nothing (in_req): they ask now, else close waits them out.
+         */
+        r.n = 0;
+        for (uint32_t i = 0; i < p->desc.n_partitions; i++) {
             w->parts[i].in_req = 0;
+            rs_push_needs_grant(w, i, &w->parts[i]);
+        }
     } else if (s == RS_OK)
         s = r.status;
     w->req_out = 0;
