@@ -45,8 +45,10 @@ static void on_attach_reply(void *arg, rs_ep_t *ep, const void *data, size_t len
         s = r.status;
     if (s == RS_OK && w->conn->rkey == NULL) /* one worker process per connection: one arena */
         s = rs_rkey_unpack(ep, r.rkey, r.rkey_len, &w->conn->rkey);
-    if (s == RS_OK)
+    if (s == RS_OK) {
         w->rkey = w->conn->rkey;
+        w->arena_len = r.arena_len;
+    }
     w->attach_status = s;
     rs_push_worker_set(w, RS_PW_ATTACHED);
 }
@@ -120,6 +122,11 @@ static int part_grant(pworker_t *w, const rs_grant_t *g, int prefetch, grant_see
     if (g->status != RS_OK || g->len > RS_GRANT_MAX || g->slot >= RS_GRANT_SLOTS) {
         rs_push_fail(p, g->status != RS_OK ? (rs_status_t)g->status : RS_ERR_PROTOCOL,
                      "grant refused by a worker");
+        rs_push_drop_pending(w);
+        return 0;
+    }
+    if (g->off + g->len > w->arena_len) { /* the decoder saw it does not wrap */
+        rs_push_fail(p, RS_ERR_PROTOCOL, "grant outside the worker's arena");
         rs_push_drop_pending(w);
         return 0;
     }

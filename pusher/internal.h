@@ -147,7 +147,8 @@ typedef struct pworker {
     rs_push_conn_t *conn; /* the lane's connection to this worker */
     rs_ep_t *ep;
     rs_rkey_t *rkey;
-    uint32_t flags; /* RS_PW_* */
+    uint64_t arena_len; /* its arena's bytes, as its attach reply said: every grant lies inside */
+    uint32_t flags;     /* RS_PW_* */
     rs_status_t attach_status;
     rs_list_t pending;  /* framed batches waiting for in-flight room (or not yet looked at) */
     uint64_t n_blocked; /* batches in the partitions' blocked lists */
