@@ -81,6 +81,7 @@ static int merged_grant(pworker_t *w, const rs_grant_t *g, grant_seen_t *seen)
     } else if (ms == RS_ERR_BUSY) {
         seen->busy = 1;
     } else if (ms != RS_OK) {
+        w->garbled |= ms == RS_ERR_PROTOCOL; /* not a refusal: a grant the pusher cannot take */
         rs_push_fail(w->p, ms, "merged grant refused by a worker");
         rs_push_drop_pending(w);
         return 0;
@@ -95,6 +96,7 @@ static int part_grant(pworker_t *w, const rs_grant_t *g, int prefetch, grant_see
 {
     rs_pusher_t *p = w->p;
     if (g->partition >= p->desc.n_partitions) {
+        w->garbled = 1;
         rs_push_fail(p, RS_ERR_PROTOCOL, "grant for an unknown partition");
         rs_push_drop_pending(w);
         return 0;
@@ -120,12 +122,14 @@ static int part_grant(pworker_t *w, const rs_grant_t *g, int prefetch, grant_see
         return 1;
     }
     if (g->status != RS_OK || g->len > RS_GRANT_MAX || g->slot >= RS_GRANT_SLOTS) {
+        w->garbled |= g->status == RS_OK; /* a refusal is an answer; this is not one */
         rs_push_fail(p, g->status != RS_OK ? (rs_status_t)g->status : RS_ERR_PROTOCOL,
                      "grant refused by a worker");
         rs_push_drop_pending(w);
         return 0;
     }
     if (g->off + g->len > w->arena_len) { /* the decoder saw it does not wrap */
+        w->garbled = 1;
         rs_push_fail(p, RS_ERR_PROTOCOL, "grant outside the worker's arena");
         rs_push_drop_pending(w);
         return 0;
@@ -206,6 +210,7 @@ static void on_grant(void *arg, rs_ep_t *ep, const void *data, size_t len)
     rs_status_t s = rs_sproto_grant_decode(data, len, &r);
     if (w == NULL)
         return;
+    w->garbled |= s != RS_OK;
     int prefetch = s == RS_OK && w->prefetch_id != 0 && r.req_id == w->prefetch_id;
     if (prefetch)
         w->prefetch_id = 0;
@@ -249,8 +254,12 @@ static void on_reclaim(void *arg, rs_ep_t *ep, const void *data, size_t len)
     pworker_t *w = worker_of(arg, ep);
     rs_pusher_t *p = w != NULL ? w->p : NULL;
     rs_status_t carried;
-    if (w == NULL || rs_sproto_status_decode(data, len, RS_SMSG_RECLAIM, &carried) != RS_OK)
+    if (w == NULL)
         return;
+    if (rs_sproto_status_decode(data, len, RS_SMSG_RECLAIM, &carried) != RS_OK) {
+        w->garbled = 1; /* only a hint: ignored, but the connection is not kept */
+        return;
+    }
     w->reclaim = 1;
     w->heard_at = rs_now_coarse_ns();
     if (rs_push_err(p) == RS_OK)
@@ -261,9 +270,15 @@ static void on_nack(void *arg, rs_ep_t *ep, const void *data, size_t len)
 {
     pworker_t *w = worker_of(arg, ep);
     rs_smsg_nack_t n;
-    if (w == NULL || rs_sproto_nack_decode(data, len, &n) != RS_OK)
+    if (w == NULL)
         return;
     rs_pusher_t *p = w->p;
+    rs_status_t s = rs_sproto_nack_decode(data, len, &n);
+    if (s != RS_OK) { /* some batch was refused, which one is unreadable */
+        w->garbled = 1;
+        rs_push_fail(p, s, "a worker's refusal of a batch is unreadable");
+        return;
+    }
     rs_error("pusher: a worker refused a batch of partition %u: %s", n.partition,
              rs_strerror(n.status));
     rs_push_fail(p, n.status, "batch refused");

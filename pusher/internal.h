@@ -148,6 +148,7 @@ typedef struct pworker {
     rs_ep_t *ep;
     rs_rkey_t *rkey;
     uint64_t arena_len; /* its arena's bytes, as its attach reply said: every grant lies inside */
+    int garbled;        /* it sent bytes the pusher refused: its connection is not kept */
     uint32_t flags;     /* RS_PW_* */
     rs_status_t attach_status;
     rs_list_t pending;  /* framed batches waiting for in-flight room (or not yet looked at) */

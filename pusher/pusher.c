@@ -108,13 +108,14 @@ static rs_status_t attach_wait(rs_pusher_t *p, pworker_t *w, uint64_t deadline)
 
 /*
  * Is w's connection fit for the lane's next task? Its worker answered this
- * task's attach, owes no write and, once a commit went out, accepted it.
- * Anything else (a worker lost, refused or silent) closes the connection.
+ * task's attach, owes no write, sent nothing the pusher could not take and,
+ * once a commit went out, accepted it. Anything else (a worker lost,
+ * refused, silent or garbled) closes the connection.
  */
 static int conn_reusable(const pworker_t *w)
 {
     if (rs_push_worker_is(w, RS_PW_LOST) || !rs_push_worker_is(w, RS_PW_ATTACHED) ||
-        w->attach_status != RS_OK || w->inflight != 0 || w->ep == NULL ||
+        w->attach_status != RS_OK || w->garbled || w->inflight != 0 || w->ep == NULL ||
         rs_ep_status(w->ep) != RS_OK)
         return 0;
     return !rs_push_worker_is(w, RS_PW_COMMIT_SENT) ||

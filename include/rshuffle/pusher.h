@@ -239,8 +239,8 @@ RS_API rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id
  * rs_pusher_destroy when not closed). A warm lane costs no registration,
  * no thread start and no connection: the open sends one attach per worker
  * (all at once) and waits for the answers. Connections the attempt leaves
- * unfit (a worker lost, refused or silent, a commit refused) are closed
- * and made again by a later task.
+ * unfit (a worker lost, refused, silent or garbled, a commit refused) are
+ * closed and made again by a later task.
  *
  * client must not be NULL and must outlive the pusher's open call; see
  * rs_client_destroy for a client destroyed while the pusher lives. Errors
@@ -331,7 +331,10 @@ typedef struct rs_pusher_stats {
  * silent one does; backpressure beyond the bound:
  * RS_ERR_BACKPRESSURE; a worker full whose spill failed (disk full), for
  * 2 s: RS_ERR_IO; a worker that answers nothing for the transport's
- * peer_timeout_ms: RS_ERR_TIMEOUT; a refused batch: its reason), else
+ * peer_timeout_ms: RS_ERR_TIMEOUT; a refused batch: its reason; an answer
+ * of a worker's that cannot be taken, a grant outside its arena included:
+ * RS_ERR_PROTOCOL, RS_ERR_TRUNCATED, RS_ERR_BAD_LENGTH or
+ * RS_ERR_BAD_VERSION, its connection not kept for a later task), else
  * RS_ERR_TIMEOUT when the writes and commits are not done within wait_ms,
  * else a worker's refusal of the commit (RS_ERR_TIMEOUT: its batches did not
  * all arrive in its commit_wait_ms; RS_ERR_CHECKSUM / RS_ERR_PROTOCOL: they

@@ -283,6 +283,14 @@ static rs_status_t push_faulty(lb_shuffle_t *s, uint32_t attempt, uint64_t *ms)
     return st;
 }
 
+static size_t nack_empty(void *arg, unsigned char *data, size_t len)
+{
+    (void)arg;
+    (void)data;
+    (void)len;
+    return 0;
+}
+
 static void test_nack_and_dropped_nack(void **state)
 {
     (void)state;
@@ -309,6 +317,16 @@ static void test_nack_and_dropped_nack(void **state)
     assert_true(c.dropped[RS_SMSG_NACK] > 0);
     assert_int_equal(c.delivered[RS_SMSG_NACK], 0);
     assert_true(ms >= 450 && ms < 4000);
+    sum_workers(&s, &w);
+    assert_int_equal(w.commits, 0);
+
+    /* An unreadable NACK fails the pusher at once (it used to be ignored). */
+    rs_lb_reset();
+    rs_lb_mangle(RS_SMSG_NACK, 1000, nack_empty, NULL);
+    assert_int_equal(push_faulty(&s, 3, &ms), RS_ERR_TRUNCATED);
+    rs_lb_counts(&c);
+    assert_true(c.mangled[RS_SMSG_NACK] > 0);
+    assert_true(ms < 450); /* not the commit's wait */
     sum_workers(&s, &w);
     assert_int_equal(w.commits, 0);
     rs_lb_reset();

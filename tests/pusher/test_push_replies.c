@@ -236,6 +236,13 @@ enum { F_MANGLE, F_DROP, F_HOLD };
  * (its next attach ends the failed attempt at the worker); and the next
  * map's pusher attaches that connection again.
  */
+/* Statuses of an answer the pusher could not take (not a refusal it was told). */
+static int garbling(rs_status_t s)
+{
+    return s == RS_ERR_TRUNCATED || s == RS_ERR_BAD_LENGTH || s == RS_ERR_PROTOCOL ||
+           s == RS_ERR_BAD_VERSION;
+}
+
 static void run_case(fx_t *f, fcase_t *c)
 {
     uint32_t empty = 0;
@@ -279,8 +286,12 @@ static void run_case(fx_t *f, fcase_t *c)
         push_good(f, f->next_map++, 0, 0);
     } else {
         f->failed[map] = c->committed ? 2 : 1;
-        /* An attach or commit that failed closes the connection; a failed grant does not. */
-        push_good(f, map, 1, c->type == RS_SMSG_GRANT ? 0 : 1); /* releases a held reply */
+        /*
+         * An attach or commit that failed closes the connection, and so does
+         * a grant the pusher could not take; a grant the worker refused does not.
+         */
+        int kept = c->type == RS_SMSG_GRANT && !garbling(c->want);
+        push_good(f, map, 1, kept ? 0 : 1); /* releases a held reply */
         push_good(f, f->next_map++, 0, 0);
     }
     if (c->cold)
