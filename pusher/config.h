@@ -12,4 +12,14 @@
  */
 rs_status_t rs_push_config_check(const rs_pusher_config_t *cfg);
 
+/* A partition's buffer a task's pool is grown to hold, bytes (rs_push_pool_for). */
+#define RS_PUSH_PART_GROW 2048u
+
+/*
+ * The pool a task of n_partitions partitions pushes from: pool_bytes,
+ * doubled while half of it would give a partition's buffer less than
+ * RS_PUSH_PART_GROW bytes, up to pool_max (never below pool_bytes).
+ */
+size_t rs_push_pool_for(const rs_pusher_config_t *cfg, uint32_t n_partitions);
+
 #endif

@@ -361,6 +361,7 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
     }
     if ((s = rs_push_config_check(&p->cfg)) != RS_OK)
         goto err_free;
+    p->cfg.pool_bytes = rs_push_pool_for(&p->cfg, desc->n_partitions);
     rs_push_lane_key_t key;
     memset(&key, 0, sizeof(key)); /* compared bytewise: padding too */
     if (p->cfg.transport != NULL)

@@ -257,6 +257,52 @@ static void test_abort_commits_nothing(void **state)
     lb_shuffle_free(&s);
 }
 
+/*
+ * With many partitions the pool doubles until each partition's buffer
+ * holds 2 KiB (rs_pusher_config_t.pool_max): 20,000 partitions on a
+ * 32 MiB pool grow it to 128 MiB, and about 900 bytes a partition go as
+ * one batch each; with the growth off (pool_max = pool_bytes) the buffers
+ * are 768 bytes and each partition takes two.
+ */
+static void test_pool_grows_with_partitions(void **state)
+{
+    (void)state;
+    enum { PARTS = 20000, RECS = PARTS * 12 };
+    rs_worker_config_t wc;
+    lb_worker_config(&wc, 64 << 20, NULL);
+    lb_shuffle_t s = {0};
+    lb_workers_start(&s, 1, &wc);
+    lb_shuffle_desc(&s, 9, PARTS, 1, 2, RECS);
+    uint64_t batches[2];
+    for (uint32_t m = 0; m < 2; m++) {
+        rs_pusher_config_t pc;
+        lb_pusher_config(&pc, WAIT_MS);
+        pc.buf_len = 256 << 10;
+        pc.pool_bytes = 32 << 20;
+        pc.max_inflight = 4 << 20;
+        if (m == 1)
+            pc.pool_max = pc.pool_bytes;
+        rs_pusher_t *p;
+        assert_int_equal(rs_pusher_open(&s.desc, m, 0, &pc, &p), RS_OK);
+        uint8_t rec[TREC_MAX];
+        rs_status_t st = RS_OK;
+        for (uint32_t i = 0; i < RECS && st == RS_OK; i++)
+            st = rs_pusher_append(p, i % PARTS, rec, trec_make(m, i, rec));
+        rs_pusher_stats_t ps;
+        if (st == RS_OK)
+            st = rs_pusher_close(p, &ps);
+        rs_pusher_destroy(p);
+        assert_int_equal(st, RS_OK);
+        batches[m] = ps.batches;
+    }
+    if (batches[0] > PARTS + PARTS / 10 || batches[1] < PARTS + PARTS / 2)
+        fail_msg("batches: %llu with the pool grown, %llu without (%u partitions)",
+                 (unsigned long long)batches[0], (unsigned long long)batches[1], PARTS);
+    read_check(&s, NULL);
+    lb_workers_stop(&s);
+    lb_shuffle_free(&s);
+}
+
 #ifdef RS_FAULT_INJECTION
 /*
  * A batch numbered past what a worker takes is refused (NACK): close
@@ -347,9 +393,13 @@ int main(void)
     lb_env_defaults();
     lb_alarm(120);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grants_and_commit),     cmocka_unit_test(test_dropped_grant),
-        cmocka_unit_test(test_dropped_commit_reply),  cmocka_unit_test(test_failover_replica),
-        cmocka_unit_test(test_abort_commits_nothing), cmocka_unit_test(test_delayed_grant),
+        cmocka_unit_test(test_grants_and_commit),
+        cmocka_unit_test(test_dropped_grant),
+        cmocka_unit_test(test_pool_grows_with_partitions),
+        cmocka_unit_test(test_dropped_commit_reply),
+        cmocka_unit_test(test_failover_replica),
+        cmocka_unit_test(test_abort_commits_nothing),
+        cmocka_unit_test(test_delayed_grant),
 #ifdef RS_FAULT_INJECTION
         cmocka_unit_test(test_nack_and_dropped_nack),
 #endif
