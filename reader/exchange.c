@@ -85,11 +85,28 @@ static rs_status_t op_wait(rs_reader_session_t *s, rconn_t *c, op_wait_t *o)
     return st != RS_OK ? st : o->status;
 }
 
+/*
+ * A range the worker named (index, staged spill, a snapshot's batch) must
+ * lie in its arena: checked here, not left to the transport's key check,
+ * whose status would not say the worker answered wrong.
+ */
+static rs_status_t in_arena(const rconn_t *c, uint64_t roff, uint64_t len)
+{
+    if (roff <= c->arena_len && len <= c->arena_len - roff)
+        return RS_OK;
+    rs_error("reader: worker %s named range %llu+%llu outside its %llu-byte arena", c->addr,
+             (unsigned long long)roff, (unsigned long long)len, (unsigned long long)c->arena_len);
+    return RS_ERR_PROTOCOL;
+}
+
 rs_status_t rs_rd_sess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,
                            uint64_t roff)
 {
     op_wait_t o = {0};
-    rs_status_t st = rs_get(c->ep, dst, len, mr, c->rkey, roff, on_op, &o);
+    rs_status_t st = in_arena(c, roff, len);
+    if (st != RS_OK)
+        return st;
+    st = rs_get(c->ep, dst, len, mr, c->rkey, roff, on_op, &o);
     if (st != RS_OK) {
         rs_error("reader: read of %zu bytes at %llu from worker %s: %s", len,
                  (unsigned long long)roff, c->addr, rs_strerror(st));
@@ -102,6 +119,11 @@ rs_status_t rs_rd_sess_getv(rs_reader_session_t *s, rconn_t *c, const rs_get_seg
                             rs_mr_t *mr)
 {
     op_wait_t o = {0};
+    for (unsigned i = 0; i < n; i++) {
+        rs_status_t rs = in_arena(c, seg[i].roff, seg[i].len);
+        if (rs != RS_OK)
+            return rs;
+    }
     rs_status_t st = rs_getv(c->ep, seg, n, mr, c->rkey, on_op, &o);
     if (st != RS_OK) {
         rs_error("reader: read of %u ranges (the first %zu bytes at %llu) from worker %s: %s", n,

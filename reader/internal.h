@@ -64,6 +64,7 @@ typedef struct rconn {
     rs_ep_t *ep;
     int attached; /* this session's attach answered (a kept connection is attached again) */
     rs_rkey_t *rkey;
+    uint64_t arena_len; /* its arena's bytes, as the last attach answer said: every read inside */
     const char *addr;
     uint32_t gen; /* counts (re)connections: a reader's snapshot lives on one of them */
     int lost;     /* R >= 2: the worker died or went silent; the session does not try it again */
@@ -182,7 +183,10 @@ void rs_rd_sess_conn_fail(rs_reader_session_t *s, rconn_t *c, rs_status_t st);
 rs_status_t rs_rd_sess_request(rs_reader_session_t *s, rconn_t *c, unsigned type, const void *m,
                                size_t len, unsigned reply_type, uint32_t tag, const char *what);
 
-/* Reads len bytes at roff of the worker's arena into dst (inside mr), waiting for it. */
+/*
+ * Reads len bytes at roff of the worker's arena into dst (inside mr), waiting for it;
+ * RS_ERR_PROTOCOL, nothing read, for a range past the arena its attach answer named.
+ */
 rs_status_t rs_rd_sess_get(rs_reader_session_t *s, rconn_t *c, void *dst, size_t len, rs_mr_t *mr,
                            uint64_t roff);
 /* rs_rd_sess_get for n ranges (rs_getv). */

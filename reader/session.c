@@ -43,6 +43,7 @@ static rs_status_t attach_take(rs_reader_session_t *s, rconn_t *c, const rs_smsg
         return RS_ERR_INVALID;
     }
     c->attached = 1;
+    c->arena_len = ar->arena_len; /* the decoder checked it is not 0 */
     /* A kept connection keeps its key: the same worker, the same arena. */
     if (c->rkey == NULL && (st = rs_rkey_unpack(c->ep, ar->rkey, ar->rkey_len, &c->rkey)) != RS_OK)
         return st;
@@ -133,6 +134,7 @@ static void conn_close(rconn_t *c)
         rs_ep_close(c->ep); /* also releases the rkey unpacked for it */
     c->ep = NULL;
     c->rkey = NULL;
+    c->arena_len = 0;
     c->attached = 0;
     rs_sproto_local_release(c->local_reg);
     c->local_reg = NULL;

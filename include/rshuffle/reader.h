@@ -116,7 +116,8 @@ RS_API rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuff
  * RS_ERR_BAD_RKEY; rs_mem_alloc's errors for the read buffer;
  * RS_ERR_BACKPRESSURE: the worker had no memory for the index within
  * wait_ms; RS_ERR_TIMEOUT; RS_ERR_UNREACHABLE (or the status that killed
- * the connection); RS_ERR_PROTOCOL: a malformed index; RS_ERR_BAD_LENGTH:
+ * the connection); RS_ERR_PROTOCOL: a malformed index or answer, or an
+ * index the worker placed outside its arena; RS_ERR_BAD_LENGTH:
  * an indexed batch larger than read_max; RS_ERR_NO_SPACE: an index larger
  * than read_max; RS_ERR_NOMEM. *reader_p (not NULL) is set only on RS_OK.
  */
@@ -151,8 +152,9 @@ RS_API rs_status_t rs_reader_open(const rs_shuffle_desc_t *desc, uint32_t partit
  * At the end it returns RS_OK with *rec_p NULL and *len_p 0, again at every
  * later call. Errors are sticky (every later call returns the same): the
  * frame checks of rs_frame_verify (RS_ERR_CHECKSUM, RS_ERR_TRUNCATED,
- * RS_ERR_BAD_*); RS_ERR_PROTOCOL: a batch that is not the one indexed, or a
- * malformed spill reply; RS_ERR_DECOMPRESS; RS_ERR_TRUNCATED: a record
+ * RS_ERR_BAD_*); RS_ERR_PROTOCOL: a batch that is not the one indexed, a
+ * malformed spill reply, or batches indexed or staged outside the worker's
+ * arena; RS_ERR_DECOMPRESS; RS_ERR_TRUNCATED: a record
  * overruns its batch; RS_ERR_UNREACHABLE (or the connection's status): the
  * worker or the connection was lost; RS_ERR_TIMEOUT; RS_ERR_BACKPRESSURE:
  * spilled batches could not be staged within wait_ms; a worker's refusal
