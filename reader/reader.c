@@ -644,8 +644,11 @@ static rs_status_t next_spill_span(rs_reader_t *r)
     return RS_OK;
 }
 
-/* Verifies and decodes the next batch into the record cursor. */
-static rs_status_t next_batch(rs_reader_t *r)
+/*
+ * Verifies and decodes the next batch into the record cursor; at the end,
+ * RS_OK with *end_p 1 (not a status: a worker's refusal may be any).
+ */
+static rs_status_t next_batch(rs_reader_t *r, int *end_p)
 {
     rs_reader_session_t *s = r->sess;
     rs_status_t st;
@@ -670,8 +673,10 @@ static rs_status_t next_batch(rs_reader_t *r)
             st = next_mem_span(r);
         else if (r->next_spill < r->n_spill)
             st = next_spill_span(r);
-        else
-            return RS_ERR_NOT_FOUND; /* the end */
+        else {
+            *end_p = 1; /* the end */
+            return RS_OK;
+        }
         if (st != RS_OK)
             return st;
     }
@@ -750,17 +755,18 @@ rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
         return RS_OK;
     }
     while (r->rec == NULL || r->rec >= r->rec_end) {
-        rs_status_t st = next_batch(r);
-        if (st != RS_OK && st != RS_ERR_NOT_FOUND && failover(r, st) == RS_OK)
+        int end = 0;
+        rs_status_t st = next_batch(r, &end);
+        if (st != RS_OK && failover(r, st) == RS_OK)
             continue; /* R >= 2: another replica took over */
-        if (st == RS_ERR_NOT_FOUND && maps_in(r, RMAP_OPEN) > 0) {
+        if (end && maps_in(r, RMAP_OPEN) > 0) {
             /* R >= 2: this worker's maps are read; the others are further along the ring. */
             leave_worker(r, RMAP_DONE);
             if ((st = open_next(r, RS_ERR_STATE)) == RS_OK)
                 continue;
             return r->error = st;
         }
-        if (st == RS_ERR_NOT_FOUND) {
+        if (end) {
             st = check_commits(r);
             if (st != RS_OK)
                 return r->error = st;
