@@ -36,27 +36,49 @@ static void ahead_free(rahead_t *a)
     a->state = RAHEAD_FREE;
     a->got = 0;
     a->len = 0;
+    a->bad = RS_OK;
+}
+
+/*
+ * The entry a READ_REPLY on ep answers: the one of its tag; for a reply too
+ * malformed to say its tag, the oldest asked on ep (a worker answers in
+ * order, and a session's own request goes out after every read-ahead
+ * outstanding), which would otherwise wait its whole wait_ms.
+ */
+static rahead_t *ahead_match(rs_reader_session_t *s, rs_ep_t *ep, const rs_smsg_read_reply_t *rr)
+{
+    rahead_t *best = NULL;
+    for (uint32_t i = 0; i < RS_READ_AHEAD; i++) {
+        rahead_t *a = &s->ahead[i];
+        if (a->state != RAHEAD_SENT || a->conn->ep != ep)
+            continue;
+        if (rr != NULL && a->tag == rr->tag)
+            return a;
+        if (rr == NULL && (best == NULL || (int32_t)(a->tag - best->tag) < 0))
+            best = a;
+    }
+    return best;
 }
 
 int rs_rd_sess_ahead_reply(rs_reader_session_t *s, rs_ep_t *ep, unsigned type, const void *data,
                            size_t len)
 {
     rs_smsg_read_reply_t rr;
-    if (type != RS_SMSG_READ_REPLY || rs_sproto_read_reply_decode(data, len, &rr) != RS_OK)
+    if (type != RS_SMSG_READ_REPLY)
+        return 0;
+    rs_status_t ds = rs_sproto_read_reply_decode(data, len, &rr);
+    rahead_t *a = ahead_match(s, ep, ds == RS_OK ? &rr : NULL);
+    if (a == NULL)
         return 0; /* a malformed reply fails the request waiting for it, if any */
-    for (uint32_t i = 0; i < RS_READ_AHEAD; i++) {
-        rahead_t *a = &s->ahead[i];
-        if (a->state != RAHEAD_SENT || a->tag != rr.tag || a->conn->ep != ep)
-            continue;
-        if (rs_rd_reply_copy(&a->reply, &a->cap, data, len) == RS_OK)
-            a->len = len;
-        else
-            a->len = 0; /* claimed as not there: the open asks again */
-        a->state = RAHEAD_GOT;
-        a->got = 1;
-        return 1;
-    }
-    return 0;
+    if (ds != RS_OK)
+        a->bad = ds;
+    else if (rs_rd_reply_copy(&a->reply, &a->cap, data, len) == RS_OK)
+        a->len = len;
+    else
+        a->len = 0; /* claimed as not there: the open asks again */
+    a->state = RAHEAD_GOT;
+    a->got = 1;
+    return 1;
 }
 
 rs_status_t rs_rd_sess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t partition,
@@ -72,6 +94,13 @@ rs_status_t rs_rd_sess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t 
     }
     rs_status_t st = rs_rd_sess_wait(s, c, &a->got, "an open read ahead");
     if (st != RS_OK) {
+        ahead_free(a);
+        return st;
+    }
+    if (a->bad != RS_OK) {
+        st = a->bad;
+        rs_error("reader: bad answer from worker %s to an open read ahead: %s", c->addr,
+                 rs_strerror(st));
         ahead_free(a);
         return st;
     }

@@ -79,7 +79,8 @@ typedef struct rahead {
     uint32_t partition, tag, gen;
     rconn_t *conn;
     int state;
-    int got; /* the reply is here (set with state RAHEAD_GOT) */
+    int got;         /* the reply is here (set with state RAHEAD_GOT) */
+    rs_status_t bad; /* the reply's decoder refused it: the open fails so */
     uint8_t *reply;
     size_t len, cap;
 } rahead_t;
@@ -205,7 +206,8 @@ rs_status_t rs_rd_sess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *fl
  * Read-ahead (ahead.c). reply: a READ_REPLY for a snapshot asked ahead is
  * kept (returns 1), anything else is not ours (0). claim: partition's reply
  * asked ahead on c, waited for, into s->reply (*claimed_p 1), or nothing to
- * claim (0: ask as usual); a claimed reply is decoded in s->rep as
+ * claim (0: ask as usual), or the decoder's status for a malformed reply;
+ * a claimed reply is decoded in s->rep as
  * rs_rd_sess_request leaves it. issue: after partition opened, once opens go in
  * order, asks for the next RS_READ_AHEAD partitions on open connections.
  * drop: closes the snapshots asked ahead and never claimed.
