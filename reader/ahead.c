@@ -99,6 +99,7 @@ rs_status_t rs_rd_sess_ahead_claim(rs_reader_session_t *s, rconn_t *c, uint32_t 
     }
     if (a->bad != RS_OK) {
         st = a->bad;
+        c->garbled = 1;
         rs_error("reader: bad answer from worker %s to an open read ahead: %s", c->addr,
                  rs_strerror(st));
         ahead_free(a);

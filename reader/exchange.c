@@ -63,14 +63,17 @@ rs_status_t rs_rd_sess_request(rs_reader_session_t *s, rconn_t *c, unsigned type
     s->want_type = reply_type;
     s->want_tag = tag;
     s->got = 0;
+    s->got_garbled = 0;
     rs_status_t st = rs_msg_send(c->ep, type, m, len, NULL, NULL);
     if (st == RS_OK)
         st = rs_rd_sess_wait(s, c, &s->got, what);
     s->want_ep = NULL;
     if (st == RS_OK)
         st = s->got_status;
-    if (st == RS_OK)
-        st = rs_sproto_decode(s->reply, s->reply_len, reply_type, &s->rep);
+    if (st == RS_OK &&
+        (st = rs_sproto_decode(s->reply, s->reply_len, reply_type, &s->rep)) != RS_OK)
+        s->got_garbled = 1;
+    c->garbled |= s->got_garbled; /* not an answer the session can take */
     if (st == RS_OK)
         st = s->rep.status;
     return st;
@@ -90,10 +93,11 @@ static rs_status_t op_wait(rs_reader_session_t *s, rconn_t *c, op_wait_t *o)
  * lie in its arena: checked here, not left to the transport's key check,
  * whose status would not say the worker answered wrong.
  */
-static rs_status_t in_arena(const rconn_t *c, uint64_t roff, uint64_t len)
+static rs_status_t in_arena(rconn_t *c, uint64_t roff, uint64_t len)
 {
     if (roff <= c->arena_len && len <= c->arena_len - roff)
         return RS_OK;
+    c->garbled = 1;
     rs_error("reader: worker %s named range %llu+%llu outside its %llu-byte arena", c->addr,
              (unsigned long long)roff, (unsigned long long)len, (unsigned long long)c->arena_len);
     return RS_ERR_PROTOCOL;

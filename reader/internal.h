@@ -65,6 +65,7 @@ typedef struct rconn {
     int attached; /* this session's attach answered (a kept connection is attached again) */
     rs_rkey_t *rkey;
     uint64_t arena_len; /* its arena's bytes, as the last attach answer said: every read inside */
+    int garbled;        /* it sent an answer the session refused: not kept for a later one */
     const char *addr;
     uint32_t gen; /* counts (re)connections: a reader's snapshot lives on one of them */
     int lost;     /* R >= 2: the worker died or went silent; the session does not try it again */
@@ -105,6 +106,7 @@ struct rs_reader_session {
     uint32_t want_tag;
     int got;
     rs_status_t got_status;
+    int got_garbled; /* the answer did not decode: its connection is not kept */
     uint8_t *reply;
     size_t reply_len, reply_cap;
     rs_smsg_t rep; /* the reply decoded (its views point into reply) */

@@ -150,6 +150,7 @@ static rs_status_t plan(rs_reader_t *r, const uint8_t *snap, size_t len)
     if (rs_sproto_snap_decode(snap, len, &h) != RS_OK || h.partition != r->partition) {
         rs_error("reader: malformed index of shuffle %u partition %u from worker %s",
                  s->desc.shuffle_id, r->partition, r->conn->addr);
+        r->conn->garbled = 1;
         return RS_ERR_PROTOCOL;
     }
     for (uint32_t i = 0; i < h.n_commits; i++) {
@@ -626,6 +627,7 @@ static rs_status_t next_spill_span(rs_reader_t *r)
         staged += rs_sproto_round(r->spill[first + i].e.len);
     if (sr.n == 0 || sr.n > m.n || sr.len < staged || staged > s->cfg.read_max) {
         rs_error("reader: malformed spill reply from worker %s", r->conn->addr);
+        r->conn->garbled = 1;
         return RS_ERR_PROTOCOL;
     }
     if ((st = rs_rd_span_reserve(r, sr.n)) != RS_OK)

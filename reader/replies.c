@@ -35,6 +35,7 @@ static void on_reply(rs_read_lane_t *l, unsigned type, rs_ep_t *ep, const void *
     rs_status_t st = rs_sproto_decode(data, len, type, &m);
     if (st != RS_OK) { /* malformed: the request fails with the decoder's status */
         s->got_status = st;
+        s->got_garbled = 1;
         s->got = 1;
         return;
     }

@@ -135,6 +135,7 @@ static void conn_close(rconn_t *c)
     c->ep = NULL;
     c->rkey = NULL;
     c->arena_len = 0;
+    c->garbled = 0;
     c->attached = 0;
     rs_sproto_local_release(c->local_reg);
     c->local_reg = NULL;
@@ -331,8 +332,12 @@ void rs_reader_session_close(rs_reader_session_t *s)
     int reusable = l != NULL && s->open_readers == 0 && ahead_settle(s);
     rs_rd_sess_ahead_drop(s);
     for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++) {
-        /* An attach never answered would be taken for the next session's. */
-        if (!reusable || s->att_conn == &s->conns[i] || !rs_rd_lane_conn_keep(l, &s->conns[i]))
+        /*
+         * An attach never answered would be taken for the next session's; a
+         * worker that answered garbled keeps what it opened until its connection goes.
+         */
+        if (!reusable || s->att_conn == &s->conns[i] || s->conns[i].garbled ||
+            !rs_rd_lane_conn_keep(l, &s->conns[i]))
             conn_close(&s->conns[i]);
     }
     if (l != NULL) {

@@ -83,7 +83,10 @@ RS_API rs_status_t rs_reader_session_open(const rs_shuffle_desc_t *desc, uint32_
  * (cfg->transport, read_max): its registered read buffers and the
  * connections earlier sessions kept (attached again on first use by this
  * one). rs_reader_session_close gives it back; it is kept for a later
- * session only when no reader of the session is still open. client must
+ * session only when no reader of the session is still open, and a
+ * connection only when its worker sent nothing the session could not take
+ * (an answer that does not decode, a range outside its arena: the worker
+ * frees what that connection opened when it goes). client must
  * not be NULL; see rs_client_destroy for a client destroyed while the
  * session lives (later rs_reader_open_in: RS_ERR_CANCELED). Errors as
  * rs_reader_session_open (RS_ERR_INVALID also for a NULL client or sess_p).

@@ -202,6 +202,28 @@ static rs_status_t open_timed(rs_reader_session_t *sess, uint32_t p, uint64_t *m
     return st;
 }
 
+/* Statuses of an answer the session could not take (not a refusal it was told). */
+static int garbling(rs_status_t s)
+{
+    return s == RS_ERR_TRUNCATED || s == RS_ERR_BAD_LENGTH || s == RS_ERR_PROTOCOL ||
+           s == RS_ERR_BAD_VERSION;
+}
+
+/*
+ * The connections the client's next session makes to open partition 0: a
+ * worker that answered garbled lost its kept connection (1), one that
+ * refused or answered late kept it (0).
+ */
+static uint64_t next_session_connects(fx_t *f)
+{
+    rs_lb_reset();
+    rs_reader_session_t *sess = sess_open(f, &f->rc);
+    uint64_t ms;
+    assert_int_equal(open_timed(sess, 0, &ms), RS_OK);
+    rs_reader_session_close(sess);
+    return counts().connects;
+}
+
 /*
  * Each rewrite of partition 0's READ_REPLY: the open returns the status it
  * must at once; the same session then reads everything.
@@ -225,6 +247,7 @@ static void run_read_mangles(mangle_t *cases, size_t n, uint32_t id)
         rs_lb_reset();
         read_every_part(&f, sess);
         rs_reader_session_close(sess);
+        assert_int_equal(next_session_connects(&f), garbling(m->want) ? 1 : 0);
     }
     fx_close(&f);
 }
@@ -288,6 +311,7 @@ static void test_read_reply_outside_arena(void **state)
         rs_lb_reset();
         read_every_part(&f, sess);
         rs_reader_session_close(sess);
+        assert_int_equal(next_session_connects(&f), 1);
     }
     assert_int_equal(gets, 0); /* nothing read at the offset given */
     fx_close(&f);
@@ -443,6 +467,7 @@ static void run_spill_mangles(mangle_t *cases, size_t n, uint32_t id)
         read_every_part(&f, sess);
         assert_true(counts().delivered[RS_SMSG_SPILL_REPLY] > 0);
         rs_reader_session_close(sess);
+        assert_int_equal(next_session_connects(&f), garbling(m->want) ? 1 : 0);
     }
     fx_close(&f);
 }
