@@ -128,7 +128,7 @@ static int part_grant(pworker_t *w, const rs_grant_t *g, int prefetch, grant_see
         rs_push_drop_pending(w);
         return 0;
     }
-    if (g->off + g->len > w->arena_len) { /* the decoder saw it does not wrap */
+    if (!rs_push_grant_in_arena(w, g->off, g->len)) {
         w->garbled = 1;
         rs_push_fail(p, RS_ERR_PROTOCOL, "grant outside the worker's arena");
         rs_push_drop_pending(w);

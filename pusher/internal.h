@@ -288,6 +288,12 @@ static inline uint64_t rs_push_room(const pgrant_t *g)
     return g->len - g->used;
 }
 
+/* Does [off, off + len) lie inside w's arena? Written so that off + len cannot wrap. */
+static inline int rs_push_grant_in_arena(const pworker_t *w, uint64_t off, uint64_t len)
+{
+    return len <= w->arena_len && off <= w->arena_len - len;
+}
+
 /* fail.c: the pusher fails with status (the first failure is kept and logged). */
 void rs_push_fail(struct rs_pusher *p, rs_status_t status, const char *why);
 

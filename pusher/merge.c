@@ -194,7 +194,7 @@ rs_status_t rs_push_merge_granted(pworker_t *w, const rs_grant_t *g)
     }
     if (s != RS_OK)
         return s;
-    if (g->len < m->used || g->slot >= RS_GRANT_SLOTS || g->off + g->len > w->arena_len)
+    if (g->len < m->used || g->slot >= RS_GRANT_SLOTS || !rs_push_grant_in_arena(w, g->off, g->len))
         return RS_ERR_PROTOCOL; /* too short, or outside the worker's arena */
     m->state = RS_PM_GRANTED;
     m->slot = g->slot;
