@@ -35,6 +35,12 @@ void lb_sleep_ms(unsigned ms)
     usleep(ms * 1000u);
 }
 
+int lb_status_garbled(rs_status_t s)
+{
+    return s == RS_ERR_TRUNCATED || s == RS_ERR_BAD_LENGTH || s == RS_ERR_PROTOCOL ||
+           s == RS_ERR_BAD_VERSION;
+}
+
 void lb_worker_config(rs_worker_config_t *wc, uint64_t mem, const char *spill_dir)
 {
     rs_worker_config_defaults(wc);

@@ -34,6 +34,9 @@ uint64_t lb_now_ms(void);
     })
 void lb_sleep_ms(unsigned ms);
 
+/* Is s the status of an undecodable answer, not a refusal? Such an answer costs its connection. */
+int lb_status_garbled(rs_status_t s);
+
 /* A shuffle over in-process workers. */
 typedef struct lb_shuffle {
     rs_worker_t *worker[LB_MAX_WORKERS];

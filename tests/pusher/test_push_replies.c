@@ -236,13 +236,6 @@ enum { F_MANGLE, F_DROP, F_HOLD };
  * (its next attach ends the failed attempt at the worker); and the next
  * map's pusher attaches that connection again.
  */
-/* Statuses of an answer the pusher could not take (not a refusal it was told). */
-static int garbling(rs_status_t s)
-{
-    return s == RS_ERR_TRUNCATED || s == RS_ERR_BAD_LENGTH || s == RS_ERR_PROTOCOL ||
-           s == RS_ERR_BAD_VERSION;
-}
-
 static void run_case(fx_t *f, fcase_t *c)
 {
     uint32_t empty = 0;
@@ -290,7 +283,7 @@ static void run_case(fx_t *f, fcase_t *c)
          * An attach or commit that failed closes the connection, and so does
          * a grant the pusher could not take; a grant the worker refused does not.
          */
-        int kept = c->type == RS_SMSG_GRANT && !garbling(c->want);
+        int kept = c->type == RS_SMSG_GRANT && !lb_status_garbled(c->want);
         push_good(f, map, 1, kept ? 0 : 1); /* releases a held reply */
         push_good(f, f->next_map++, 0, 0);
     }

@@ -202,13 +202,6 @@ static rs_status_t open_timed(rs_reader_session_t *sess, uint32_t p, uint64_t *m
     return st;
 }
 
-/* Statuses of an answer the session could not take (not a refusal it was told). */
-static int garbling(rs_status_t s)
-{
-    return s == RS_ERR_TRUNCATED || s == RS_ERR_BAD_LENGTH || s == RS_ERR_PROTOCOL ||
-           s == RS_ERR_BAD_VERSION;
-}
-
 /*
  * The connections the client's next session makes to open partition 0: a
  * worker that answered garbled lost its kept connection (1), one that
@@ -247,7 +240,7 @@ static void run_read_mangles(mangle_t *cases, size_t n, uint32_t id)
         rs_lb_reset();
         read_every_part(&f, sess);
         rs_reader_session_close(sess);
-        assert_int_equal(next_session_connects(&f), garbling(m->want) ? 1 : 0);
+        assert_int_equal(next_session_connects(&f), lb_status_garbled(m->want) ? 1 : 0);
     }
     fx_close(&f);
 }
@@ -467,7 +460,7 @@ static void run_spill_mangles(mangle_t *cases, size_t n, uint32_t id)
         read_every_part(&f, sess);
         assert_true(counts().delivered[RS_SMSG_SPILL_REPLY] > 0);
         rs_reader_session_close(sess);
-        assert_int_equal(next_session_connects(&f), garbling(m->want) ? 1 : 0);
+        assert_int_equal(next_session_connects(&f), lb_status_garbled(m->want) ? 1 : 0);
     }
     fx_close(&f);
 }
