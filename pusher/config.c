@@ -83,9 +83,13 @@ size_t rs_push_pool_for(const rs_pusher_config_t *cfg, uint32_t n_partitions)
      * shuffle 15 % faster). Doubled, not sized exactly: lanes are kept per
      * pool size, so shuffles of nearby partition counts share them.
      */
+    if (cfg->pool_bytes >= cfg->pool_max)
+        return cfg->pool_bytes; /* growth off: pool_max at or below pool_bytes */
     uint64_t want = (uint64_t)n_partitions * 2 * RS_PUSH_PART_GROW;
     uint64_t pool = cfg->pool_bytes;
     while (pool < want && pool < cfg->pool_max)
         pool *= 2;
-    return (size_t)(pool < cfg->pool_max || pool == cfg->pool_bytes ? pool : cfg->pool_max);
+    if (pool > cfg->pool_max)
+        pool = cfg->pool_max; /* the last doubling went past it */
+    return (size_t)pool;
 }
