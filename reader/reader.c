@@ -685,6 +685,16 @@ static rs_status_t next_batch(rs_reader_t *r, int *end_p)
     const rent_t *e = &r->span[r->span_i];
     const uint8_t *frame = r->data + r->span_off[r->span_i];
     r->span_i++;
+    /*
+     * Frames of merged writes lie apart, each in another worker's write: the
+     * next one's first lines (and its page's translation) are fetched while
+     * this one is verified.
+     */
+    if (r->span_i < r->span_n) {
+        const uint8_t *next = r->data + r->span_off[r->span_i];
+        __builtin_prefetch(next, 0, 3);
+        __builtin_prefetch(next + 64, 0, 3);
+    }
     rs_frame_t f;
     st = rs_frame_verify(frame, e->e.len, &f);
     if (st == RS_OK && (f.frame_len != e->e.len || f.ids.shuffle_id != s->desc.shuffle_id ||

@@ -24,7 +24,9 @@ rs_status_t rs_wk_part_add_entry(rs_wk_store_t *st, wpart_t *part, extent_t *ext
 {
     (void)st;
     if (part->n_entries == part->cap_entries) {
-        size_t cap = part->cap_entries ? 2 * part->cap_entries : 16;
+        if (part->cap_entries > UINT32_MAX / 2)
+            return RS_ERR_NOMEM;
+        uint32_t cap = part->cap_entries ? 2 * part->cap_entries : 16;
         wentry_t *n = realloc(part->entries, cap * sizeof(*n));
         if (n == NULL)
             return RS_ERR_NOMEM;

@@ -9,6 +9,7 @@
 #include "common/assert.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Is there room for len more bytes of grants below the high-water mark? */
 static int plenty(const rs_wk_store_t *st, uint64_t len)
@@ -93,7 +94,7 @@ rs_status_t rs_wk_store_grant(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uin
     len = rs_sproto_round(len);
 
     extent_t *e = part->cur;
-    if (e != NULL) /* frames the worker placed itself are packed closer (rs_wk_store_room) */
+    if (e != NULL) /* frames the worker placed itself are packed closer (store_room) */
         e->fill = rs_sproto_round(e->fill);
     if (e != NULL && e->len - e->fill < want)
         rs_wk_extent_close(st, e), e = NULL;
@@ -216,28 +217,29 @@ void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g)
 /* ---------------------------------------------------------- merged grants */
 
 /*
- * A merged grant's room: the staging reserve first (its bytes stay only
- * until the write lands, like staged spills), else the data area. There a
- * 256 KiB range may not be found among 20,000 partitions' small extents
- * while merged writes still land and free room: then the pusher waits
+ * A merged grant's room: the data area first, where its frames stay as
+ * they land (merged.c); else the staging reserve, out of which they are
+ * copied into their partitions' extents, as staged spills leave it. Among
+ * 20,000 partitions' small extents a 256 KiB range may not be found while
+ * merged writes still land and free room: then the pusher waits
  * (backpressure) rather than anything spilling; only with none landing
  * does it spill.
  */
 static rs_status_t landing_get(rs_wk_store_t *st, uint64_t want, uint64_t *off_p, int *rsv_p)
 {
     uint64_t off;
+    *rsv_p = 0;
+    if (rs_wk_arena_get(st, want, off_p) == RS_OK)
+        return RS_OK;
     if (rs_range_get(&st->rsv, want, &off) == RS_OK) {
         rs_wk_arena_used_update(st);
         *off_p = st->data_len + off;
         *rsv_p = 1;
         return RS_OK;
     }
-    *rsv_p = 0;
+    /* Unused extent tails next: many partitions' tails fill an arena. */
+    rs_wk_store_trim(st);
     rs_status_t s = rs_wk_arena_get(st, want, off_p);
-    if (s != RS_OK) { /* unused extent tails first: many partitions' tails fill an arena */
-        rs_wk_store_trim(st);
-        s = rs_wk_arena_get(st, want, off_p);
-    }
     if (s != RS_OK && st->landing > 0) {
         st->stats.backpressure++;
         return RS_ERR_BACKPRESSURE;
@@ -277,7 +279,7 @@ rs_status_t rs_wk_store_grant_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t
         rs_wk_arena_used_update(st);
         return RS_ERR_NOMEM;
     }
-    /* Closed from the start: it holds this one grant, and goes once its frames moved out. */
+    /* Closed from the start: it holds this one grant, and goes once no frame of it is in memory. */
     e->part = &sh->merged;
     e->off = off;
     e->len = rs_range_round(&st->ra, want);
@@ -297,8 +299,9 @@ rs_status_t rs_wk_store_grant_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t
     return RS_OK;
 }
 
-rs_status_t rs_wk_store_room(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint64_t len,
-                             extent_t **e_p, uint64_t *off_p)
+/* Room for a frame of len bytes the worker copies into partition p's extents: *e_p, *off_p. */
+static rs_status_t store_room(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint64_t len,
+                              extent_t **e_p, uint64_t *off_p)
 {
     wpart_t *part = &sh->parts[p];
     /*
@@ -334,5 +337,31 @@ rs_status_t rs_wk_store_room(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint
     *off_p = e->off + e->fill;
     e->fill += need;
     *e_p = e;
+    return RS_OK;
+}
+
+rs_status_t rs_wk_store_place_merged(rs_wk_store_t *st, wshuffle_t *sh, wgrant_t *g, uint32_t p,
+                                     rs_snap_entry_t *e)
+{
+    RS_ASSERT(g->partition == RS_MERGED_PART && p < sh->n_partitions);
+    RS_ASSERT(e->loc >= g->off && e->loc + e->len <= g->off + g->len);
+    wpart_t *part = &sh->parts[p];
+    extent_t *dst;
+    uint64_t off;
+    /* In the reserve, the frame moves out so that the reserve drains (staging must find room). */
+    int copied = g->ext->reserve && store_room(st, sh, p, e->len, &dst, &off) == RS_OK;
+    if (copied) {
+        memcpy(st->arena + off, st->arena + e->loc, e->len);
+        e->loc = off;
+    } else {
+        dst = g->ext; /* shared by its frames' partitions until spilled or freed */
+    }
+    rs_status_t s = rs_wk_part_add_entry(st, part, dst, e);
+    if (s != RS_OK)
+        return s;
+    if (!copied) {
+        part->merged_entries++;
+        st->stats.merged_in_place++;
+    }
     return RS_OK;
 }

@@ -28,6 +28,8 @@ typedef struct extent {
     uint32_t live_grants; /* grants whose bytes have not all arrived */
     uint32_t n_batches;   /* committed batches still in memory */
     uint32_t pins;        /* open snapshots that list its batches: never spilled meanwhile */
+    uint32_t pin_snap;    /* a merged extent: the last snapshot that pinned it */
+    int spilling;         /* a merged extent chosen for the spill under way (spill.c) */
     int closed;           /* no more grants from it; trimmed to fill */
     int reserve;          /* a merged grant's, in the staging reserve (merged.c) */
     rs_range_t *holes;    /* retired grants' unused room, back in the data area already */
@@ -60,7 +62,8 @@ typedef struct wentry {
 struct wpart {
     extent_t *cur;
     wentry_t *entries;
-    size_t n_entries, cap_entries;
+    uint32_t n_entries, cap_entries;
+    uint32_t merged_entries; /* entries in merged extents, still in memory */
     wshuffle_t *sh;
     rs_list_t extents;
     uint64_t next_extent; /* size of the next extent (doubles) */
@@ -79,8 +82,8 @@ struct wshuffle {
     uint32_t n_partitions;
     wpart_t *parts;
     /*
-     * Merged grants' extents (merged.c), outside parts[]: never spilled;
-     * freed once their frames were copied out, or with the shuffle.
+     * Merged grants' extents (merged.c), outside parts[]: their frames are
+     * indexed in place by their partitions; freed once none is in memory.
      */
     wpart_t merged;
     rs_list_t commits;
@@ -282,13 +285,13 @@ void rs_wk_store_grant_free(rs_wk_store_t *st, wgrant_t *g);
 rs_status_t rs_wk_store_grant_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t want,
                                      wgrant_t **g_p);
 /*
- * Room for a batch of len bytes the worker places itself in partition p's
- * extents (a merged write's frame): *e_p and the arena offset *off_p.
- * Trims extents' unused tails before spilling. RS_ERR_BACKPRESSURE or
- * RS_ERR_IO: none now (the caller keeps the batch where it is).
+ * Indexes a merged write's frame e (e->loc inside g) in partition p: where
+ * it lies, or, g being in the staging reserve, copied into the partition's
+ * extents when room is found (trimming extents' unused tails, never
+ * spilling). The caller walks g's frames and settles them.
  */
-rs_status_t rs_wk_store_room(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p, uint64_t len,
-                             extent_t **e_p, uint64_t *off_p);
+rs_status_t rs_wk_store_place_merged(rs_wk_store_t *st, wshuffle_t *sh, wgrant_t *g, uint32_t p,
+                                     rs_snap_entry_t *e);
 
 /* commits.c: the commit index */
 rs_status_t rs_wk_store_add_entry(rs_wk_store_t *st, wgrant_t *g, const rs_snap_entry_t *e);

@@ -4,12 +4,13 @@
  * 64-byte offsets from the notified offset to the end of the grant. Each
  * frame is checked as a single batch is (magic, version, lengths inside the
  * grant, ids: this shuffle, a partition of it, the pusher's map and
- * attempt), then copied into its partition's extents and indexed there, so
- * spill, snapshots and reads see an ordinary batch. A frame for which no
- * room is found (memory full and nothing to spill) stays where it arrived,
- * indexed at that offset; its merged extent then stays in memory until the
- * shuffle goes. The first frame that fails is NACKed and ends the walk:
- * it and the frames behind it count nothing.
+ * attempt), then indexed in its partition where it lies: the merged extent
+ * is shared by its frames' partitions, pinned by their snapshots and
+ * spilled by walking their entries (spill.c). Only a grant in the staging
+ * reserve has its frames copied into their partitions' extents, as the
+ * reserve must drain; one for which no room is found there stays too.
+ * The first frame that fails is NACKed and ends the walk: it and the
+ * frames behind it count nothing.
  */
 #include "worker/internal.h"
 
@@ -17,9 +18,7 @@
 
 #include <rshuffle/codec.h>
 
-#include <string.h>
-
-/* Copies the frame at pos of g into its partition's extents (or keeps it there) and indexes it. */
+/* Indexes the frame at pos of g in its partition (rs_wk_store_place_merged). */
 static rs_status_t frame_place(rs_wk_store_t *st, wshuffle_t *sh, wgrant_t *g, uint64_t pos,
                                const rs_frame_t *f)
 {
@@ -30,18 +29,12 @@ static rs_status_t frame_place(rs_wk_store_t *st, wshuffle_t *sh, wgrant_t *g, u
                          .seq = f->ids.seq};
     if (st->cfg.sink)
         return rs_wk_store_add_entry(st, g, &e); /* counted only */
-    extent_t *dst;
-    uint64_t off;
-    if (rs_wk_store_room(st, sh, f->ids.partition, f->frame_len, &dst, &off) == RS_OK) {
-        memcpy(st->arena + off, st->arena + g->off + pos, f->frame_len);
-        e.loc = off;
-    } else {
-        dst = g->ext; /* pins the merged extent until the shuffle goes */
-        st->stats.merged_in_place++;
-    }
+    rs_status_t s = rs_wk_store_place_merged(st, sh, g, f->ids.partition, &e);
+    if (s != RS_OK)
+        return s;
     st->stats.batches++;
     st->stats.bytes += e.len;
-    return rs_wk_part_add_entry(st, &sh->parts[f->ids.partition], dst, &e);
+    return RS_OK;
 }
 
 /*
@@ -50,7 +43,7 @@ static rs_status_t frame_place(rs_wk_store_t *st, wshuffle_t *sh, wgrant_t *g, u
  * needs the one before it: the partition's wpart_t line (and this pusher's
  * counts) is fetched when frame i + AHEAD is checked, with the header of
  * the frame after it; its current extent and index tail at i + 2, where
- * the line has arrived; its copy's destination at i + 1. Placing frame i
+ * the line has arrived; a staged frame's copy destination at i + 1. Placing frame i
  * then seldom waits on memory (at 20,000 partitions the placing took 30 %
  * fewer samples). Checking reads only the grant's bytes and the
  * connection's ids, so checking ahead changes no outcome: the frames
@@ -75,7 +68,7 @@ static void part_prefetch(const wpart_t *part)
         __builtin_prefetch(part->entries + part->n_entries, 1, 3);
 }
 
-/* Where the frame will be copied to, when it fits the current extent. */
+/* Where a staged frame will be copied to, when it fits the current extent. */
 static void dest_prefetch(const rs_wk_store_t *st, const wpart_t *part)
 {
     const extent_t *e = part->cur;
@@ -114,7 +107,7 @@ void rs_wk_merged_arrived(rs_worker_t *w, wconn_t *c, wgrant_t *g, uint64_t in, 
             break;
         if (checked - placed > 2 && ring[(placed + 2) % RING].s == RS_OK)
             part_prefetch(&sh->parts[ring[(placed + 2) % RING].f.ids.partition]);
-        if (checked - placed > 1 && ring[(placed + 1) % RING].s == RS_OK)
+        if (g->ext->reserve && checked - placed > 1 && ring[(placed + 1) % RING].s == RS_OK)
             dest_prefetch(st, &sh->parts[ring[(placed + 1) % RING].f.ids.partition]);
         checked_t *k = &ring[placed++ % RING];
         const rs_frame_t *f = &k->f;

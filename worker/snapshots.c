@@ -124,6 +124,10 @@ rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p,
 {
     wpart_t *part = &sh->parts[p];
     uint32_t n_commits = commits_count(sh), n_ent = (uint32_t)part->n_entries;
+    /* Taken even if the open fails: it marks the merged extents pinned below. */
+    uint32_t id = st->next_snap++;
+    if (st->next_snap == 0)
+        st->next_snap = 1; /* 0 marks a merged extent no snapshot pinned */
     size_t len = rs_sproto_snap_len(n_commits, n_ent);
     /*
      * Every extent pinned holds one of the entries at least. A few entries
@@ -133,7 +137,7 @@ rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p,
     size_t n_ext = n_ent;
     rs_list_t *pos, *tmp;
     if (n_ext > SNAP_PIN_WALK) {
-        n_ext = 0;
+        n_ext = part->merged_entries; /* each in a merged extent at most once pinned */
         rs_list_for_each_safe(pos, tmp, &part->extents) n_ext++;
     }
     /* One block: the snapshot, its entries (8-byte aligned after it), the extents it pins. */
@@ -157,6 +161,16 @@ rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p,
             snap->pinned[snap->n_pinned++] = e;
         }
     }
+    /* Merged extents shared with other partitions: each once, marked with this snapshot's id. */
+    for (uint32_t i = 0; part->merged_entries > 0 && i < n_ent; i++) {
+        extent_t *e = part->entries[i].ext;
+        if (e == NULL || e->part != &sh->merged || e->pin_snap == id)
+            continue;
+        RS_ASSERT(snap->n_pinned < n_ext);
+        e->pin_snap = id;
+        e->pins++;
+        snap->pinned[snap->n_pinned++] = e;
+    }
     sh->open_snaps++;
     uint8_t *dst = inline_buf;
     if (len > inline_max) {
@@ -172,7 +186,7 @@ rs_status_t rs_wk_store_snap_open(rs_wk_store_t *st, wshuffle_t *sh, uint32_t p,
     }
     /* From the entries copied above: a spill for the index's room moved none of them. */
     snap_build(sh, p, n_commits, snap, dst, len);
-    snap->id = st->next_snap++;
+    snap->id = id;
     *snap_p = snap;
     *index_len_p = len;
     return RS_OK;

@@ -5,6 +5,7 @@
  */
 #include "worker/internal.h"
 
+#include "common/assert.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -75,6 +76,51 @@ static rs_status_t write_all(rs_wk_store_t *st, int fd, const void *buf, size_t 
     return RS_OK;
 }
 
+/* Writes part's batches in extents being spilled to the file from *at on. */
+static rs_status_t part_write(rs_wk_store_t *st, wshuffle_t *sh, const wpart_t *part, uint64_t *at)
+{
+    for (uint32_t i = 0; i < part->n_entries; i++) {
+        const wentry_t *we = &part->entries[i];
+        if (we->ext == NULL || !we->ext->spilling)
+            continue;
+        rs_status_t s = write_all(st, sh->spill_fd, st->arena + we->e.loc, we->e.len, *at);
+        if (s != RS_OK)
+            return s;
+        *at += we->e.len;
+    }
+    return RS_OK;
+}
+
+/* Moves part's entries in extents being spilled to the file, in part_write's order. */
+static void part_moved(rs_wk_store_t *st, wshuffle_t *sh, wpart_t *part)
+{
+    for (uint32_t i = 0; i < part->n_entries; i++) {
+        wentry_t *we = &part->entries[i];
+        extent_t *e = we->ext;
+        if (e == NULL || !e->spilling)
+            continue;
+        if (e->part == &sh->merged)
+            part->merged_entries--;
+        we->e.loc = sh->spill_len;
+        we->e.flags |= RS_SNAP_SPILLED;
+        we->ext = NULL;
+        sh->spill_len += we->e.len;
+        st->stats.spilled_bytes += we->e.len;
+        e->n_batches--;
+    }
+}
+
+static void spill_worked(rs_wk_store_t *st)
+{
+    if (st->spill_errno == 0)
+        return;
+    rs_warn("worker: spilling to %s works again (%u failures since last said)", st->cfg.spill_dir,
+            st->spill_quiet);
+    st->spill_errno = 0;
+    st->spill_log_ns = 0; /* the next failure is a new incident: said at once */
+    st->spill_quiet = 0;
+}
+
 /*
  * Writes the committed batches of a settled, unpinned extent to its
  * partition's file and frees it. The entries move to the file only once
@@ -86,40 +132,72 @@ static rs_status_t spill_extent(rs_wk_store_t *st, extent_t *e)
     wshuffle_t *sh = part->sh;
     if (e->n_batches > 0) {
         rs_status_t s = spill_open(st, sh);
+        uint64_t at = sh->spill_len;
+        e->spilling = 1;
+        if (s == RS_OK)
+            s = part_write(st, sh, part, &at);
+        if (s == RS_OK)
+            part_moved(st, sh, part);
+        e->spilling = 0;
         if (s != RS_OK)
             return s;
-        uint64_t at = sh->spill_len;
-        for (size_t i = 0; i < part->n_entries; i++) {
-            wentry_t *we = &part->entries[i];
-            if (we->ext != e)
-                continue;
-            s = write_all(st, sh->spill_fd, st->arena + we->e.loc, we->e.len, at);
-            if (s != RS_OK)
-                return s;
-            at += we->e.len;
-        }
-        for (size_t i = 0; i < part->n_entries; i++) {
-            wentry_t *we = &part->entries[i];
-            if (we->ext != e)
-                continue;
-            we->e.loc = sh->spill_len;
-            we->e.flags |= RS_SNAP_SPILLED;
-            we->ext = NULL;
-            sh->spill_len += we->e.len;
-            st->stats.spilled_bytes += we->e.len;
-            e->n_batches--;
-        }
-        if (st->spill_errno != 0) {
-            rs_warn("worker: spilling to %s works again (%u failures since last said)",
-                    st->cfg.spill_dir, st->spill_quiet);
-            st->spill_errno = 0;
-            st->spill_log_ns = 0; /* the next failure is a new incident: said at once */
-            st->spill_quiet = 0;
-        }
+        spill_worked(st);
     }
     rs_wk_extent_close(st, e);
     rs_wk_extent_free(st, e);
     return RS_OK;
+}
+
+#define MERGED_SPILL_MAX 64 /* merged extents written in one walk of the partitions */
+
+/*
+ * A merged extent's frames belong to many partitions: its batches are
+ * found by walking every partition that has frames in merged extents, so
+ * up to MERGED_SPILL_MAX extents (enough for what is asked) are written in
+ * one walk. As for one extent, entries move only once all are written.
+ * RS_ERR_NOT_FOUND: none can be spilled now.
+ */
+static rs_status_t spill_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t need)
+{
+    uint64_t want = need + (st->ra.used > st->high_water ? st->ra.used - st->high_water : 0);
+    uint64_t chosen = 0;
+    uint32_t n = 0;
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &sh->merged.extents)
+    {
+        extent_t *e = RS_CONTAINER_OF(pos, extent_t, link);
+        if (e->live_grants > 0 || e->pins > 0 || e->n_batches == 0)
+            continue; /* still landing, being read, or going once its grant settles */
+        e->spilling = 1;
+        chosen += e->len;
+        if (++n == MERGED_SPILL_MAX || chosen >= want)
+            break;
+    }
+    if (n == 0)
+        return RS_ERR_NOT_FOUND;
+    rs_status_t s = spill_open(st, sh);
+    uint64_t at = sh->spill_len;
+    for (uint32_t p = 0; s == RS_OK && p < sh->n_partitions; p++)
+        if (sh->parts[p].merged_entries > 0)
+            s = part_write(st, sh, &sh->parts[p], &at);
+    if (s == RS_OK) {
+        for (uint32_t p = 0; p < sh->n_partitions; p++)
+            if (sh->parts[p].merged_entries > 0)
+                part_moved(st, sh, &sh->parts[p]);
+        spill_worked(st);
+    }
+    rs_list_for_each_safe(pos, tmp, &sh->merged.extents)
+    {
+        extent_t *e = RS_CONTAINER_OF(pos, extent_t, link);
+        if (!e->spilling)
+            continue;
+        e->spilling = 0;
+        if (s == RS_OK) {
+            RS_ASSERT(e->n_batches == 0); /* every frame of it is some partition's entry */
+            rs_wk_extent_free(st, e);
+        }
+    }
+    return s;
 }
 
 static int spill_done(const rs_wk_store_t *st, uint64_t need)
@@ -154,6 +232,14 @@ void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need)
     rs_list_for_each_safe(spos, stmp, &st->shuffles)
     {
         wshuffle_t *sh = RS_CONTAINER_OF(spos, wshuffle_t, link);
+        /* Merged extents first: each frees a range a merged grant fits. */
+        while (!spill_done(st, need)) {
+            rs_status_t s = spill_merged(st, sh, need);
+            if (s == RS_ERR_NOT_FOUND)
+                break;
+            if (s != RS_OK)
+                return;
+        }
         for (uint32_t p = 0; p < sh->n_partitions; p++) {
             wpart_t *part = &sh->parts[p];
             rs_list_t *pos, *tmp;

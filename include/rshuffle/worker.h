@@ -111,7 +111,7 @@ typedef struct rs_worker_stats {
     uint64_t spill_failures; /* spill files that could not be created or written (disk full, ...) */
     uint64_t merged_writes;  /* merged writes that arrived (one grant, one notification each) */
     uint64_t merged_batches; /* batches they carried (also counted in batches) */
-    uint64_t merged_in_place; /* of those, left in the merged write: no partition room then */
+    uint64_t merged_in_place; /* of those, indexed where they landed (not copied out) */
 } rs_worker_stats_t;
 
 /*

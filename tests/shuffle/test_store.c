@@ -4,7 +4,8 @@
  * multi-process tests can only hit by chance: a spill forced while a reader
  * holds a snapshot, a snapshot opened when the arena is full, staging with
  * the data area full of pinned batches, grants under memory pressure, and
- * the hole a grant retired between others leaves.
+ * the hole a grant retired between others leaves, and merged writes'
+ * frames kept where they landed or copied out of the staging reserve.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -453,6 +454,119 @@ static void test_spill_failure(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/*
+ * A merged write of 1 KiB frames for partitions 0..parts-1 in turn, placed
+ * as the worker places them, settled and retired. Returns its extent.
+ */
+static extent_t *fill_merged(fixture_t *fx, uint32_t parts, uint32_t frames)
+{
+    wgrant_t *g;
+    assert_int_equal(rs_wk_store_grant_merged(&fx->st, fx->sh, (uint64_t)frames * 1024, &g), RS_OK);
+    extent_t *ext = g->ext;
+    for (uint32_t i = 0; i < frames; i++) {
+        uint64_t seq = fx->seq++;
+        uint64_t at = g->off + (uint64_t)i * 1024;
+        for (uint32_t k = 0; k < 1024; k++)
+            fx->arena[at + k] = pattern(seq, k);
+        rs_snap_entry_t e = {.loc = at, .len = 1024, .seq = seq};
+        assert_int_equal(rs_wk_store_place_merged(&fx->st, fx->sh, g, i % parts, &e), RS_OK);
+        rs_wk_store_settle(&fx->st, g, 1024);
+    }
+    rs_wk_store_retire(&fx->st, g, g->len);
+    assert_true(g->released);
+    rs_wk_store_grant_free(&fx->st, g);
+    return ext;
+}
+
+/*
+ * Merged frames in the data area stay where they landed, shared by their
+ * partitions: a snapshot of one partition pins every merged extent it
+ * reads from, spill leaves them while pinned and writes them (every
+ * partition's frames) once not, and the data area is whole again.
+ */
+static void test_merged_in_place_spill(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fx_init(&fx, 4, 90);
+    extent_t *a = fill_merged(&fx, 4, 8), *b = fill_merged(&fx, 4, 8);
+    assert_false(a->reserve);
+    assert_false(b->reserve);
+    assert_int_equal(fx.st.stats.merged_in_place, 16);
+    for (uint32_t p = 0; p < 4; p++)
+        assert_int_equal(fx.sh->parts[p].merged_entries, 4);
+    wsnap_t *snap;
+    size_t index_len;
+    assert_int_equal(
+        rs_wk_store_snap_open(&fx.st, fx.sh, 1, inline_buf, sizeof(inline_buf), &snap, &index_len),
+        RS_OK);
+    assert_int_equal(snap->n_pinned, 2); /* each merged extent once, for its two frames */
+    assert_int_equal(a->pins, 1);
+    assert_int_equal(b->pins, 1);
+    check_snapshot(&fx, snap);
+    rs_wk_store_spill(&fx.st, fx.st.data_len);
+    assert_int_equal(fx.st.stats.spilled_bytes, 0); /* pinned by partition 1's reader */
+    rs_wk_store_snap_close(&fx.st, snap);
+    rs_wk_store_spill(&fx.st, fx.st.data_len);
+    assert_int_equal(fx.st.stats.spilled_bytes, 16 * 1024);
+    assert_true(rs_list_empty(&fx.sh->merged.extents));
+    assert_int_equal(fx.st.ra.used, 0);
+    rs_range_check(&fx.st.ra);
+    for (uint32_t p = 0; p < 4; p++) {
+        assert_int_equal(fx.sh->parts[p].merged_entries, 0);
+        assert_int_equal(rs_wk_store_snap_open(&fx.st, fx.sh, p, inline_buf, sizeof(inline_buf),
+                                               &snap, &index_len),
+                         RS_OK);
+        assert_int_equal(snap->n_entries, 4);
+        assert_int_equal(stage_all(&fx, snap), 4); /* every frame read back from the file */
+        rs_wk_store_snap_close(&fx.st, snap);
+    }
+    fx_fini(&fx);
+}
+
+/*
+ * A merged write that only the staging reserve could take: its frames are
+ * copied into their partitions' extents when room came back, so the
+ * reserve drains as soon as the write settled.
+ */
+static void test_merged_reserve_copied(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fx_init(&fx, 2, 90);
+    uint64_t all;
+    assert_int_equal(rs_wk_arena_get(&fx.st, fx.st.data_len, &all), RS_OK);
+    wgrant_t *g;
+    assert_int_equal(rs_wk_store_grant_merged(&fx.st, fx.sh, 4 * 1024, &g), RS_OK);
+    assert_true(g->ext->reserve);
+    rs_wk_arena_put(&fx.st, all, fx.st.data_len);
+    for (uint32_t i = 0; i < 4; i++) {
+        uint64_t seq = fx.seq++, at = g->off + (uint64_t)i * 1024;
+        for (uint32_t k = 0; k < 1024; k++)
+            fx.arena[at + k] = pattern(seq, k);
+        rs_snap_entry_t e = {.loc = at, .len = 1024, .seq = seq};
+        assert_int_equal(rs_wk_store_place_merged(&fx.st, fx.sh, g, i % 2, &e), RS_OK);
+        assert_true(e.loc < fx.st.data_len); /* moved into the data area */
+        rs_wk_store_settle(&fx.st, g, 1024);
+    }
+    rs_wk_store_retire(&fx.st, g, g->len);
+    rs_wk_store_grant_free(&fx.st, g);
+    assert_int_equal(fx.st.stats.merged_in_place, 0);
+    assert_true(rs_list_empty(&fx.sh->merged.extents));
+    assert_int_equal(fx.st.rsv.used, 0);
+    for (uint32_t p = 0; p < 2; p++) {
+        wsnap_t *snap;
+        size_t index_len;
+        assert_int_equal(rs_wk_store_snap_open(&fx.st, fx.sh, p, inline_buf, sizeof(inline_buf),
+                                               &snap, &index_len),
+                         RS_OK);
+        assert_int_equal(snap->n_entries, 2);
+        check_snapshot(&fx, snap);
+        rs_wk_store_snap_close(&fx.st, snap);
+    }
+    fx_fini(&fx);
+}
+
 int main(void)
 {
     alarm(60); /* a hung test is a failed test */
@@ -465,6 +579,8 @@ int main(void)
         cmocka_unit_test(test_grants_under_pressure),
         cmocka_unit_test(test_spill_failure),
         cmocka_unit_test(test_interleaved_grant_hole),
+        cmocka_unit_test(test_merged_in_place_spill),
+        cmocka_unit_test(test_merged_reserve_copied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
