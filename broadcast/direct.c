@@ -75,15 +75,19 @@ int rs_bc_fetch_direct(rs_bc_entry_t *e, const rs_bc_desc_t *d, uint64_t deadlin
     pthread_mutex_lock(&e->lock);
     direct_wait(e, deadline);
     int landed = e->direct == RS_BDIRECT_LANDED && e->direct_status == RS_OK;
-    if (e->direct == RS_BDIRECT_READING) { /* in flight at the deadline: the entry keeps the region
-                                              past its ops */
+    if (e->direct == RS_BDIRECT_READING) {
+        /* In flight at the deadline: the read still writes the region and
+         * uses the key, so the entry keeps both past its ops (entry_free). */
         entry_take_region(e, mr, rk, rk_len);
+        e->direct_rkey = rkey;
         mr = NULL;
+        rkey = NULL;
     }
     pthread_mutex_unlock(&e->lock);
     ok = landed && rs_bc_block_sum(rs_mr_addr(mr), e->size, 0) == d->sum;
 out_rkey:
-    rs_bc_rcache_put(e->src_peer, rkey);
+    if (rkey != NULL)
+        rs_bc_rcache_put(e->src_peer, rkey);
 out_region:
     pthread_mutex_lock(&e->lock);
     if (ok) {

@@ -37,6 +37,8 @@ static void entry_free(rs_bc_entry_t *e, int force)
         holder_free(e->holders[i], force);
     free(e->holders);
     if (!force) {
+        if (e->direct_rkey != NULL) /* after its read: entries go once their ops are done */
+            rs_bc_rcache_put(e->src_peer, e->direct_rkey);
         if (e->mr != NULL)
             rs_bc_region_put(e->node, e->mr, e->rkey, e->rkey_len);
         if (e->inline_slot != NULL)

@@ -116,6 +116,7 @@ struct rs_bc_entry {
     uint32_t n_landed;
     uint32_t n_done;
     rs_mr_t *mr;               /* the object region (non-inline) */
+    rs_rkey_t *direct_rkey;    /* the source's key, kept while a direct read outlives its getter */
     rs_bc_slot_t *inline_slot; /* the reply slot holding an inline object */
     uint8_t *embed_copy;       /* an embedded object's bytes, copied from its descriptor */
     uint8_t *data;

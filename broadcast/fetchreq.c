@@ -129,7 +129,9 @@ rs_status_t rs_bc_fetch_send_get(rs_bc_entry_t *e)
     if (st != RS_OK)
         return st;
     if (!e->is_inline) {
-        st = rs_bc_region_get(node, e->size, &e->mr, e->rkey, &e->rkey_len);
+        /* A direct read that outlived its getter left its region (done now, see plan.c). */
+        if (e->mr == NULL)
+            st = rs_bc_region_get(node, e->size, &e->mr, e->rkey, &e->rkey_len);
         if (st != RS_OK)
             return st;
         e->data = rs_mr_addr(e->mr);

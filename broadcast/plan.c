@@ -132,6 +132,8 @@ void rs_bc_fetch_plan(rs_bc_entry_t *e, rs_bc_act_t *a)
     int torrent = cfg->mode == RS_BCAST_TORRENT;
     memset(a, 0, sizeof(*a));
     if (e->manifest == RS_BMAN_NONE) {
+        if (e->direct_rkey != NULL && e->ops > 0)
+            return; /* a direct read that outlived its getter still writes the region */
         e->manifest = RS_BMAN_ASKED;
         a->send_get = 1;
         return;

@@ -78,6 +78,20 @@ rs_status_t lb_rkey_unpack(rs_ep_t *ep, rs_rkey_t *rkey, const void *buf, size_t
 
 void lb_rkey_release(rs_rkey_t *rkey)
 {
+    rs_list_t *c, *e, *i;
+    lb_lock();
+    LB_FOR_EACH(c, &lb.ctxs)
+    {
+        LB_FOR_EACH(e, &RS_CONTAINER_OF(c, lb_ctx_t, link)->eps)
+        {
+            LB_FOR_EACH(i, &RS_CONTAINER_OF(e, lb_ep_t, link)->out)
+            {
+                if (RS_CONTAINER_OF(i, lb_item_t, link)->rkey == rkey)
+                    lb.counts.stale_rkeys++; /* a real transport would read a freed key */
+            }
+        }
+    }
+    lb_unlock();
     rkey->be = NULL;
 }
 

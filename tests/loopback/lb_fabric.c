@@ -132,6 +132,21 @@ void rs_lb_release(unsigned type)
     lb_unlock();
 }
 
+void rs_lb_hold_gets(void)
+{
+    lb_lock();
+    lb.hold_gets = 1;
+    lb_unlock();
+}
+
+void rs_lb_release_gets(void)
+{
+    lb_lock();
+    lb.hold_gets = 0;
+    lb_wake_all();
+    lb_unlock();
+}
+
 rs_status_t rs_lb_kill(rs_ctx_t *ctx)
 {
     lb_lock();
@@ -193,6 +208,7 @@ void rs_lb_reset(void)
     memset(lb.drop, 0, sizeof(lb.drop));
     memset(lb.mangle, 0, sizeof(lb.mangle));
     memset(lb.hold, 0, sizeof(lb.hold));
+    lb.hold_gets = 0;
     lb_wake_all();
     lb_unlock();
 }

@@ -67,6 +67,7 @@ typedef struct lb_item {
     rs_status_t status;
     void *local;
     uint64_t raddr, region, add;
+    const rs_rkey_t *rkey; /* a one-sided op's key, as posted (rs_lb_counts: stale_rkeys) */
     size_t len;
     unsigned char data[];
 } lb_item_t;
@@ -117,6 +118,7 @@ typedef struct lb_fabric {
     rs_lb_mangle_fn mangle_fn[256];
     void *mangle_arg[256];
     unsigned char hold[256];
+    int hold_gets; /* rs_lb_hold_gets */
     rs_lb_counts_t counts;
 } lb_fabric_t;
 

@@ -36,6 +36,7 @@ static rs_status_t lb_put(rs_ep_t *ep, rs_op_t *op, const void *src, size_t len,
     it->len = len;
     it->raddr = raddr;
     it->region = (uint64_t)(uintptr_t)rkey->be;
+    it->rkey = rkey;
     it->notify = notify;
     it->imm = imm;
     return post_out(ep, it, op);
@@ -52,6 +53,7 @@ static rs_status_t lb_get(rs_ep_t *ep, rs_op_t *op, void *dst, size_t len, rs_mr
     it->len = len;
     it->raddr = raddr;
     it->region = (uint64_t)(uintptr_t)rkey->be;
+    it->rkey = rkey;
     return post_out(ep, it, op);
 }
 
@@ -69,6 +71,7 @@ static rs_status_t lb_getv(rs_ep_t *ep, rs_op_t *op, const rs_get_seg_t *seg, un
     }
     it->len = n;
     it->region = (uint64_t)(uintptr_t)rkey->be;
+    it->rkey = rkey;
     return post_out(ep, it, op);
 }
 
@@ -82,6 +85,7 @@ static rs_status_t lb_fetch_add(rs_ep_t *ep, rs_op_t *op, rs_rkey_t *rkey, uint6
     it->raddr = raddr;
     it->add = add;
     it->region = (uint64_t)(uintptr_t)rkey->be;
+    it->rkey = rkey;
     return post_out(ep, it, op);
 }
 
@@ -223,6 +227,10 @@ static unsigned progress_out(lb_ctx_t *c)
         e = RS_CONTAINER_OF(pos, lb_ep_t, link);
         if (!rs_list_empty(&e->out)) {
             it = rs_list_first(&e->out, lb_item_t, link);
+            if (lb.hold_gets && (it->kind == LB_GET || it->kind == LB_GETV)) {
+                it = NULL; /* held, and what the endpoint posted after it */
+                continue;
+            }
             break;
         }
     }

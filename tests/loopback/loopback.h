@@ -53,6 +53,14 @@ void rs_lb_hold(unsigned type);
 void rs_lb_release(unsigned type);
 
 /*
+ * Holds the gets (rs_get, rs_getv) at the front of their endpoints' queues,
+ * and the ops posted behind them, until rs_lb_release_gets: a read that
+ * outlives its caller's deadline.
+ */
+void rs_lb_hold_gets(void);
+void rs_lb_release_gets(void);
+
+/*
  * Kills a context as a peer's process death would look: every endpoint
  * connected to it fails (RS_ERR_UNREACHABLE) at its owner's next progress,
  * operations its peers had queued towards it fail, its regions can no
@@ -73,6 +81,7 @@ typedef struct rs_lb_counts {
     uint64_t mangled[256];   /* by rs_lb_mangle */
     uint64_t puts, put_bytes, gets, fetch_adds, notifies;
     uint64_t connects, refused, kills;
+    uint64_t stale_rkeys; /* keys destroyed while an op posted with them was queued */
 } rs_lb_counts_t;
 void rs_lb_counts(rs_lb_counts_t *out);
 
