@@ -226,7 +226,9 @@ rs_status_t rs_push_pool_slab_alloc(rs_pushq_t *q)
 {
     size_t len = (q->cfg.slab_bytes + 63) & ~(size_t)63;
     if (q->cfg.ctx != NULL) {
-        rs_status_t st = rs_mem_alloc(q->cfg.ctx, len, RS_MEM_LOCAL, &q->mr);
+        /* Lazy: a task touches the buffers it fills, often a fraction of a pool sized for the
+         * most partitions (docs/shuffle.md, "The push pool, resident as used"). */
+        rs_status_t st = rs_mem_alloc(q->cfg.ctx, len, RS_MEM_LOCAL | RS_MEM_LAZY, &q->mr);
         if (st != RS_OK)
             return st;
         q->slab = rs_mr_addr(q->mr);

@@ -201,7 +201,8 @@ rs_status_t rs_rd_sess_buf_get(rs_reader_session_t *s, rs_mr_t **mr_p)
         *mr_p = s->bufs[--s->n_bufs];
         return RS_OK;
     }
-    return rs_mem_alloc(s->ctx, s->cfg.read_max, RS_MEM_LOCAL, mr_p);
+    /* Lazy: a read of a small partition touches a fraction of read_max (docs/shuffle.md). */
+    return rs_mem_alloc(s->ctx, s->cfg.read_max, RS_MEM_LOCAL | RS_MEM_LAZY, mr_p);
 }
 
 void rs_rd_sess_buf_put(rs_reader_session_t *s, rs_mr_t *mr)

@@ -7,7 +7,8 @@
 
 static rs_status_t mem_new(rs_ctx_t *ctx, void *addr, size_t len, unsigned access, rs_mr_t **mr_p)
 {
-    if (ctx == NULL || mr_p == NULL || len == 0 || (access & ~(unsigned)RS_MEM_REMOTE_ALL)) {
+    if (ctx == NULL || mr_p == NULL || len == 0 ||
+        (access & ~(unsigned)(RS_MEM_REMOTE_ALL | RS_MEM_LAZY))) {
         rs_error("memory registration: invalid argument (len %zu, access 0x%x)", len, access);
         return RS_ERR_INVALID;
     }
@@ -17,7 +18,7 @@ static rs_status_t mem_new(rs_ctx_t *ctx, void *addr, size_t len, unsigned acces
         return RS_ERR_NOMEM;
     }
     mr->ctx = ctx;
-    mr->access = access;
+    mr->access = access & RS_MEM_REMOTE_ALL; /* the rights, as remote keys carry them */
     mr->allocated = addr == NULL;
     rs_tp_lock(ctx);
     rs_status_t st =

@@ -65,13 +65,14 @@ typedef struct rs_rkey rs_rkey_t;         /* a peer's region, unpacked for one e
 typedef struct rs_ep rs_ep_t;             /* a connection to a peer */
 typedef struct rs_listener rs_listener_t; /* accepts connections on host:port */
 
-/* Remote access rights of a region (local access is always granted). */
+/* Remote access rights of a region (local access is always granted), and RS_MEM_LAZY. */
 enum {
     RS_MEM_LOCAL = 0,
     RS_MEM_REMOTE_READ = 1 << 0,
     RS_MEM_REMOTE_WRITE = 1 << 1,
     RS_MEM_REMOTE_ATOMIC = 1 << 2,
     RS_MEM_REMOTE_ALL = RS_MEM_REMOTE_READ | RS_MEM_REMOTE_WRITE | RS_MEM_REMOTE_ATOMIC,
+    RS_MEM_LAZY = 1 << 3, /* not a right: resident at first touch (rs_mem_alloc) */
 };
 
 #define RS_RKEY_BLOB_MAX 1024 /* a packed remote-key blob never exceeds this */
@@ -210,7 +211,14 @@ RS_API void rs_set_ep_handler(rs_ctx_t *ctx, rs_ep_cb_t cb, void *arg);
 /*
  * Allocates len bytes of memory registered with the given RS_MEM_* access
  * (the fastest kind for the backend, e.g. shared memory on UCX posix).
- * The memory belongs to the region: rs_mem_free releases both.
+ * The memory belongs to the region: rs_mem_free releases both. It is made
+ * resident now, so no page fault lands inside a transfer; with RS_MEM_LAZY
+ * a page becomes resident at its first touch instead, on the UCX backend's
+ * private mappings (shared segments, RSHUFFLE_UCX_MEM=shared, and verbs
+ * registrations are made resident either way): for memory of which only
+ * part may ever be used, such as a push pool sized for its peak. Lazy
+ * memory the system cannot back then fails at that touch, not here.
+ * rs_mem_reg ignores it.
  * RS_ERR_INVALID: NULL ctx or mr_p, len 0 or unknown access bits;
  * RS_ERR_NOMEM; RS_ERR_STATE: the context is being destroyed;
  * RS_ERR_TRANSPORT (or the backend's mapped status) when registration fails.

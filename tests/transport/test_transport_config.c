@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <rshuffle/log.h>
 #include <rshuffle/transport.h>
 #include "transport/internal.h"
+#include "transport/rkey_blob.h"
 
 typedef struct {
     int ucx_lines;
@@ -171,12 +174,60 @@ static void test_arguments(void **state)
     rs_ctx_destroy(ctx);
 }
 
+/* Pages of [addr, addr+len) resident now (mincore). */
+static size_t resident_pages(void *addr, size_t len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, count = 0;
+    unsigned char *vec = malloc(n);
+    assert_non_null(vec);
+    assert_int_equal(mincore(addr, len, vec), 0);
+    for (size_t i = 0; i < n; i++)
+        count += vec[i] & 1;
+    free(vec);
+    return count;
+}
+
+/* Allocated memory is resident at once; RS_MEM_LAZY memory as it is touched. */
+static void test_lazy_memory(void **state)
+{
+    (void)state;
+    rs_config_t cfg;
+    rs_ctx_t *ctx;
+    rs_mr_t *eager = NULL, *lazy = NULL;
+    const size_t len = 4u << 20;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    rs_config_defaults(&cfg);
+    cfg.transport = RS_TRANSPORT_UCX;
+    assert_int_equal(rs_ctx_create(&cfg, &ctx), RS_OK);
+    assert_int_equal(rs_mem_alloc(ctx, len, RS_MEM_LOCAL, &eager), RS_OK);
+    assert_int_equal(resident_pages(rs_mr_addr(eager), len), len / page);
+    assert_int_equal(rs_mem_alloc(ctx, len, RS_MEM_LOCAL | RS_MEM_LAZY, &lazy), RS_OK);
+    uint8_t *p = rs_mr_addr(lazy);
+    assert_int_equal(resident_pages(p, len), 0);
+    p[0] = 1;
+    size_t touched = resident_pages(p, len);
+    assert_true(touched >= 1 && touched < len / page); /* a page, or a huge one */
+    /* The laziness is not a right: a remote region's key carries only its rights. */
+    rs_mr_t *rlazy = NULL;
+    assert_int_equal(rs_mem_alloc(ctx, len, RS_MEM_REMOTE_READ | RS_MEM_LAZY, &rlazy), RS_OK);
+    unsigned char blob[RS_RKEY_BLOB_MAX];
+    size_t blen = 0;
+    assert_int_equal(rs_mr_pack_rkey(rlazy, blob, sizeof(blob), &blen), RS_OK);
+    rs_rkey_hdr_t hdr;
+    assert_int_equal(rs_tp_rkey_blob_parse(blob, blen, RS_RKEY_BACKEND_UCX, &hdr), RS_OK);
+    assert_int_equal(hdr.access, RS_MEM_REMOTE_READ);
+    rs_mem_free(rlazy);
+    rs_mem_free(lazy);
+    rs_mem_free(eager);
+    rs_ctx_destroy(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ucx_lines_routed),  cmocka_unit_test(test_bad_environment),
         cmocka_unit_test(test_bad_config_struct), cmocka_unit_test(test_backend_selection),
-        cmocka_unit_test(test_arguments),
+        cmocka_unit_test(test_arguments),         cmocka_unit_test(test_lazy_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,7 +131,7 @@ static rs_status_t own_mapping(rs_ucx_ctx_t *uc, rs_ucx_mr_t *umr, size_t len, u
         s = private_mapping(uc, umr, len);
     if (s != RS_OK)
         return s;
-    s = prefault(umr->owned, len);
+    s = (access & RS_MEM_LAZY) ? RS_OK : prefault(umr->owned, len);
     if (s != RS_OK) {
         if (umr->memfd >= 0)
             uc->memfd_n--;
