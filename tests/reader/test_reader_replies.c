@@ -9,6 +9,10 @@
  * outside the arena, RS_ERR_TIMEOUT after wait_ms), the partitions before
  * it read as usual, and the same session reads every record exactly once
  * after. READ_CLOSE has no answer: nothing to fault.
+ *
+ * Sized for a loaded host (10 runnable processes on 2 cores): what must
+ * come is waited for long (a wait ends when it comes), and every check
+ * says what it waited for and what it saw.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,9 +29,28 @@
 #include "common/byteorder.h"
 #include "shuffle/proto.h"
 
-#define WAIT_MS  4000 /* the waits of a session whose worker answers: never reached */
-#define SHORT_MS 300  /* the wait of a session whose answer goes missing */
-#define TIB      ((uint64_t)1 << 40)
+/* A wait for what must come (the test's own, the pusher's, the transport's): ends when it comes. */
+#define MUST_MS    20000
+#define WAIT_MS    10000         /* the waits of a session whose worker answers: never reached */
+#define AT_ONCE_MS (WAIT_MS / 2) /* an answered fault fails well before a wait runs out */
+/*
+ * The wait of a session whose answer goes missing. It bounds that
+ * session's other answers too, which must come within it: a loaded host
+ * answers in ~100 ms, so not much shorter.
+ */
+#define SHORT_MS  1000
+#define COARSE_MS 20   /* the reader's waits read a coarse clock: they may end this much early */
+#define LATE_MS   5000 /* a wait that ran out ends within this past its bound (the next: 20 s) */
+#define TIB       ((uint64_t)1 << 40)
+
+/* Waits until expr (a count) is want; fails saying what it saw. */
+#define UNTIL_COUNT(expr, want, what)                                                           \
+    do {                                                                                        \
+        uint64_t got_ = 0;                                                                      \
+        if (!LB_UNTIL((got_ = (expr)) == (uint64_t)(want), MUST_MS))                            \
+            fail_msg("%s: %llu after %u ms, not %llu", what, (unsigned long long)got_, MUST_MS, \
+                     (unsigned long long)(want));                                               \
+    } while (0)
 
 /* The replies' fields (shuffle/proto.c): the header, then the body. */
 enum { F_VERSION = 0, F_TYPE = 2, F_STATUS = 4 };
@@ -59,6 +82,22 @@ static rs_lb_counts_t counts(void)
     rs_lb_counts_t c;
     rs_lb_counts(&c);
     return c;
+}
+
+/* what took ms: at once (a fault answered, not a wait run out), or fail saying so */
+static void at_once(const char *what, uint64_t ms)
+{
+    if (ms >= AT_ONCE_MS)
+        fail_msg("%s took %llu ms, not at once (< %u ms; the session waits %u ms)", what,
+                 (unsigned long long)ms, AT_ONCE_MS, WAIT_MS);
+}
+
+/* A wait of SHORT_MS that ran out took ms: about SHORT_MS, or fail saying so. */
+static void ran_out(const char *what, uint64_t ms)
+{
+    if (ms + COARSE_MS < SHORT_MS || ms >= SHORT_MS + LATE_MS)
+        fail_msg("%s timed out after %llu ms, not %u ms (-%u, +%u)", what, (unsigned long long)ms,
+                 SHORT_MS, COARSE_MS, LATE_MS);
 }
 
 static size_t mangle_reply(void *arg, unsigned char *data, size_t len)
@@ -139,19 +178,23 @@ static void fx_open(fx_t *f, uint32_t id, uint32_t parts, uint32_t maps, uint32_
     } else {
         lb_worker_config(&wc, 8 << 20, NULL);
     }
+    wc.commit_wait_ms = MUST_MS;
     lb_workers_start(&f->s, 1, &wc);
     lb_shuffle_desc(&f->s, id, parts, 1, maps, records);
     f->parts = parts;
     f->maps = maps;
     rs_pusher_config_t pc;
-    lb_pusher_config(&pc, 8000);
-    for (uint32_t m = 0; m < maps; m++)
-        assert_int_equal(lb_push_map(&f->s, m, 0, &pc), RS_OK);
+    lb_pusher_config(&pc, MUST_MS);
+    for (uint32_t m = 0; m < maps; m++) {
+        rs_status_t ps = lb_push_map(&f->s, m, 0, &pc);
+        if (ps != RS_OK)
+            fail_msg("shuffle %u: the push of map %u returned %s", id, m, rs_strerror(ps));
+    }
     lb_reader_config(&f->rc, 0, WAIT_MS);
     rs_worker_stats_t st;
-    assert_true(LB_UNTIL((rs_worker_stats(f->s.worker[0], &st), st.commits == maps), 5000));
-    if (mem != 0)
-        assert_true(st.spilled_bytes > 0);
+    UNTIL_COUNT((rs_worker_stats(f->s.worker[0], &st), st.commits), maps, "the worker's commits");
+    if (mem != 0 && st.spilled_bytes == 0)
+        fail_msg("shuffle %u: nothing spilled (%u maps of %u records)", id, maps, records);
     /* The arena's length, as the worker's attach answer says it */
     rs_reader_session_t *sess;
     assert_int_equal(rs_reader_session_open(&f->s.desc, maps, f->zero, &f->rc, &sess), RS_OK);
@@ -217,6 +260,15 @@ static uint64_t next_session_connects(fx_t *f)
     return counts().connects;
 }
 
+static void connects_are(fx_t *f, const char *what, uint64_t want)
+{
+    uint64_t n = next_session_connects(f);
+    if (n != want)
+        fail_msg("%s: the next session connected %llu times, not %llu (%s)", what,
+                 (unsigned long long)n, (unsigned long long)want,
+                 want ? "a garbled answer costs the connection" : "the connection is kept");
+}
+
 /*
  * Each rewrite of partition 0's READ_REPLY: the open returns the status it
  * must at once; the same session then reads everything.
@@ -236,11 +288,11 @@ static void run_read_mangles(mangle_t *cases, size_t n, uint32_t id)
             fail_msg("%s: the open returned %s, not %s", m->what, rs_strerror(st),
                      rs_strerror(m->want));
         assert_int_equal(counts().mangled[RS_SMSG_READ_REPLY], 1);
-        assert_true(ms < WAIT_MS / 2);
+        at_once(m->what, ms);
         rs_lb_reset();
         read_every_part(&f, sess);
         rs_reader_session_close(sess);
-        assert_int_equal(next_session_connects(&f), lb_status_garbled(m->want) ? 1 : 0);
+        connects_are(&f, m->what, lb_status_garbled(m->want) ? 1 : 0);
     }
     fx_close(&f);
 }
@@ -300,11 +352,11 @@ static void test_read_reply_outside_arena(void **state)
         rs_lb_counts_t c = counts();
         assert_int_equal(c.mangled[RS_SMSG_READ_REPLY], 1);
         gets += c.gets;
-        assert_true(ms < WAIT_MS / 2);
+        at_once(m->what, ms);
         rs_lb_reset();
         read_every_part(&f, sess);
         rs_reader_session_close(sess);
-        assert_int_equal(next_session_connects(&f), 1);
+        connects_are(&f, m->what, 1);
     }
     assert_int_equal(gets, 0); /* nothing read at the offset given */
     fx_close(&f);
@@ -322,9 +374,13 @@ static void test_read_reply_missing(void **state)
     rs_lb_reset();
     rs_lb_drop(RS_SMSG_READ_REPLY, 1);
     uint64_t ms;
-    assert_int_equal(open_timed(sess, 0, &ms), RS_ERR_TIMEOUT);
-    assert_int_equal(counts().dropped[RS_SMSG_READ_REPLY], 1);
-    assert_true(ms + 20 >= SHORT_MS && ms < SHORT_MS + 2000); /* the wait reads a coarse clock */
+    rs_status_t st = open_timed(sess, 0, &ms);
+    if (st != RS_ERR_TIMEOUT)
+        fail_msg("the open returned %s after %llu ms, not %s", rs_strerror(st),
+                 (unsigned long long)ms, rs_strerror(RS_ERR_TIMEOUT));
+    ran_out("the open", ms);
+    /* The worker answered, and the answer was dropped (a slow worker may answer after the wait) */
+    UNTIL_COUNT(counts().dropped[RS_SMSG_READ_REPLY], 1, "READ_REPLYs dropped");
     read_every_part(&f, sess);
     rs_reader_session_close(sess);
     fx_close(&f);
@@ -347,12 +403,22 @@ static void test_read_reply_late(void **state)
     assert_int_equal(open_timed(sess, 3, &ms), RS_OK); /* attached: the hold holds only answers */
     rs_lb_reset();
     rs_lb_hold(RS_SMSG_READ_REPLY);
-    assert_int_equal(open_timed(sess, 1, &ms), RS_ERR_TIMEOUT);
-    assert_true(ms + 20 >= SHORT_MS && ms < SHORT_MS + 2000);
+    rs_status_t st = open_timed(sess, 1, &ms);
+    if (st != RS_ERR_TIMEOUT)
+        fail_msg("the open returned %s after %llu ms, not %s", rs_strerror(st),
+                 (unsigned long long)ms, rs_strerror(RS_ERR_TIMEOUT));
+    ran_out("the open", ms);
+    /* Answered and held: it reaches the reader first once released, ahead of partition 0's */
+    UNTIL_COUNT(counts().sent[RS_SMSG_READ_REPLY], 1, "READ_REPLYs sent");
     assert_int_equal(counts().delivered[RS_SMSG_READ_REPLY], 0);
     rs_lb_release(RS_SMSG_READ_REPLY);
     read_every_part(&f, sess);
     rs_reader_session_close(sess);
+    rs_lb_counts_t c = counts();
+    if (c.delivered[RS_SMSG_READ_REPLY] != c.sent[RS_SMSG_READ_REPLY])
+        fail_msg("%llu READ_REPLYs delivered of %llu sent: the late one never reached the reader",
+                 (unsigned long long)c.delivered[RS_SMSG_READ_REPLY],
+                 (unsigned long long)c.sent[RS_SMSG_READ_REPLY]);
     fx_close(&f);
 }
 
@@ -384,7 +450,7 @@ static void run_ahead(mangle_t *m, uint32_t id)
                  rs_strerror(m->want));
     assert_int_equal(counts().mangled[RS_SMSG_READ_REPLY], AH_FAULT + 1); /* passed, then one */
     assert_int_equal(m->pass, 0);
-    assert_true(ms < WAIT_MS / 2);
+    at_once(m->what, ms);
     for (uint32_t p = AH_FAULT; p < AH_PARTS; p++)
         lb_read_part_ok(&f.s, sess, p, NULL);
     assert_true(lb_all_seen(&f.s));
@@ -425,7 +491,8 @@ static rs_status_t read_until_error(fx_t *f, rs_reader_session_t *sess, uint64_t
     for (uint32_t p = 0; p < f->parts; p++) {
         rs_reader_t *r = NULL;
         rs_status_t st = rs_reader_open_in(sess, p, &r);
-        assert_int_equal(st, RS_OK);
+        if (st != RS_OK)
+            fail_msg("the open of partition %u returned %s", p, rs_strerror(st));
         const void *rec;
         uint32_t len;
         uint64_t t0 = lb_now_ms();
@@ -455,12 +522,13 @@ static void run_spill_mangles(mangle_t *cases, size_t n, uint32_t id)
             fail_msg("%s: the read returned %s, not %s", m->what, rs_strerror(st),
                      rs_strerror(m->want));
         assert_int_equal(counts().mangled[RS_SMSG_SPILL_REPLY], 1);
-        assert_true(ms < WAIT_MS / 2);
+        at_once(m->what, ms);
         rs_lb_reset();
         read_every_part(&f, sess);
-        assert_true(counts().delivered[RS_SMSG_SPILL_REPLY] > 0);
+        if (counts().delivered[RS_SMSG_SPILL_REPLY] == 0)
+            fail_msg("%s: the session read on without a spill load", m->what);
         rs_reader_session_close(sess);
-        assert_int_equal(next_session_connects(&f), lb_status_garbled(m->want) ? 1 : 0);
+        connects_are(&f, m->what, lb_status_garbled(m->want) ? 1 : 0);
     }
     fx_close(&f);
 }
@@ -496,9 +564,12 @@ static void test_spill_reply_missing(void **state)
     rs_lb_reset();
     rs_lb_drop(RS_SMSG_SPILL_REPLY, 1);
     uint64_t ms;
-    assert_int_equal(read_until_error(&f, sess, &ms), RS_ERR_TIMEOUT);
-    assert_int_equal(counts().dropped[RS_SMSG_SPILL_REPLY], 1);
-    assert_true(ms + 20 >= SHORT_MS && ms < SHORT_MS + 4000);
+    rs_status_t st = read_until_error(&f, sess, &ms);
+    if (st != RS_ERR_TIMEOUT)
+        fail_msg("the read returned %s after %llu ms, not %s", rs_strerror(st),
+                 (unsigned long long)ms, rs_strerror(RS_ERR_TIMEOUT));
+    ran_out("the read", ms);
+    UNTIL_COUNT(counts().dropped[RS_SMSG_SPILL_REPLY], 1, "SPILL_REPLYs dropped");
     read_every_part(&f, sess);
     rs_reader_session_close(sess);
     fx_close(&f);
@@ -506,6 +577,11 @@ static void test_spill_reply_missing(void **state)
 
 int main(void)
 {
+    /* The transport's bounds (a connect, an answer owed): nothing here waits one out */
+    char must[16];
+    snprintf(must, sizeof(must), "%u", MUST_MS);
+    setenv("RSHUFFLE_PEER_TIMEOUT_MS", must, 0);
+    setenv("RSHUFFLE_CONNECT_TIMEOUT_MS", must, 0);
     lb_env_defaults();
     lb_alarm(240);
     const struct CMUnitTest tests[] = {
