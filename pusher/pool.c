@@ -12,8 +12,10 @@
 #include "common/log.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 
-#define PUSHQ_NAP_MS 10 /* writer wait slice (guards against a lost wake) */
+#define PUSHQ_NAP_MS        10         /* writer wait slice (guards against a lost wake) */
+#define POOL_RESIDENT_CHUNK (1u << 20) /* the slab is made resident a MiB at a time */
 
 static void writer_wake(rs_pushq_t *q)
 {
@@ -68,12 +70,38 @@ void rs_push_pool_drop_locked(rs_pushq_t *q, rs_pbuf_int_t *b)
     q->spare = b;
 }
 
+/*
+ * Makes the slab resident up to end, a chunk at a time, as the first-fit
+ * carving reaches it (q->lock held; nobody holds those bytes yet): a task
+ * pays for the part of the pool it uses, and pays it as one populate per
+ * chunk rather than a fault per page inside its appends (docs/shuffle.md,
+ * "The push pool, resident as used").
+ */
+static void pool_resident_to(rs_pushq_t *q, size_t end)
+{
+    size_t page = 4096, to = (end + POOL_RESIDENT_CHUNK - 1) & ~(size_t)(POOL_RESIDENT_CHUNK - 1);
+    size_t slab_len = (q->cfg.slab_bytes + 63) & ~(size_t)63; /* as allocated */
+    if (to > slab_len)
+        to = slab_len;
+    uintptr_t from = ((uintptr_t)q->slab + q->resident + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t stop = (uintptr_t)q->slab + to;
+#ifdef MADV_POPULATE_WRITE
+    if (stop > from)
+        (void)madvise((void *)from, stop - from, MADV_POPULATE_WRITE); /* a hint: faults do it */
+#endif
+    for (uintptr_t a = from; a < stop; a += page) /* where populated pages still fault once */
+        *(volatile uint8_t *)a = *(volatile uint8_t *)a;
+    q->resident = to;
+}
+
 /* Carves a block for len bytes; RS_ERR_NO_SPACE when the slab is full. */
 rs_status_t rs_push_pool_carve_locked(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
 {
     uint64_t block = rs_push_block_len(len), off;
     if (rs_range_get(&q->ra, block, &off) != RS_OK)
         return RS_ERR_NO_SPACE;
+    if (off + block > q->resident)
+        pool_resident_to(q, (size_t)(off + block));
     rs_pbuf_int_t *b = q->spare;
     if (b != NULL) {
         q->spare = b->next;
@@ -226,8 +254,8 @@ rs_status_t rs_push_pool_slab_alloc(rs_pushq_t *q)
 {
     size_t len = (q->cfg.slab_bytes + 63) & ~(size_t)63;
     if (q->cfg.ctx != NULL) {
-        /* Lazy: a task touches the buffers it fills, often a fraction of a pool sized for the
-         * most partitions (docs/shuffle.md, "The push pool, resident as used"). */
+        /* Lazy, then resident as carving reaches it (pool_resident_to): a task touches the
+         * buffers it fills, often a fraction of a pool sized for the most partitions. */
         rs_status_t st = rs_mem_alloc(q->cfg.ctx, len, RS_MEM_LOCAL | RS_MEM_LAZY, &q->mr);
         if (st != RS_OK)
             return st;

@@ -28,6 +28,7 @@ struct rs_pushq {
 
     uint8_t *slab;
     rs_mr_t *mr;
+    size_t resident; /* the slab's first bytes made resident (pool.c), under lock */
 
     pthread_mutex_t lock; /* the allocator and descriptors; writer waits */
     pthread_cond_t cond;  /* writer waits here */
