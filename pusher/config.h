@@ -12,8 +12,11 @@
  */
 rs_status_t rs_push_config_check(const rs_pusher_config_t *cfg);
 
-/* A partition's buffer a task's pool is grown to hold, bytes (rs_push_pool_for). */
-#define RS_PUSH_PART_GROW 2048u
+/*
+ * A partition's buffer a task's pool is grown to hold, bytes (rs_push_pool_for):
+ * 16 KiB, since the pool is resident only as far as it is used (pool.c).
+ */
+#define RS_PUSH_PART_GROW 16384u
 
 /*
  * The pool a task of n_partitions partitions pushes from: pool_bytes,

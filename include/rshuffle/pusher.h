@@ -174,7 +174,7 @@ typedef struct rs_pusher_config {
                            batches (32 KiB; 0: never; docs/shuffle.md "Merged pushes") */
     size_t pool_max;    /* RSHUFFLE_PUSH_POOL_MAX: with many partitions a task's pool doubles
                            past pool_bytes, up to this, until every partition's buffer holds
-                           2 KiB (128 MiB: from 8,193 partitions 64 MiB, from 16,385 128 MiB);
+                           16 KiB (128 MiB: from 1,025 partitions 64 MiB, from 2,049 128 MiB);
                            pool_bytes or less: never (docs/shuffle.md) */
 } rs_pusher_config_t;
 
