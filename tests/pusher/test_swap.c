@@ -14,6 +14,8 @@
 
 #include <rshuffle/pusher.h>
 
+#include "tests/resident.h"
+
 #define N_TASKS      1000
 #define N_PARTITIONS 10
 #define BUF_SIZE     (64 << 10)
@@ -210,6 +212,41 @@ static void test_bounded_memory_and_wait(void **state)
     rs_pushq_destroy(q);
 }
 
+/*
+ * The slab becomes resident a MiB at a time as carving first reaches it,
+ * not whole: a task pays for the buffers it uses. 64 MiB: the C library
+ * maps so large a slab afresh, untouched.
+ */
+static void test_pool_resident_as_carved(void **state)
+{
+    (void)state;
+    alarm(60);
+    const size_t slab = 64u << 20, page = (size_t)sysconf(_SC_PAGESIZE);
+    rs_pushq_config_t cfg;
+    rs_pushq_config_defaults(&cfg);
+    cfg.buf_len = BUF_SIZE;
+    cfg.slab_bytes = slab;
+    rs_pushq_t *q;
+    assert_int_equal(rs_pushq_create(&cfg, noop_push, NULL, &q), RS_OK);
+    rs_pbuf_t *bufs[48];
+    assert_int_equal(rs_pushq_buf_get(q, BUF_SIZE, &bufs[0]), RS_OK);
+    uint8_t *base = bufs[0]->data - RS_PBUF_HEAD_ROOM; /* the first carve is at the slab's start */
+    assert_int_equal((uintptr_t)base % page, 0);
+    size_t first = resident_pages(base, slab);
+    if (first < (1u << 20) / page || first > (2u << 20) / page)
+        fail_msg("%zu pages resident after one 64 KiB buffer, not the first MiB's %zu", first,
+                 (size_t)(1u << 20) / page);
+    for (int i = 1; i < 48; i++) /* 3 MiB of buffers */
+        assert_int_equal(rs_pushq_buf_get(q, BUF_SIZE, &bufs[i]), RS_OK);
+    size_t more = resident_pages(base, slab);
+    if (more < (3u << 20) / page || more > (5u << 20) / page)
+        fail_msg("%zu pages resident after 3 MiB of buffers, not about %zu", more,
+                 (size_t)(3u << 20) / page);
+    for (int i = 0; i < 48; i++)
+        rs_pushq_buf_put(q, bufs[i]);
+    rs_pushq_destroy(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_swap_pooled_other_size),
         cmocka_unit_test(test_copy_path),
         cmocka_unit_test(test_bounded_memory_and_wait),
+        cmocka_unit_test(test_pool_resident_as_carved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

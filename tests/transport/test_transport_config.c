@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -14,6 +13,7 @@
 #include <rshuffle/transport.h>
 #include "transport/internal.h"
 #include "transport/rkey_blob.h"
+#include "tests/resident.h"
 
 typedef struct {
     int ucx_lines;
@@ -172,19 +172,6 @@ static void test_arguments(void **state)
     assert_int_equal(rs_wait(ctx, 20), RS_ERR_TIMEOUT);
     assert_true(rs_ctx_fd(ctx) >= 0);
     rs_ctx_destroy(ctx);
-}
-
-/* Pages of [addr, addr+len) resident now (mincore). */
-static size_t resident_pages(void *addr, size_t len)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, count = 0;
-    unsigned char *vec = malloc(n);
-    assert_non_null(vec);
-    assert_int_equal(mincore(addr, len, vec), 0);
-    for (size_t i = 0; i < n; i++)
-        count += vec[i] & 1;
-    free(vec);
-    return count;
 }
 
 /* Allocated memory is resident at once; RS_MEM_LAZY memory as it is touched. */
