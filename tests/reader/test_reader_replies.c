@@ -245,6 +245,17 @@ static rs_status_t open_timed(rs_reader_session_t *sess, uint32_t p, uint64_t *m
     return st;
 }
 
+/* Opening partition p waits its session's SHORT_MS out: RS_ERR_TIMEOUT, about SHORT_MS. */
+static void open_runs_out(rs_reader_session_t *sess, uint32_t p)
+{
+    uint64_t ms;
+    rs_status_t st = open_timed(sess, p, &ms);
+    if (st != RS_ERR_TIMEOUT)
+        fail_msg("the open returned %s after %llu ms, not %s", rs_strerror(st),
+                 (unsigned long long)ms, rs_strerror(RS_ERR_TIMEOUT));
+    ran_out("the open", ms);
+}
+
 /*
  * The connections the client's next session makes to open partition 0: a
  * worker that answered garbled lost its kept connection (1), one that
@@ -373,12 +384,7 @@ static void test_read_reply_missing(void **state)
     rs_reader_session_t *sess = sess_open(&f, &rc);
     rs_lb_reset();
     rs_lb_drop(RS_SMSG_READ_REPLY, 1);
-    uint64_t ms;
-    rs_status_t st = open_timed(sess, 0, &ms);
-    if (st != RS_ERR_TIMEOUT)
-        fail_msg("the open returned %s after %llu ms, not %s", rs_strerror(st),
-                 (unsigned long long)ms, rs_strerror(RS_ERR_TIMEOUT));
-    ran_out("the open", ms);
+    open_runs_out(sess, 0);
     /* The worker answered, and the answer was dropped (a slow worker may answer after the wait) */
     UNTIL_COUNT(counts().dropped[RS_SMSG_READ_REPLY], 1, "READ_REPLYs dropped");
     read_every_part(&f, sess);
@@ -403,11 +409,7 @@ static void test_read_reply_late(void **state)
     assert_int_equal(open_timed(sess, 3, &ms), RS_OK); /* attached: the hold holds only answers */
     rs_lb_reset();
     rs_lb_hold(RS_SMSG_READ_REPLY);
-    rs_status_t st = open_timed(sess, 1, &ms);
-    if (st != RS_ERR_TIMEOUT)
-        fail_msg("the open returned %s after %llu ms, not %s", rs_strerror(st),
-                 (unsigned long long)ms, rs_strerror(RS_ERR_TIMEOUT));
-    ran_out("the open", ms);
+    open_runs_out(sess, 1);
     /* Answered and held: it reaches the reader first once released, ahead of partition 0's */
     UNTIL_COUNT(counts().sent[RS_SMSG_READ_REPLY], 1, "READ_REPLYs sent");
     assert_int_equal(counts().delivered[RS_SMSG_READ_REPLY], 0);
