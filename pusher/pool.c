@@ -10,9 +10,9 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/resident.h"
 
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #define PUSHQ_NAP_MS        10         /* writer wait slice (guards against a lost wake) */
 #define POOL_RESIDENT_CHUNK (1u << 20) /* the slab is made resident a MiB at a time */
@@ -70,6 +70,12 @@ void rs_push_pool_drop_locked(rs_pushq_t *q, rs_pbuf_int_t *b)
     q->spare = b;
 }
 
+/* The slab's length as allocated. */
+static size_t slab_len(const rs_pushq_t *q)
+{
+    return (q->cfg.slab_bytes + 63) & ~(size_t)63;
+}
+
 /*
  * Makes the slab resident up to end, a chunk at a time, as the first-fit
  * carving reaches it (q->lock held; nobody holds those bytes yet): a task
@@ -79,18 +85,11 @@ void rs_push_pool_drop_locked(rs_pushq_t *q, rs_pbuf_int_t *b)
  */
 static void pool_resident_to(rs_pushq_t *q, size_t end)
 {
-    size_t page = 4096, to = (end + POOL_RESIDENT_CHUNK - 1) & ~(size_t)(POOL_RESIDENT_CHUNK - 1);
-    size_t slab_len = (q->cfg.slab_bytes + 63) & ~(size_t)63; /* as allocated */
-    if (to > slab_len)
-        to = slab_len;
-    uintptr_t from = ((uintptr_t)q->slab + q->resident + page - 1) & ~(uintptr_t)(page - 1);
-    uintptr_t stop = (uintptr_t)q->slab + to;
-#ifdef MADV_POPULATE_WRITE
-    if (stop > from)
-        (void)madvise((void *)from, stop - from, MADV_POPULATE_WRITE); /* a hint: faults do it */
-#endif
-    for (uintptr_t a = from; a < stop; a += page) /* where populated pages still fault once */
-        *(volatile uint8_t *)a = *(volatile uint8_t *)a;
+    size_t to = (end + POOL_RESIDENT_CHUNK - 1) & ~(size_t)(POOL_RESIDENT_CHUNK - 1);
+    if (to > slab_len(q))
+        to = slab_len(q);
+    /* A failure (logged) is a hint only: the appends then fault those pages in themselves. */
+    (void)rs_resident_make(q->slab + q->resident, to - q->resident);
     q->resident = to;
 }
 
@@ -252,7 +251,7 @@ void rs_push_pool_nap(rs_pushq_t *q, int what)
 
 rs_status_t rs_push_pool_slab_alloc(rs_pushq_t *q)
 {
-    size_t len = (q->cfg.slab_bytes + 63) & ~(size_t)63;
+    size_t len = slab_len(q);
     if (q->cfg.ctx != NULL) {
         /* Lazy, then resident as carving reaches it (pool_resident_to): a task touches the
          * buffers it fills, often a fraction of a pool sized for the most partitions. */

@@ -1,6 +1,6 @@
 /*
  * UCX backend: memory. rs_mem_alloc maps private memory of our own, makes
- * it resident (prefault) and registers it: same-host peers reach it by
+ * it resident (rs_resident_make) and registers it: same-host peers reach it by
  * cross-memory attach (attach.c: one kernel copy, nothing mapped in the
  * peer), remote ones by RDMA or our messages. RSHUFFLE_UCX_MEM=shared lets
  * UCX allocate a shared segment instead (UCP_MEM_MAP_ALLOCATE), which
@@ -15,6 +15,7 @@
 
 #include "common/byteorder.h"
 #include "common/log.h"
+#include "common/resident.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -22,40 +23,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-/*
- * Makes freshly allocated memory resident, as ibv_reg_mr does by pinning:
- * otherwise the first touch of every page (~5-10 us each on our virtual
- * machines) lands on the data path, inside a put or a read.
- * MADV_POPULATE_WRITE (Linux 5.14) backs the range in one call (RS_ERR_NOMEM
- * when it cannot be backed, e.g. /dev/shm full: better now than SIGBUS in a
- * put later); then one write per page, because on a hypervisor with shadow
- * page tables the populated pages still cost a fault each at first touch
- * (measured: the first pass of 256 KiB copies over populated memory ran at
- * 0.8 GB/s, later passes at 20 GB/s).
- */
-static rs_status_t prefault(void *addr, size_t len)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t start = (uintptr_t)addr, first, end = start + len;
-    if (page <= 0)
-        page = 4096;
-    first = (start + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-#ifdef MADV_POPULATE_WRITE
-    uintptr_t base = start & ~((uintptr_t)page - 1);
-    if (madvise((void *)base, end - base, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
-        rs_error("cannot make %zu bytes of registered memory resident: %s", len, strerror(errno));
-        return RS_ERR_NOMEM;
-    }
-#endif
-    /* Our own bytes only (a page's first byte inside the range): rewrite what is there. */
-    volatile uint8_t *p = addr;
-    if (len > 0 && first != start)
-        p[0] = p[0];
-    for (uintptr_t a = first; a < end; a += (uintptr_t)page)
-        p[a - start] = p[a - start];
-    return RS_OK;
-}
 
 /*
  * Before UCX's packed key, little-endian: host key (8 bytes), pid (4), the
@@ -131,7 +98,7 @@ static rs_status_t own_mapping(rs_ucx_ctx_t *uc, rs_ucx_mr_t *umr, size_t len, u
         s = private_mapping(uc, umr, len);
     if (s != RS_OK)
         return s;
-    s = (access & RS_MEM_LAZY) ? RS_OK : prefault(umr->owned, len);
+    s = (access & RS_MEM_LAZY) ? RS_OK : rs_resident_make(umr->owned, len);
     if (s != RS_OK) {
         if (umr->memfd >= 0)
             uc->memfd_n--;
@@ -185,7 +152,7 @@ rs_status_t rs_ucx_mem_reg(rs_ctx_t *ctx, rs_mr_t *mr, void *addr, size_t len, u
         rs_error("ucp_mem_query failed: %s", ucs_status_string(s));
         goto err_unmap;
     }
-    if (ucx_allocates && prefault(attr.address, len) != RS_OK) {
+    if (ucx_allocates && rs_resident_make(attr.address, len) != RS_OK) {
         s = UCS_ERR_NO_MEMORY;
         goto err_unmap;
     }
