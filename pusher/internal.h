@@ -370,6 +370,13 @@ void rs_push_merge_blocks_free(struct rs_pusher *p);
 int rs_push_merge_pending(const struct rs_pusher *p);
 
 /* lane.c */
+/*
+ * The configuration a task of n_partitions runs with (cfg NULL: defaults and
+ * environment; checked, the pool grown for the count, transport read into
+ * the key) and the key of the lanes that fit it. Outputs set on RS_OK only.
+ */
+rs_status_t rs_push_lane_key_make(const rs_pusher_config_t *cfg, uint32_t n_partitions,
+                                  rs_pusher_config_t *cfg_p, rs_push_lane_key_t *key_p);
 /* A lane fit for key: an idle one of the client, else a new one. */
 rs_status_t rs_push_lane_get(rs_client_t *c, const rs_push_lane_key_t *key, rs_push_lane_t **l_p);
 /* The lane's connection to addr, made now if it has none (or a dead one). */

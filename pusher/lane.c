@@ -7,6 +7,8 @@
  */
 #include "pusher/internal.h"
 
+#include "pusher/config.h"
+
 #include "common/log.h"
 #include "shuffle/name.h"
 
@@ -93,6 +95,36 @@ static rs_status_t lane_make(const rs_push_lane_key_t *key, rs_push_lane_t **l_p
         return s;
     }
     *l_p = l;
+    return RS_OK;
+}
+
+rs_status_t rs_push_lane_key_make(const rs_pusher_config_t *cfg, uint32_t n_partitions,
+                                  rs_pusher_config_t *cfg_p, rs_push_lane_key_t *key_p)
+{
+    rs_pusher_config_t c;
+    rs_push_lane_key_t key;
+    rs_status_t s;
+    if (cfg != NULL) {
+        c = *cfg;
+    } else {
+        rs_pusher_config_defaults(&c);
+        if ((s = rs_pusher_config_from_env(&c)) != RS_OK)
+            return s;
+    }
+    if ((s = rs_push_config_check(&c)) != RS_OK)
+        return s;
+    c.pool_bytes = rs_push_pool_for(&c, n_partitions);
+    memset(&key, 0, sizeof(key)); /* compared bytewise: padding too */
+    if (c.transport != NULL)
+        key.tcfg = *c.transport;
+    else if ((s = rs_config_init(&key.tcfg)) != RS_OK)
+        return s;
+    c.transport = NULL; /* read only here */
+    key.buf_len = c.buf_len;
+    key.pool_bytes = c.pool_bytes;
+    key.queue_depth = c.queue_depth ? c.queue_depth : 16;
+    *cfg_p = c;
+    *key_p = key;
     return RS_OK;
 }
 

@@ -93,6 +93,14 @@ static void pool_resident_to(rs_pushq_t *q, size_t end)
     q->resident = to;
 }
 
+void rs_push_q_make_resident(rs_pushq_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    if (q->resident < slab_len(q))
+        pool_resident_to(q, slab_len(q));
+    pthread_mutex_unlock(&q->lock);
+}
+
 /* Carves a block for len bytes; RS_ERR_NO_SPACE when the slab is full. */
 rs_status_t rs_push_pool_carve_locked(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p)
 {

@@ -351,27 +351,10 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
     pthread_mutex_init(&p->lock, NULL);
     rs_cond_init_monotonic(&p->cond);
     p->client = client;
-    rs_status_t s;
-    if (cfg != NULL) {
-        p->cfg = *cfg;
-    } else {
-        rs_pusher_config_defaults(&p->cfg);
-        if ((s = rs_pusher_config_from_env(&p->cfg)) != RS_OK)
-            goto err_free;
-    }
-    if ((s = rs_push_config_check(&p->cfg)) != RS_OK)
-        goto err_free;
-    p->cfg.pool_bytes = rs_push_pool_for(&p->cfg, desc->n_partitions);
     rs_push_lane_key_t key;
-    memset(&key, 0, sizeof(key)); /* compared bytewise: padding too */
-    if (p->cfg.transport != NULL)
-        key.tcfg = *p->cfg.transport;
-    else if ((s = rs_config_init(&key.tcfg)) != RS_OK)
+    rs_status_t s = rs_push_lane_key_make(cfg, desc->n_partitions, &p->cfg, &key);
+    if (s != RS_OK)
         goto err_free;
-    p->cfg.transport = NULL; /* read only here */
-    key.buf_len = p->cfg.buf_len;
-    key.pool_bytes = p->cfg.pool_bytes;
-    key.queue_depth = p->cfg.queue_depth ? p->cfg.queue_depth : 16;
     p->desc = *desc;
     p->desc.placement = NULL; /* resolved once into p->place */
     /*

@@ -96,6 +96,23 @@ static void lane_losses(rs_read_lane_t *l)
         rs_info("reader: a worker of this host exited: the lane's receive queue was renewed");
 }
 
+rs_status_t rs_rd_lane_key_make(const rs_reader_config_t *cfg, rs_read_lane_key_t *key_p)
+{
+    rs_read_lane_key_t key;
+    memset(&key, 0, sizeof(key)); /* compared bytewise: padding too */
+    if (cfg->transport != NULL)
+        key.tcfg = *cfg->transport;
+    else {
+        rs_status_t st = rs_config_init(&key.tcfg);
+        if (st != RS_OK)
+            return st;
+    }
+    key.read_max = cfg->read_max;
+    key.local_reads = cfg->local_reads;
+    *key_p = key;
+    return RS_OK;
+}
+
 rs_status_t rs_rd_lane_get(rs_client_t *c, const rs_read_lane_key_t *key, rs_read_lane_t **l_p)
 {
     rs_lane_t *base;

@@ -280,15 +280,10 @@ rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuffle_desc
         return st;
     }
     rs_read_lane_key_t key;
-    memset(&key, 0, sizeof(key)); /* compared bytewise: padding too */
-    if (s->cfg.transport != NULL)
-        key.tcfg = *s->cfg.transport;
-    else if ((st = rs_config_init(&key.tcfg)) != RS_OK) {
+    if ((st = rs_rd_lane_key_make(&s->cfg, &key)) != RS_OK) {
         free(s);
         return st;
     }
-    key.read_max = s->cfg.read_max;
-    key.local_reads = s->cfg.local_reads;
     s->n_maps = n_maps;
     s->attempts = malloc((n_maps ? n_maps : 1) * sizeof(*s->attempts));
     s->conns = calloc(desc->n_workers, sizeof(*s->conns));

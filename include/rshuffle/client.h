@@ -18,6 +18,10 @@
  * per read buffer), plus max_idle lanes kept between waves (docs/shuffle.md,
  * "One client per process").
  *
+ * An executor that knows its workers and thread count at start readies
+ * lanes then (rs_pusher_warm_in, rs_reader_warm_in): connections made and
+ * pools resident before its first tasks, which then find them idle.
+ *
  * rs_pusher_open and rs_reader_session_open use a process-wide default
  * client, created on first use with rs_client_config_defaults and the
  * environment (RSHUFFLE_CLIENT_LANES), destroyed at exit (atexit) or by

@@ -256,6 +256,32 @@ RS_API rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_
                                      uint32_t map_id, uint32_t attempt,
                                      const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p);
 
+/* The most lanes one rs_pusher_warm call makes ready. */
+#define RS_PUSH_WARM_MAX 256u
+
+/*
+ * Makes lanes push lanes of client ready for the map tasks an executor is
+ * about to run, as MPI_Init and a first touch of its buffers are paid before
+ * an MPI code's exchange: each lane fits tasks of desc's partition count
+ * and cfg (NULL: defaults and environment), is connected to every worker
+ * of desc and has its whole pool (pool_bytes, grown for many partitions)
+ * resident. They are taken together, so lanes tasks running at once each
+ * find one (one per thread that will push), then kept idle in the client
+ * (at most its max_idle). Only desc's partition count and workers are
+ * read: a later task of any shuffle of that shape borrows them. Optional:
+ * without it the first task of each thread makes its lane and the pool
+ * becomes resident as its appends reach it. Errors: RS_ERR_INVALID (NULL
+ * client or desc, no partitions, no workers, a NULL address, lanes 0 or
+ * above RS_PUSH_WARM_MAX), rs_pusher_open's configuration and connection
+ * errors, RS_ERR_NOMEM. Lanes made before an error stay in the client.
+ */
+RS_API rs_status_t rs_pusher_warm_in(rs_client_t *client, const rs_shuffle_desc_t *desc,
+                                     const rs_pusher_config_t *cfg, uint32_t lanes);
+
+/* rs_pusher_warm_in on the process's default client (RS_ERR_NOMEM when it cannot be made). */
+RS_API rs_status_t rs_pusher_warm(const rs_shuffle_desc_t *desc, const rs_pusher_config_t *cfg,
+                                  uint32_t lanes);
+
 /*
  * The largest record a pusher takes, bytes: its batch (frame header +
  * record header + record) must fit one grant of a worker (16 MiB), whatever

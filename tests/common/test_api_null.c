@@ -243,6 +243,9 @@ INVALID(pusher_open_in_client, rs_pusher_open_in(NULL, &desc, 0, 0, NULL, &(rs_p
 INVALID(pusher_open_in_desc,
         rs_pusher_open_in(Z(rs_client_t), NULL, 0, 0, NULL, &(rs_pusher_t *){0}))
 INVALID(pusher_open_in_out, rs_pusher_open_in(Z(rs_client_t), &desc, 0, 0, NULL, NULL))
+INVALID(pusher_warm_in_client, rs_pusher_warm_in(NULL, &desc, NULL, 1))
+INVALID(pusher_warm_in_desc, rs_pusher_warm_in(Z(rs_client_t), NULL, NULL, 1))
+INVALID(pusher_warm_desc, rs_pusher_warm(NULL, NULL, 1))
 
 /* client.h */
 IGNORES(client_config_defaults, rs_client_config_defaults(NULL))
@@ -288,6 +291,8 @@ INVALID(reader_session_open_in_desc,
         rs_reader_session_open_in(Z(rs_client_t), NULL, 1, NULL, NULL, &(rs_reader_session_t *){0}))
 INVALID(reader_session_open_in_out,
         rs_reader_session_open_in(Z(rs_client_t), &desc, 1, NULL, NULL, NULL))
+INVALID(reader_warm_in_client, rs_reader_warm_in(NULL, NULL, 1))
+INVALID(reader_warm_lanes, rs_reader_warm(NULL, 0))
 INVALID(reader_open_desc, rs_reader_open(NULL, 0, 1, NULL, NULL, &(rs_reader_t *){0}))
 INVALID(reader_open_out, rs_reader_open(&desc, 0, 1, NULL, NULL, NULL))
 INVALID(reader_next_r, rs_reader_next(NULL, &(const void *){0}, &(uint32_t){0}))
@@ -471,6 +476,9 @@ static const struct {
     C(pusher_open_in_client),
     C(pusher_open_in_desc),
     C(pusher_open_in_out),
+    C(pusher_warm_in_client),
+    C(pusher_warm_in_desc),
+    C(pusher_warm_desc),
     C(client_config_defaults),
     C(client_config_from_env),
     C(client_create_out),
@@ -506,6 +514,8 @@ static const struct {
     C(reader_session_open_in_client),
     C(reader_session_open_in_desc),
     C(reader_session_open_in_out),
+    C(reader_warm_in_client),
+    C(reader_warm_lanes),
     C(reader_open_desc),
     C(reader_open_out),
     C(reader_next_r),

@@ -4,6 +4,7 @@
  * threads, with speculative and aborted attempts, every record read once;
  * tasks of changing sizes on one lane (grants asked at open from the last
  * task);
+ * lanes warmed before any task (rs_pusher_warm_in, rs_reader_warm_in);
  * a worker killed while tasks of several threads push (R = 2); a client
  * destroyed while tasks are open; and a worker lost while a pusher's open
  * waits for another (it used to crash). The transport comes from the
@@ -19,6 +20,9 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -285,6 +289,107 @@ static void test_many_tasks_threads(void **state)
     rs_client_destroy(cl);
 }
 
+/* ------------------------------------------------------------- warm lanes */
+
+/* A loopback port nobody listens at now (bound, then closed again). */
+static int unused_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* This process's resident set, bytes (/proc/self/statm). */
+static uint64_t rss_bytes(void)
+{
+    unsigned long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%lu %lu", &size, &resident), 2);
+    fclose(f);
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * rs_pusher_warm_in / rs_reader_warm_in: THREADS lanes of each kind made
+ * before any task, read buffers (and pools, checked with larger ones at the
+ * end) resident; then every task
+ * of the many-threads run is served by them (no lane made after the warm
+ * up), every record read once. Warming connects: a worker nobody listens
+ * at fails it. Bad arguments are refused.
+ */
+static void test_warm_lanes(void **state)
+{
+    (void)state;
+    alarm(120);
+    start_workers(NW);
+    rs_client_t *cl;
+    assert_int_equal(rs_client_create(NULL, &cl), RS_OK);
+    rs_shuffle_desc_t d = desc(3, NW, 1);
+    rs_pusher_config_t pc = push_cfg();
+    rs_reader_config_t rc = read_cfg();
+
+    assert_int_equal(rs_pusher_warm_in(cl, &d, &pc, 0), RS_ERR_INVALID);
+    assert_int_equal(rs_pusher_warm_in(cl, &d, &pc, RS_PUSH_WARM_MAX + 1), RS_ERR_INVALID);
+    rs_shuffle_desc_t none = d;
+    none.n_workers = 0;
+    assert_int_equal(rs_pusher_warm_in(cl, &none, &pc, 1), RS_ERR_INVALID);
+    assert_int_equal(rs_reader_warm_in(cl, &rc, 0), RS_ERR_INVALID);
+    assert_int_equal(rs_reader_warm_in(cl, &rc, RS_READ_WARM_MAX + 1), RS_ERR_INVALID);
+
+    assert_int_equal(rs_pusher_warm_in(cl, &d, &pc, THREADS), RS_OK);
+    uint64_t before = rss_bytes();
+    assert_int_equal(rs_reader_warm_in(cl, &rc, THREADS), RS_OK);
+    uint64_t grown = rss_bytes() - before, want = (uint64_t)THREADS * rc.read_max;
+    /* Each lane's read buffer resident before any task (lazily made, it would not be). */
+    printf("reader warm: resident set grew by %llu bytes (read buffers: %llu)\n",
+           (unsigned long long)grown, (unsigned long long)want);
+    assert_true(grown >= want - want / 10);
+    rs_client_stats_t st;
+    rs_client_stats(cl, &st);
+    assert_int_equal(st.lanes_made, 2 * THREADS);
+    assert_int_equal(st.lanes_idle, 2 * THREADS);
+    assert_int_equal(st.lanes_busy, 0);
+    /* Warming again takes the idle lanes: nothing new is made. */
+    assert_int_equal(rs_pusher_warm_in(cl, &d, &pc, THREADS), RS_OK);
+    rs_client_stats(cl, &st);
+    assert_int_equal(st.lanes_made, 2 * THREADS);
+
+    run_jobs(cl, &d, NULL);
+    rs_client_stats(cl, &st);
+    printf("after the tasks: lanes made %llu, reused %llu\n", (unsigned long long)st.lanes_made,
+           (unsigned long long)st.lanes_reused);
+    assert_int_equal(st.lanes_made, 2 * THREADS); /* every task found a warm lane */
+    assert_true(st.lanes_reused >= 40 + PARTS);
+
+    /* Pools resident at the warm-up: two lanes of 32 MiB (not those of the tasks above). */
+    rs_pusher_config_t big = pc;
+    big.pool_bytes = 32 << 20;
+    before = rss_bytes();
+    assert_int_equal(rs_pusher_warm_in(cl, &d, &big, 2), RS_OK);
+    grown = rss_bytes() - before, want = 2 * (uint64_t)big.pool_bytes;
+    printf("pusher warm: resident set grew by %llu bytes (pools: %llu)\n",
+           (unsigned long long)grown, (unsigned long long)want);
+    assert_true(grown >= want - want / 10);
+
+    /* A worker nobody listens at: the warm-up connects, so it fails and says so. */
+    char dead[64];
+    snprintf(dead, sizeof(dead), "127.0.0.1:%d", unused_port());
+    const char *dead_addrs[] = {dead};
+    rs_shuffle_desc_t gone = {.shuffle_id = 4,
+                              .n_partitions = PARTS,
+                              .n_workers = 1,
+                              .workers = dead_addrs,
+                              .replicas = 1};
+    assert_int_not_equal(rs_pusher_warm_in(cl, &gone, &pc, 1), RS_OK);
+    rs_client_destroy(cl);
+}
+
 /* ------------------------------------- grants asked at open, from the last task */
 
 #define HMAPS 7
@@ -512,6 +617,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_many_tasks_threads, teardown),
         cmocka_unit_test_teardown(test_hinted_tasks, teardown),
+        cmocka_unit_test_teardown(test_warm_lanes, teardown),
         cmocka_unit_test_teardown(test_kill_while_threads_push, teardown),
         cmocka_unit_test_teardown(test_client_destroyed_under_tasks, teardown),
         cmocka_unit_test_teardown(test_open_worker_lost_cold, teardown),
