@@ -13,7 +13,7 @@
  *                    [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...
  *                    [--launcher local|mpi] [--json [FILE]] [--csv FILE] [--progress]
  *                    [--replicas R] [--kill-worker push|read@FRACTION]
- *                    [--tasks N] [--threads C]
+ *                    [--tasks N] [--threads C] [--warm]
  *
  * The transport defaults to RSHUFFLE_TRANSPORT (else ucx), the host to
  * RSHUFFLE_TEST_HOST (else 127.0.0.1); --tls picks UCX_TLS unless it is set.
@@ -49,6 +49,12 @@
  * context switches (cpu_map_s, csw_map, ...; colocated: cpu_procs_s), from
  * wait4, and cpu_start_s: the workers' (colocated: the processes') CPU at
  * the start of the timed run, their start-up, included in their role's.
+ * --warm: each mapper process readies its client before the timed run, as
+ * an executor does at start (rs_pusher_warm: one push lane per thread,
+ * connected to every worker, its pool resident), the way an MPI code has
+ * MPI_Init and a first touch of its buffers behind it (perf/mpi-shuffle
+ * touches them before its clock starts); the wait for every process's
+ * warm-up is warm_s, in neither start_s nor "seconds".
  */
 #include "launch.h"
 #include "perf_json.h"
@@ -65,7 +71,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
+#include <limits.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,12 +96,15 @@ typedef struct opts {
     double kill_frac, kill_s;
     uint32_t tasks, threads; /* --tasks, --threads: map tasks per mapper, threads per process */
     int task_mode;           /* either given: per-task pushers and reader sessions */
+    int warm;                /* --warm: mappers ready their clients before the timed run */
 } opts_t;
 
 /* Shared with the children (MAP_SHARED before fork): progress counters. */
 typedef struct shared {
     volatile uint64_t pushed[MAX_PROCS];
     volatile uint64_t read[MAX_PROCS];
+    /* --warm: processes ready; the timed run starts; the read phase starts (split) */
+    volatile uint32_t warmed, go, read_go;
 } shared_t;
 
 static opts_t o;
@@ -248,17 +260,64 @@ typedef struct task_us {
     double open_us, commit_us;
 } task_us_t;
 
+/* A map task's pusher configuration. */
+static rs_status_t map_config(rs_pusher_config_t *pc)
+{
+    rs_pusher_config_defaults(pc);
+    rs_status_t s = rs_pusher_config_from_env(pc);
+    pc->codec = o.codec;
+    pc->buf_len = o.buf;
+    if (o.sink) /* the pre-filled buffers and nothing else (see map_swap) */
+        pc->pool_bytes = o.sink_bufs * (o.buf + RS_PBUF_HEAD_ROOM + 64);
+    return s;
+}
+
+/* Waits (bounded: 600 s) until the parent sets *flag (go_set). */
+static void go_wait(volatile uint32_t *flag)
+{
+    double limit = perf_now_s() + 600;
+    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE) && perf_now_s() < limit) {
+        struct timespec ts = {.tv_sec = 1};
+        syscall(SYS_futex, flag, FUTEX_WAIT, 0, &ts, NULL, 0);
+    }
+}
+
+static void go_set(volatile uint32_t *flag)
+{
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, flag, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/*
+ * --warm: readies this process's client (push_lanes push lanes, read_lanes
+ * read lanes), tells the parent, and waits for *go unless go is NULL. A
+ * failed warm-up is said and the tasks go on without it.
+ */
+static void proc_warm(uint32_t push_lanes, uint32_t read_lanes, volatile uint32_t *go)
+{
+    rs_status_t s = RS_OK;
+    if (push_lanes > 0) {
+        rs_pusher_config_t pc;
+        rs_shuffle_desc_t d = desc();
+        s = map_config(&pc);
+        if (s == RS_OK)
+            s = rs_pusher_warm(&d, &pc, push_lanes);
+    }
+    if (s == RS_OK && read_lanes > 0)
+        s = rs_reader_warm(NULL, read_lanes);
+    if (s != RS_OK)
+        fprintf(stderr, "rs-shuffle-bench: warming the client: %s\n", rs_strerror(s));
+    __atomic_fetch_add(&sh->warmed, 1, __ATOMIC_SEQ_CST);
+    if (go != NULL)
+        go_wait(go);
+}
+
 /* One map task (map m, attempt): pushes its records into counts, adds to *r. */
 static rs_status_t map_task(uint32_t m, uint32_t slot, uint32_t attempt, pcount_t *counts,
                             map_result_t *r, task_us_t *us)
 {
     rs_pusher_config_t pc;
-    rs_pusher_config_defaults(&pc);
-    rs_status_t s = rs_pusher_config_from_env(&pc);
-    pc.codec = o.codec;
-    pc.buf_len = o.buf;
-    if (o.sink) /* the pre-filled buffers and nothing else (see map_swap) */
-        pc.pool_bytes = o.sink_bufs * (o.buf + RS_PBUF_HEAD_ROOM + 64);
+    rs_status_t s = map_config(&pc);
     rs_shuffle_desc_t d = desc();
     rs_pusher_t *p = NULL;
     double t_open = perf_now_s();
@@ -315,6 +374,8 @@ static int map_run(int fd, uint32_t m, uint32_t attempt)
     pthread_t tid[64];
     map_result_t r = {0};
     rs_status_t s = counts != NULL && us != NULL ? RS_OK : RS_ERR_NOMEM;
+    if (o.warm && !o.mpi) /* launched ranks warm before their barrier (run_launched) */
+        proc_warm(nt, o.colocated ? o.threads : 0, &sh->go); /* colocated: it reads too */
     double t0 = perf_now_s();
     for (uint32_t i = 0; i < nt && s == RS_OK; i++) {
         th[i] = (map_thread_t){.proc = m,
@@ -471,6 +532,8 @@ static void *red_thread_main(void *arg)
 /* Reads reducer r's partitions, verifies them and sends the result on fd: 0, or 1 if it failed. */
 static int reduce_run(int fd, uint32_t r)
 {
+    if (o.warm && !o.colocated && !o.mpi) /* split: forked before the clock, read at t1 */
+        proc_warm(0, o.threads, &sh->read_go);
     red_ctx_t c = {.r = r, .total = o.size / REC_LEN};
     c.seen = calloc(c.total / 8 + 1, 1);
     c.counts = calloc(o.partitions, sizeof(*c.counts));
@@ -648,6 +711,8 @@ static int parse_args(int argc, char **argv)
             o.speculative = 1, val = 0;
         else if (strcmp(a, "--sink") == 0)
             o.sink = 1, val = 0;
+        else if (strcmp(a, "--warm") == 0)
+            o.warm = 1, val = 0;
         else if (strcmp(a, "--size") == 0)
             val = rs_parse_size(v, &o.size) == RS_OK ? 1 : -1;
         else if (strcmp(a, "--buf") == 0)
@@ -814,6 +879,7 @@ typedef struct totals {
     uint64_t got_records, dups, bad, read_bytes;
     double map_s; /* the slowest mapper's own push time (no process start or connect) */
     double start_s, t0, t1, t2; /* workers' start-up; start, end of push, end of read */
+    double warm_s;              /* --warm: from the workers' start to every mapper ready */
     rs_worker_stats_t wst;
     int failed;
     double *open_us, *commit_us, *red_us; /* --tasks: per map task, per reduce task */
@@ -940,6 +1006,25 @@ static void set_addrs(const uint16_t *ports, uint32_t n)
     }
 }
 
+/*
+ * --warm: waits for n mapper processes to have readied their clients
+ * (bounded), then starts the timed run (t->t0) and lets them go.
+ */
+static void warm_then_go(totals_t *t, uint32_t n)
+{
+    double ready = perf_now_s(), limit = ready + 120;
+    while (__atomic_load_n(&sh->warmed, __ATOMIC_ACQUIRE) < n && perf_now_s() < limit)
+        usleep(100);
+    if (__atomic_load_n(&sh->warmed, __ATOMIC_ACQUIRE) < n) {
+        fprintf(stderr, "rs-shuffle-bench: %u of %u mappers warmed up within 120 s\n", sh->warmed,
+                n);
+        t->failed = 1;
+    }
+    t->t0 = perf_now_s();
+    t->warm_s = t->t0 - ready;
+    go_set(&sh->go);
+}
+
 /* split: W worker processes, then M mapper processes, then R reducer processes. */
 static int run_split(totals_t *t)
 {
@@ -975,6 +1060,12 @@ static int run_split(totals_t *t)
         t->start_cpu_s += proc_cpu_s(wpid[i]);
     for (uint32_t i = 0; i < n_maps_run; i++)
         mpid[i] = spawn(&mfd[i], mapper_fn, i % o.mappers, i / o.mappers);
+    /* --warm: the reducers too are forked and ready before the clock starts; they read at t1 */
+    int pre_reduce = o.warm && !o.sink;
+    for (uint32_t r = 0; r < o.reducers && pre_reduce; r++)
+        rpid[r] = spawn(&rfd[r], reducer_fn, r, 0);
+    if (o.warm)
+        warm_then_go(t, n_maps_run + (pre_reduce ? o.reducers : 0));
     if (o.kill_phase == 1)
         kill_hook(sh->pushed, o.mappers, o.size, mpid, n_maps_run, wpid[0]);
     progress("push", sh->pushed, o.mappers, o.sink ? o.size / o.buf * o.buf : o.size, mfd,
@@ -986,8 +1077,17 @@ static int run_split(totals_t *t)
     }
     t->t1 = perf_now_s();
 
+    if (pre_reduce && t->failed) { /* nothing to read: the ready reducers go */
+        for (uint32_t r = 0; r < o.reducers; r++) {
+            kill(rpid[r], SIGTERM);
+            close(rfd[r]);
+            reap(t, rpid[r], ROLE_REDUCE);
+        }
+    }
     if (!t->failed && !o.sink) {
-        for (uint32_t r = 0; r < o.reducers; r++)
+        if (pre_reduce)
+            go_set(&sh->read_go);
+        for (uint32_t r = 0; r < o.reducers && !pre_reduce; r++)
             rpid[r] = spawn(&rfd[r], reducer_fn, r, 0);
         if (o.kill_phase == 2)
             kill_hook(sh->read, o.reducers, t->total * REC_LEN, rpid, o.reducers, wpid[0]);
@@ -1090,10 +1190,12 @@ static int run_colocated(totals_t *t)
     t->t0 = perf_now_s();
     t->start_s = t->t0 - tw;
     for (uint32_t i = 0; i < n; i++)
-        t->start_cpu_s += proc_cpu_s(pid[i]);
-    for (uint32_t i = 0; i < n; i++)
         if (perf_write_all(to[i], ports, n * sizeof(ports[0])) != 0)
             t->failed = 1;
+    if (o.warm) /* the clock starts once every process's client is ready */
+        warm_then_go(t, n);
+    for (uint32_t i = 0; i < n; i++)
+        t->start_cpu_s += proc_cpu_s(pid[i]);
     for (uint32_t i = 0; i < n; i++)
         take_map(t, from[i], 1);
     t->t1 = perf_now_s();
@@ -1161,9 +1263,13 @@ static int run_launched(totals_t *t)
         rs_worker_destroy(w);
         return -1;
     }
+    double ready = perf_now_s();
+    if (o.warm) /* this rank's client, before the clock starts */
+        proc_warm(o.threads < o.tasks ? o.threads : o.tasks, o.threads, NULL);
     launch_barrier();
     t->t0 = perf_now_s();
-    t->start_s = t->t0 - tw;
+    t->start_s = ready - tw;
+    t->warm_s = t->t0 - ready;
     map_run(fd, me, 0);
     lseek(fd, 0, SEEK_SET);
     take_map(t, fd, 1);
@@ -1288,6 +1394,9 @@ static void put_results(const totals_t *t, uint64_t bytes, uint64_t lost, uint64
         perf_u64(&pout, "worker_merged_in_place", t->wst.merged_in_place);
         perf_num(&pout, "start_s", t->start_s, 4);
     }
+    perf_u64(&pout, "warm", (uint64_t)o.warm);
+    if (o.warm)
+        perf_num(&pout, "warm_s", t->warm_s, 4);
     if (t->cpu_known) { /* CPU-seconds (user + system) and context switches by role */
         for (int r = 0; r < ROLES; r++) {
             if (t->cpu[r].cpu_s == 0 && t->cpu[r].csw == 0)
@@ -1324,7 +1433,7 @@ int main(int argc, char **argv)
         "                        [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...\n"
         "                        [--launcher local|mpi] [--json [FILE]] [--csv FILE] [--progress]\n"
         "                        [--replicas R] [--kill-worker push|read@FRACTION]\n"
-        "                        [--tasks N] [--threads C]\n"
+        "                        [--tasks N] [--threads C] [--warm]\n"
         "A whole shuffle on local processes (or one per MPI rank: mpirun -np N ... --launcher\n"
         "mpi); every record is verified.\n");
     perf_out_init(&pout, "rs-shuffle-bench", &argc, argv);
