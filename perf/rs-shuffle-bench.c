@@ -303,8 +303,10 @@ static void proc_warm(uint32_t push_lanes, uint32_t read_lanes, volatile uint32_
         if (s == RS_OK)
             s = rs_pusher_warm(&d, &pc, push_lanes);
     }
-    if (s == RS_OK && read_lanes > 0)
-        s = rs_reader_warm(NULL, read_lanes);
+    if (s == RS_OK && read_lanes > 0) {
+        rs_shuffle_desc_t d = desc();
+        s = rs_reader_warm(&d, NULL, read_lanes);
+    }
     if (s != RS_OK)
         fprintf(stderr, "rs-shuffle-bench: warming the client: %s\n", rs_strerror(s));
     __atomic_fetch_add(&sh->warmed, 1, __ATOMIC_SEQ_CST);

@@ -158,6 +158,11 @@ rs_status_t rs_rd_lane_get(rs_client_t *c, const rs_read_lane_key_t *key, rs_rea
 void rs_rd_lane_conns_close(rs_read_lane_t *l);
 void rs_rd_lane_conn_lend(rs_read_lane_t *l, rconn_t *c);
 int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c);
+/*
+ * Warm-up (warm.c): the lane keeps a connection to addr, made now unless it
+ * has a live one; no key yet (the first session's attach brings it).
+ */
+rs_status_t rs_rd_lane_conn_warm(rs_read_lane_t *l, const char *addr);
 rs_status_t rs_rd_lane_handlers(rs_read_lane_t *l);
 
 /*

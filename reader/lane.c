@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "shuffle/local.h"
+#include "shuffle/name.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -156,11 +157,10 @@ void rs_rd_lane_conn_lend(rs_read_lane_t *l, rconn_t *c)
     }
 }
 
-/* Keeps c's connection in the lane for a later session; 0 if it cannot (then the caller closes). */
-int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c)
+/* Adds a kept connection to addr (copied); 0 when memory ran out (nothing changed). */
+static int conns_add(rs_read_lane_t *l, const char *addr, rs_ep_t *ep, rs_rkey_t *rkey,
+                     uint64_t made)
 {
-    if (c->ep == NULL || c->rkey == NULL || rs_ep_status(c->ep) != RS_OK)
-        return 0;
     if (l->n_conns == l->cap_conns) {
         uint32_t cap = l->cap_conns ? 2 * l->cap_conns : 8;
         rlconn_t *n = realloc(l->conns, cap * sizeof(*n));
@@ -169,16 +169,43 @@ int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c)
         l->conns = n;
         l->cap_conns = cap;
     }
-    char *a = strdup(c->addr);
+    char *a = strdup(addr);
     if (a == NULL)
+        return 0;
+    l->conns[l->n_conns++] = (rlconn_t){.addr = a, .ep = ep, .rkey = rkey, .made = made};
+    return 1;
+}
+
+/* Keeps c's connection in the lane for a later session; 0 if it cannot (then the caller closes). */
+int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c)
+{
+    if (c->ep == NULL || c->rkey == NULL || rs_ep_status(c->ep) != RS_OK)
+        return 0;
+    if (!conns_add(l, c->addr, c->ep, c->rkey, l->loss_seen))
         return 0;
     /*
      * A worker of this process is not held by an idle lane: it may be
      * destroyed between sessions. The next session's attach looks it up again.
      */
     rs_sproto_local_release(c->local_reg);
-    l->conns[l->n_conns++] =
-        (rlconn_t){.addr = a, .ep = c->ep, .rkey = c->rkey, .made = l->loss_seen};
     *c = (rconn_t){.addr = c->addr};
     return 1;
+}
+
+rs_status_t rs_rd_lane_conn_warm(rs_read_lane_t *l, const char *addr)
+{
+    for (uint32_t i = 0; i < l->n_conns; i++)
+        if (strcmp(l->conns[i].addr, addr) == 0 && l->conns[i].ep != NULL &&
+            rs_ep_status(l->conns[i].ep) == RS_OK)
+            return RS_OK;
+    uint64_t made = rs_lane_loss_epoch(&l->base); /* a loss noted from now on concerns it */
+    rs_ep_t *ep;
+    rs_status_t s = rs_sproto_name_connect(l->ctx, addr, &ep);
+    if (s != RS_OK)
+        return s;
+    if (!conns_add(l, addr, ep, NULL, made)) {
+        rs_ep_close(ep);
+        return RS_ERR_NOMEM;
+    }
+    return RS_OK;
 }

@@ -181,7 +181,8 @@ rs_status_t rs_rd_sess_conn(rs_reader_session_t *s, uint32_t w, rconn_t **conn_p
         *conn_p = c; /* attached, or its attach answered with the open (rs_rd_sess_attach_end) */
         return RS_OK;
     }
-    if (c->ep == NULL || rs_ep_status(c->ep) != RS_OK || c->rkey == NULL) {
+    /* Live without a key: made by a warm-up, its attach (conn_open) brings the key. */
+    if (c->ep == NULL || rs_ep_status(c->ep) != RS_OK) {
         conn_close(c); /* a failed or dead one is made again */
         c->gen++;
     }

@@ -1,9 +1,8 @@
 /*
  * Warming a client's read lanes before its reduce tasks come: the lanes'
- * contexts and one read buffer each, resident, made now (docs/shuffle.md,
- * "Warm lanes"). Connections are not made here: a read connection needs a
- * session's attach for its remote key, and a session connects in
- * microseconds once its context exists.
+ * contexts, one resident read buffer each and a connection to every worker
+ * made now (docs/shuffle.md, "Warm lanes"). A connection gets its remote
+ * key from the first session's attach.
  */
 #include "reader/internal.h"
 #include "reader/config.h"
@@ -32,11 +31,32 @@ static rs_status_t lane_buf(rs_read_lane_t *l)
     return RS_OK;
 }
 
-rs_status_t rs_reader_warm_in(rs_client_t *client, const rs_reader_config_t *cfg, uint32_t lanes)
+/* Gives l a resident read buffer and a connection to every worker of desc. */
+static rs_status_t lane_warm(rs_read_lane_t *l, const rs_shuffle_desc_t *desc)
 {
-    if (client == NULL || lanes == 0 || lanes > RS_READ_WARM_MAX) {
-        rs_error("reader warm: %s",
-                 client == NULL ? "NULL client" : "lanes must be 1 to RS_READ_WARM_MAX");
+    rs_status_t s = lane_buf(l);
+    for (uint32_t i = 0; i < desc->n_workers && s == RS_OK; i++) {
+        if (desc->workers[i] == NULL) {
+            rs_error("reader warm: worker %u of the shuffle has no address", i);
+            s = RS_ERR_INVALID;
+        } else if ((s = rs_rd_lane_conn_warm(l, desc->workers[i])) != RS_OK) {
+            rs_error("reader warm: cannot connect to worker %s: %s", desc->workers[i],
+                     rs_strerror(s));
+        }
+    }
+    return s;
+}
+
+rs_status_t rs_reader_warm_in(rs_client_t *client, const rs_shuffle_desc_t *desc,
+                              const rs_reader_config_t *cfg, uint32_t lanes)
+{
+    if (client == NULL || desc == NULL || desc->n_workers == 0 || desc->workers == NULL ||
+        lanes == 0 || lanes > RS_READ_WARM_MAX) {
+        rs_error("reader warm: %s", client == NULL ? "NULL client"
+                                    : desc == NULL ? "NULL shuffle descriptor"
+                                    : lanes == 0 || lanes > RS_READ_WARM_MAX
+                                        ? "lanes must be 1 to RS_READ_WARM_MAX"
+                                        : "the descriptor has no workers");
         return RS_ERR_INVALID;
     }
     rs_reader_config_t rc;
@@ -61,17 +81,18 @@ rs_status_t rs_reader_warm_in(rs_client_t *client, const rs_reader_config_t *cfg
         if ((s = rs_rd_lane_get(client, &key, &got[n])) != RS_OK)
             break;
     for (uint32_t i = 0; i < n && s == RS_OK; i++)
-        s = lane_buf(got[i]);
+        s = lane_warm(got[i], desc);
     for (uint32_t i = 0; i < n; i++)
         rs_lane_give(&got[i]->base, 1); /* no session on it: reusable */
     free(got);
     return s;
 }
 
-rs_status_t rs_reader_warm(const rs_reader_config_t *cfg, uint32_t lanes)
+rs_status_t rs_reader_warm(const rs_shuffle_desc_t *desc, const rs_reader_config_t *cfg,
+                           uint32_t lanes)
 {
     rs_client_t *c = rs_client_default();
     if (c == NULL)
         return RS_ERR_NOMEM;
-    return rs_reader_warm_in(c, cfg, lanes);
+    return rs_reader_warm_in(c, desc, cfg, lanes);
 }

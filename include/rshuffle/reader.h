@@ -102,21 +102,25 @@ RS_API rs_status_t rs_reader_session_open_in(rs_client_t *client, const rs_shuff
 /*
  * Makes lanes read lanes of client ready for the reduce tasks an executor
  * is about to run (the read side of rs_pusher_warm_in): each fits sessions
- * of cfg (NULL: defaults and environment), has its context made and one
- * read buffer (read_max) registered and resident, and is kept idle in the
+ * of cfg (NULL: defaults and environment), has its context made, one read
+ * buffer (read_max) registered and resident, and a connection to every
+ * worker of desc (only its workers are read); they are kept idle in the
  * client (at most its max_idle). They are taken together, so sessions
- * running at once each find one. No connection is made (a session's attach
- * brings the worker's key). Optional: without it a thread's first session
- * makes its lane and its buffer faults in as reads land. Errors:
- * RS_ERR_INVALID (NULL client, lanes 0 or above RS_READ_WARM_MAX),
- * RS_ERR_CONFIG as rs_reader_session_open, rs_ctx_create's and
- * rs_mem_alloc's errors, RS_ERR_NOMEM. Lanes made before an error stay.
+ * running at once each find one. A session's first attach on a warmed
+ * connection brings the worker's key (one round trip, as on a new one,
+ * without the connect). Optional: without it a thread's first session
+ * makes its lane and connections, and its buffer faults in as reads land.
+ * Errors: RS_ERR_INVALID (NULL client or desc, no workers, a NULL address,
+ * lanes 0 or above RS_READ_WARM_MAX), RS_ERR_CONFIG as
+ * rs_reader_session_open, rs_ctx_create's, rs_mem_alloc's and
+ * rs_connect's errors, RS_ERR_NOMEM. Lanes made before an error stay.
  */
-RS_API rs_status_t rs_reader_warm_in(rs_client_t *client, const rs_reader_config_t *cfg,
-                                     uint32_t lanes);
+RS_API rs_status_t rs_reader_warm_in(rs_client_t *client, const rs_shuffle_desc_t *desc,
+                                     const rs_reader_config_t *cfg, uint32_t lanes);
 
 /* rs_reader_warm_in on the process's default client (RS_ERR_NOMEM when it cannot be made). */
-RS_API rs_status_t rs_reader_warm(const rs_reader_config_t *cfg, uint32_t lanes);
+RS_API rs_status_t rs_reader_warm(const rs_shuffle_desc_t *desc, const rs_reader_config_t *cfg,
+                                  uint32_t lanes);
 
 /*
  * Opens one partition in the session. RS_ERR_NOT_FOUND: unknown shuffle or

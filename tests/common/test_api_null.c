@@ -291,8 +291,9 @@ INVALID(reader_session_open_in_desc,
         rs_reader_session_open_in(Z(rs_client_t), NULL, 1, NULL, NULL, &(rs_reader_session_t *){0}))
 INVALID(reader_session_open_in_out,
         rs_reader_session_open_in(Z(rs_client_t), &desc, 1, NULL, NULL, NULL))
-INVALID(reader_warm_in_client, rs_reader_warm_in(NULL, NULL, 1))
-INVALID(reader_warm_lanes, rs_reader_warm(NULL, 0))
+INVALID(reader_warm_in_client, rs_reader_warm_in(NULL, &desc, NULL, 1))
+INVALID(reader_warm_in_desc, rs_reader_warm_in(Z(rs_client_t), NULL, NULL, 1))
+INVALID(reader_warm_desc, rs_reader_warm(NULL, NULL, 1))
 INVALID(reader_open_desc, rs_reader_open(NULL, 0, 1, NULL, NULL, &(rs_reader_t *){0}))
 INVALID(reader_open_out, rs_reader_open(&desc, 0, 1, NULL, NULL, NULL))
 INVALID(reader_next_r, rs_reader_next(NULL, &(const void *){0}, &(uint32_t){0}))
@@ -515,7 +516,8 @@ static const struct {
     C(reader_session_open_in_desc),
     C(reader_session_open_in_out),
     C(reader_warm_in_client),
-    C(reader_warm_lanes),
+    C(reader_warm_in_desc),
+    C(reader_warm_desc),
     C(reader_open_desc),
     C(reader_open_out),
     C(reader_next_r),

@@ -7,7 +7,8 @@
  * worker's), malformed, dropped or held past the wait. Each time the open
  * fails with the status it must, within its bound; the connection goes, and
  * the same session, then the next ones of the client, read every record
- * (on a new connection, then on the kept one again).
+ * (on a new connection, then on the kept one again). And a warmed lane's
+ * connections, made without a key, used by its first session's attach.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -235,6 +236,30 @@ static void run_mangles(mangle_t *cases, size_t n, uint32_t shuffle_id)
 }
 
 /* The worker's answer says no: the open returns what it says. */
+/*
+ * A warmed read lane (rs_reader_warm_in): its connections are made by the
+ * warm-up, without a key; the first session attaches on them with a round
+ * trip (no new connection) and reads everything; the next session attaches
+ * on the kept ones again.
+ */
+static void test_warm_connections_used(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_open(&f, 41, 2);
+    rs_lb_reset();
+    assert_int_equal(rs_reader_warm_in(f.cl, &f.s.desc, &f.rc, 1), RS_OK);
+    rs_lb_counts_t c = counts();
+    assert_int_equal(c.connects, 2);
+    assert_int_equal(c.sent[RS_SMSG_ATTACH], 0);
+    read_good(&f, 0);
+    read_good(&f, 0);
+    rs_client_stats_t st;
+    rs_client_stats(f.cl, &st);
+    assert_int_equal(st.lanes_made, 1);
+    fx_close(&f);
+}
+
 static void test_kept_attach_refused(void **state)
 {
     (void)state;
@@ -412,6 +437,7 @@ int main(void)
     lb_env_defaults();
     lb_alarm(120);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_warm_connections_used),
         cmocka_unit_test(test_kept_attach_refused),
         cmocka_unit_test(test_kept_attach_malformed),
         cmocka_unit_test(test_kept_attach_other_generation),

@@ -339,12 +339,12 @@ static void test_warm_lanes(void **state)
     rs_shuffle_desc_t none = d;
     none.n_workers = 0;
     assert_int_equal(rs_pusher_warm_in(cl, &none, &pc, 1), RS_ERR_INVALID);
-    assert_int_equal(rs_reader_warm_in(cl, &rc, 0), RS_ERR_INVALID);
-    assert_int_equal(rs_reader_warm_in(cl, &rc, RS_READ_WARM_MAX + 1), RS_ERR_INVALID);
+    assert_int_equal(rs_reader_warm_in(cl, &d, &rc, 0), RS_ERR_INVALID);
+    assert_int_equal(rs_reader_warm_in(cl, &d, &rc, RS_READ_WARM_MAX + 1), RS_ERR_INVALID);
 
     assert_int_equal(rs_pusher_warm_in(cl, &d, &pc, THREADS), RS_OK);
     uint64_t before = rss_bytes();
-    assert_int_equal(rs_reader_warm_in(cl, &rc, THREADS), RS_OK);
+    assert_int_equal(rs_reader_warm_in(cl, &d, &rc, THREADS), RS_OK);
     uint64_t grown = rss_bytes() - before, want = (uint64_t)THREADS * rc.read_max;
     /* Each lane's read buffer resident before any task (lazily made, it would not be). */
     printf("reader warm: resident set grew by %llu bytes (read buffers: %llu)\n",
