@@ -54,7 +54,7 @@ rs_status_t rs_pusher_warm_in(rs_client_t *client, const rs_shuffle_desc_t *desc
         return RS_ERR_NOMEM;
     uint32_t n = 0;
     /* All taken at once, so each is a lane of its own, as tasks running together take them. */
-    for (; n < lanes && s == RS_OK; n++)
+    for (; n < lanes; n++)
         if ((s = rs_push_lane_get(client, &key, &got[n])) != RS_OK)
             break;
     for (uint32_t i = 0; i < n && s == RS_OK; i++)

@@ -144,7 +144,7 @@ static inline rs_status_t rs_rd_reply_copy(uint8_t **buf, size_t *cap, const voi
     return RS_OK;
 }
 
-/* The key of the read lanes that fit a session of cfg (checked); set on RS_OK only. */
+/* The key of the read lanes that fit a session of cfg (already checked); set on RS_OK only. */
 rs_status_t rs_rd_lane_key_make(const rs_reader_config_t *cfg, rs_read_lane_key_t *key_p);
 /*
  * Read lanes (lane.c). get: an idle lane of the client fit for key, else a

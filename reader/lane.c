@@ -176,10 +176,14 @@ static int conns_add(rs_read_lane_t *l, const char *addr, rs_ep_t *ep, rs_rkey_t
     return 1;
 }
 
-/* Keeps c's connection in the lane for a later session; 0 if it cannot (then the caller closes). */
+/*
+ * Keeps c's connection in the lane for a later session; 0 if it cannot
+ * (then the caller closes). One without a key is a warmed one the session
+ * never attached on (a failed attach closes its connection at once).
+ */
 int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c)
 {
-    if (c->ep == NULL || c->rkey == NULL || rs_ep_status(c->ep) != RS_OK)
+    if (c->ep == NULL || rs_ep_status(c->ep) != RS_OK)
         return 0;
     if (!conns_add(l, c->addr, c->ep, c->rkey, l->loss_seen))
         return 0;

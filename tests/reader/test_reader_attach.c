@@ -238,9 +238,10 @@ static void run_mangles(mangle_t *cases, size_t n, uint32_t shuffle_id)
 /* The worker's answer says no: the open returns what it says. */
 /*
  * A warmed read lane (rs_reader_warm_in): its connections are made by the
- * warm-up, without a key; the first session attaches on them with a round
- * trip (no new connection) and reads everything; the next session attaches
- * on the kept ones again.
+ * warm-up, without a key. A first session that reads worker 0's partition
+ * alone keeps worker 1's unused connection; the next session attaches on
+ * both (no new connection) and reads everything, the one after on the kept
+ * ones again.
  */
 static void test_warm_connections_used(void **state)
 {
@@ -252,6 +253,14 @@ static void test_warm_connections_used(void **state)
     rs_lb_counts_t c = counts();
     assert_int_equal(c.connects, 2);
     assert_int_equal(c.sent[RS_SMSG_ATTACH], 0);
+    rs_reader_session_t *sess;
+    assert_int_equal(rs_reader_session_open_in(f.cl, &f.s.desc, MAPS, f.zero, &f.rc, &sess), RS_OK);
+    lb_seen_clear(&f.s);
+    lb_read_part_ok(&f.s, sess, 0, NULL); /* worker 0's (place_halves) */
+    rs_reader_session_close(sess);
+    c = counts();
+    assert_int_equal(c.connects, 2);
+    assert_int_equal(c.sent[RS_SMSG_ATTACH], 1);
     read_good(&f, 0);
     read_good(&f, 0);
     rs_client_stats_t st;

@@ -318,10 +318,9 @@ static uint64_t rss_bytes(void)
 /*
  * rs_pusher_warm_in / rs_reader_warm_in: THREADS lanes of each kind made
  * before any task, read buffers (and pools, checked with larger ones at the
- * end) resident; then every task
- * of the many-threads run is served by them (no lane made after the warm
- * up), every record read once. Warming connects: a worker nobody listens
- * at fails it. Bad arguments are refused.
+ * end) resident; then every task of the many-threads run is served by them
+ * (no lane made after the warm-up), every record read once. Warming
+ * connects: a worker nobody listens at fails it. Bad arguments are refused.
  */
 static void test_warm_lanes(void **state)
 {
