@@ -49,12 +49,15 @@
  * context switches (cpu_map_s, csw_map, ...; colocated: cpu_procs_s), from
  * wait4, and cpu_start_s: the workers' (colocated: the processes') CPU at
  * the start of the timed run, their start-up, included in their role's.
- * --warm: each mapper process readies its client before the timed run, as
- * an executor does at start (rs_pusher_warm: one push lane per thread,
- * connected to every worker, its pool resident), the way an MPI code has
- * MPI_Init and a first touch of its buffers behind it (perf/mpi-shuffle
- * touches them before its clock starts); the wait for every process's
- * warm-up is warm_s, in neither start_s nor "seconds".
+ * --warm: each mapper and reducer process readies its client before the
+ * timed run, as an executor does at start (rs_pusher_warm: one push lane
+ * per thread, connected to every worker, its pool resident; rs_reader_warm:
+ * one read lane per thread, connected, a read buffer resident; the split
+ * layout forks its reducers before the clock and starts them at the end of
+ * the push), the way an MPI code has MPI_Init and a first touch of its
+ * buffers behind it (perf/mpi-shuffle touches them before its clock
+ * starts); the wait for every process's warm-up is warm_s, in neither
+ * start_s nor "seconds".
  */
 #include "launch.h"
 #include "perf_json.h"
@@ -96,7 +99,7 @@ typedef struct opts {
     double kill_frac, kill_s;
     uint32_t tasks, threads; /* --tasks, --threads: map tasks per mapper, threads per process */
     int task_mode;           /* either given: per-task pushers and reader sessions */
-    int warm;                /* --warm: mappers ready their clients before the timed run */
+    int warm;                /* --warm: processes ready their clients before the timed run */
 } opts_t;
 
 /* Shared with the children (MAP_SHARED before fork): progress counters. */
@@ -296,17 +299,15 @@ static void go_set(volatile uint32_t *flag)
 static void proc_warm(uint32_t push_lanes, uint32_t read_lanes, volatile uint32_t *go)
 {
     rs_status_t s = RS_OK;
+    rs_shuffle_desc_t d = desc();
     if (push_lanes > 0) {
         rs_pusher_config_t pc;
-        rs_shuffle_desc_t d = desc();
         s = map_config(&pc);
         if (s == RS_OK)
             s = rs_pusher_warm(&d, &pc, push_lanes);
     }
-    if (s == RS_OK && read_lanes > 0) {
-        rs_shuffle_desc_t d = desc();
+    if (s == RS_OK && read_lanes > 0)
         s = rs_reader_warm(&d, NULL, read_lanes);
-    }
     if (s != RS_OK)
         fprintf(stderr, "rs-shuffle-bench: warming the client: %s\n", rs_strerror(s));
     __atomic_fetch_add(&sh->warmed, 1, __ATOMIC_SEQ_CST);
@@ -881,7 +882,7 @@ typedef struct totals {
     uint64_t got_records, dups, bad, read_bytes;
     double map_s; /* the slowest mapper's own push time (no process start or connect) */
     double start_s, t0, t1, t2; /* workers' start-up; start, end of push, end of read */
-    double warm_s;              /* --warm: from the workers' start to every mapper ready */
+    double warm_s;              /* --warm: from the workers' start-up to every process ready */
     rs_worker_stats_t wst;
     int failed;
     double *open_us, *commit_us, *red_us; /* --tasks: per map task, per reduce task */
@@ -1009,8 +1010,8 @@ static void set_addrs(const uint16_t *ports, uint32_t n)
 }
 
 /*
- * --warm: waits for n mapper processes to have readied their clients
- * (bounded), then starts the timed run (t->t0) and lets them go.
+ * --warm: waits for n processes to have readied their clients (bounded),
+ * then starts the timed run (t->t0) and lets the mappers go.
  */
 static void warm_then_go(totals_t *t, uint32_t n)
 {
@@ -1018,7 +1019,7 @@ static void warm_then_go(totals_t *t, uint32_t n)
     while (__atomic_load_n(&sh->warmed, __ATOMIC_ACQUIRE) < n && perf_now_s() < limit)
         usleep(100);
     if (__atomic_load_n(&sh->warmed, __ATOMIC_ACQUIRE) < n) {
-        fprintf(stderr, "rs-shuffle-bench: %u of %u mappers warmed up within 120 s\n", sh->warmed,
+        fprintf(stderr, "rs-shuffle-bench: %u of %u processes warmed up within 120 s\n", sh->warmed,
                 n);
         t->failed = 1;
     }
