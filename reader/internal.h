@@ -160,7 +160,8 @@ void rs_rd_lane_conn_lend(rs_read_lane_t *l, rconn_t *c);
 int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c);
 /*
  * Warm-up (warm.c): the lane keeps a connection to addr, made now unless it
- * has a live one; no key yet (the first session's attach brings it).
+ * has a live one (a dead one kept to addr is closed first); no key yet (the
+ * first session's attach brings it).
  */
 rs_status_t rs_rd_lane_conn_warm(rs_read_lane_t *l, const char *addr);
 rs_status_t rs_rd_lane_handlers(rs_read_lane_t *l);

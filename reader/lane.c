@@ -198,10 +198,19 @@ int rs_rd_lane_conn_keep(rs_read_lane_t *l, rconn_t *c)
 
 rs_status_t rs_rd_lane_conn_warm(rs_read_lane_t *l, const char *addr)
 {
-    for (uint32_t i = 0; i < l->n_conns; i++)
-        if (strcmp(l->conns[i].addr, addr) == 0 && l->conns[i].ep != NULL &&
-            rs_ep_status(l->conns[i].ep) == RS_OK)
+    for (uint32_t i = 0; i < l->n_conns; i++) {
+        rlconn_t *k = &l->conns[i];
+        if (strcmp(k->addr, addr) != 0)
+            continue;
+        if (k->ep != NULL && rs_ep_status(k->ep) == RS_OK)
             return RS_OK;
+        /* A dead kept one goes (a session is lent the first one to addr), its loss told. */
+        if (k->ep != NULL && rs_ep_peer_exited(k->ep))
+            rs_lane_loss_note(&l->base, k->addr, k->made);
+        rlconn_close(k);
+        l->conns[i] = l->conns[--l->n_conns];
+        break;
+    }
     uint64_t made = rs_lane_loss_epoch(&l->base); /* a loss noted from now on concerns it */
     rs_ep_t *ep;
     rs_status_t s = rs_sproto_name_connect(l->ctx, addr, &ep);
