@@ -495,6 +495,42 @@ static rs_status_t partition_buffer(rs_pusher_t *p, uint32_t part, size_t need)
     return s;
 }
 
+/*
+ * The partition's buffer has no room for need bytes: checks the record
+ * against the limits, hands the full buffer on and takes the next one.
+ */
+static __attribute__((noinline)) rs_status_t append_room(rs_pusher_t *p, uint32_t partition,
+                                                         uint32_t len, size_t need)
+{
+    rs_status_t s;
+    pwrite_t *wr = &p->wr[partition];
+    if (len > RS_PUSH_RECORD_MAX) {
+        rs_error("pusher: a record of %u bytes is over the limit "
+                 "(RS_PUSH_RECORD_MAX, %u bytes)",
+                 len, RS_PUSH_RECORD_MAX);
+        return RS_ERR_INVALID;
+    }
+    if (!rs_push_q_fits(p->q, need)) {
+        rs_error("pusher: a record of %u bytes does not fit the push pool (%zu bytes)", len,
+                 p->cfg.pool_bytes);
+        return RS_ERR_INVALID;
+    }
+    rs_pbuf_t *b = p->cur[partition];
+    if (b != NULL) {
+        size_t grown = b->len * 2 < p->part_cap ? b->len * 2 : p->part_cap;
+        if (grown > p->next_len[partition])
+            p->next_len[partition] = grown; /* it filled: the next one is bigger */
+        if ((s = flush_partition(p, partition)) != RS_OK)
+            return s;
+    }
+    if ((s = partition_buffer(p, partition, need)) != RS_OK)
+        return s;
+    b = p->cur[partition];
+    RS_ASSERT(b->len >= need && b->len <= UINT32_MAX);
+    *wr = (pwrite_t){.data = b->data, .fill = 0, .cap = (uint32_t)b->len};
+    return RS_OK;
+}
+
 rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec, uint32_t len)
 {
     if (p == NULL)
@@ -506,32 +542,9 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
         return RS_ERR_INVALID;
     size_t need = rs_record_size(len);
     pwrite_t *wr = &p->wr[partition];
-    if (wr->cap - wr->fill < need) { /* a record that fits a buffer is within both limits */
-        if (len > RS_PUSH_RECORD_MAX) {
-            rs_error("pusher: a record of %u bytes is over the limit "
-                     "(RS_PUSH_RECORD_MAX, %u bytes)",
-                     len, RS_PUSH_RECORD_MAX);
-            return RS_ERR_INVALID;
-        }
-        if (!rs_push_q_fits(p->q, need)) {
-            rs_error("pusher: a record of %u bytes does not fit the push pool (%zu bytes)", len,
-                     p->cfg.pool_bytes);
-            return RS_ERR_INVALID;
-        }
-        rs_pbuf_t *b = p->cur[partition];
-        if (b != NULL) {
-            size_t grown = b->len * 2 < p->part_cap ? b->len * 2 : p->part_cap;
-            if (grown > p->next_len[partition])
-                p->next_len[partition] = grown; /* it filled: the next one is bigger */
-            if ((s = flush_partition(p, partition)) != RS_OK)
-                return s;
-        }
-        if ((s = partition_buffer(p, partition, need)) != RS_OK)
-            return s;
-        b = p->cur[partition];
-        RS_ASSERT(b->len >= need && b->len <= UINT32_MAX);
-        *wr = (pwrite_t){.data = b->data, .fill = 0, .cap = (uint32_t)b->len};
-    }
+    /* A record that fits a buffer is within both limits; the rest is append_room's. */
+    if (wr->cap - wr->fill < need && (s = append_room(p, partition, len, need)) != RS_OK)
+        return s;
     uint32_t at = wr->fill + (uint32_t)rs_record_put(wr->data + wr->fill, rec, len);
     wr->fill = at;
     p->records++;

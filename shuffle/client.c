@@ -119,6 +119,7 @@ void rs_lane_add(rs_client_t *c, rs_lane_t *lane, int kind, void (*destroy)(rs_l
     lane->kind = kind;
     lane->client = c;
     lane->losses = &c->losses;
+    lane->closed = &c->closed;
     lane->destroy = destroy;
     rs_list_init(&lane->link);
     pthread_mutex_lock(&c->lock);
@@ -157,11 +158,6 @@ void rs_lane_give(rs_lane_t *lane, int reusable)
     c->busy--;
     if (!maybe_free_locked(c))
         pthread_mutex_unlock(&c->lock);
-}
-
-int rs_lane_client_closed(const rs_lane_t *lane)
-{
-    return atomic_load(&lane->client->closed);
 }
 
 void rs_client_stats(rs_client_t *c, rs_client_stats_t *stats)

@@ -21,6 +21,7 @@ typedef struct rs_lane {
     int kind;
     rs_client_t *client;
     struct rs_loss_set *losses;            /* the client's (shuffle/loss.h) */
+    const atomic_int *closed;              /* the client's: set once it is destroyed */
     void (*destroy)(struct rs_lane *lane); /* frees the lane (called without the client's lock) */
 } rs_lane_t;
 
@@ -44,8 +45,14 @@ void rs_lane_add(rs_client_t *c, rs_lane_t *lane, int kind, void (*destroy)(rs_l
  */
 void rs_lane_give(rs_lane_t *lane, int reusable);
 
-/* Was the lane's client destroyed? (its task's calls then fail: RS_ERR_CANCELED) */
-int rs_lane_client_closed(const rs_lane_t *lane);
+/*
+ * Was the lane's client destroyed? (its task's calls then fail:
+ * RS_ERR_CANCELED). Inline: appends and reads check it per record.
+ */
+static inline int rs_lane_client_closed(const rs_lane_t *lane)
+{
+    return atomic_load_explicit(lane->closed, memory_order_acquire);
+}
 
 /*
  * Workers lost, told once to every lane of a client (shuffle/loss.c). A
