@@ -209,12 +209,70 @@ static void test_lazy_memory(void **state)
     rs_ctx_destroy(ctx);
 }
 
+/* The VmFlags line of the mapping that holds addr (/proc/self/smaps), or "" if not found. */
+static void vm_flags(const void *addr, char *out, size_t cap)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    assert_non_null(f);
+    char line[512];
+    int in = 0;
+    out[0] = '\0';
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+            continue;
+        }
+        if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, cap, "%s", line + 8);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/*
+ * Private regions of 2 MiB or more are 2 MiB-aligned and advised for huge
+ * pages by default (the kernel's "hg" flag on the mapping); with
+ * RSHUFFLE_UCX_HUGE=0 they are not. Smaller regions are never advised.
+ */
+static void test_huge_advice(void **state)
+{
+    (void)state;
+    char flags[512];
+    int thp = access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0;
+    for (int huge = 1; huge >= 0; huge--) {
+        if (!huge)
+            setenv("RSHUFFLE_UCX_HUGE", "0", 1);
+        rs_config_t cfg;
+        rs_ctx_t *ctx;
+        rs_mr_t *big = NULL, *small = NULL;
+        rs_config_defaults(&cfg);
+        cfg.transport = RS_TRANSPORT_UCX;
+        assert_int_equal(rs_ctx_create(&cfg, &ctx), RS_OK);
+        assert_int_equal(rs_mem_alloc(ctx, 4u << 20, RS_MEM_LOCAL, &big), RS_OK);
+        assert_int_equal(rs_mem_alloc(ctx, 1u << 20, RS_MEM_LOCAL, &small), RS_OK);
+        if (huge)
+            assert_int_equal((uintptr_t)rs_mr_addr(big) & ((2u << 20) - 1), 0);
+        vm_flags(rs_mr_addr(big), flags, sizeof(flags));
+        if (thp) /* without THP in the kernel the advice is refused, and no flag shows */
+            assert_int_equal(strstr(flags, " hg") != NULL, huge);
+        vm_flags(rs_mr_addr(small), flags, sizeof(flags));
+        assert_null(strstr(flags, " hg"));
+        rs_mem_free(small);
+        rs_mem_free(big);
+        rs_ctx_destroy(ctx);
+    }
+    unsetenv("RSHUFFLE_UCX_HUGE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ucx_lines_routed),  cmocka_unit_test(test_bad_environment),
         cmocka_unit_test(test_bad_config_struct), cmocka_unit_test(test_backend_selection),
         cmocka_unit_test(test_arguments),         cmocka_unit_test(test_lazy_memory),
+        cmocka_unit_test(test_huge_advice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

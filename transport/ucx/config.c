@@ -21,7 +21,7 @@ static const rs_cfg_row_t rows[] = {
     RS_CFG_UINT_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_MAP_MAX", map_max, "0", 0, UINT64_MAX,
                     "UCX: largest region peers may map (0: no limit where shared memory gets huge "
                     "pages, else 64M)"),
-    RS_CFG_BOOL_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_HUGE", huge, "0",
+    RS_CFG_BOOL_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_HUGE", huge, "1",
                     "UCX: private regions of 2 MiB or more advised for huge pages (0|1)"),
     RS_CFG_CHOICE_ROW(rs_ucx_config_t, "RSHUFFLE_UCX_QUEUE", queue, "local", queues,
                       "UCX receive queue of a connection (made, or accepted through rs_listen): "

@@ -262,7 +262,7 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     uc->mem_shared = ucfg.mem == RS_UCX_MEM_SHARED;
     uc->mem_attach = ucfg.mem == RS_UCX_MEM_ATTACH;
     uc->map_max = rs_ucx_map_max(ucfg.map_max);
-    uc->mem_huge = ucfg.huge; /* off by default: docs/shuffle.md has why */
+    uc->mem_huge = ucfg.huge; /* on by default: docs/shuffle.md, "Huge pages" */
     uc->notify_flush = ucfg.notify == RS_UCX_NOTIFY_FLUSH;
     uc->queue = ucfg.queue;
     uc->am_cb = rs_ucx_am_recv;

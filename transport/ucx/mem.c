@@ -35,11 +35,11 @@
 #define HUGE_LEN (2u << 20)
 
 /*
- * Private memory; with RSHUFFLE_UCX_HUGE=1, 2 MiB-aligned and advised for
- * huge pages when it spans one: one fault per 2 MiB, and pinning for a
- * peer's attach is cheaper (faster pushes), but on the development machine
- * the kernel's zeroing of fresh huge pages made the 1 GiB shuffle's arenas
- * about 3x dearer to make resident (docs/shuffle.md), so it is off.
+ * Private memory; with RSHUFFLE_UCX_HUGE=1 (the default), 2 MiB-aligned
+ * and advised for huge pages when it spans one: one fault per 2 MiB, and a
+ * peer's attach pins 2 MiB folios, so pushes into an arena cost less CPU on
+ * every machine measured; only making it resident at start was dearer on
+ * one (docs/shuffle.md, "Huge pages").
  */
 static rs_status_t private_mapping(const rs_ucx_ctx_t *uc, rs_ucx_mr_t *umr, size_t len)
 {
