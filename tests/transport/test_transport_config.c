@@ -219,7 +219,7 @@ static void vm_flags(const void *addr, char *out, size_t cap)
     out[0] = '\0';
     while (fgets(line, sizeof(line), f) != NULL) {
         unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) { /* a mapping's first line */
             in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
             continue;
         }
