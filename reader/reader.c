@@ -755,6 +755,17 @@ static rs_status_t check_commits(rs_reader_t *r)
     return RS_OK;
 }
 
+/* Hands out the record of len bytes at r->rec (checked to fit its batch). */
+static inline rs_status_t hand_out(rs_reader_t *r, uint32_t len, const void **rec_p,
+                                   uint32_t *len_p)
+{
+    *rec_p = r->rec + RS_RECORD_HDR;
+    *len_p = len;
+    r->rec += RS_RECORD_HDR + len;
+    r->stats.records++;
+    return RS_OK;
+}
+
 /* rs_reader_next past the current batch, or at an error or the end. */
 static __attribute__((noinline)) rs_status_t next_slow(rs_reader_t *r, const void **rec_p,
                                                        uint32_t *len_p)
@@ -797,11 +808,7 @@ static __attribute__((noinline)) rs_status_t next_slow(rs_reader_t *r, const voi
         rs_error("reader: a record of %u bytes overruns its batch", len);
         return r->error = RS_ERR_TRUNCATED;
     }
-    *rec_p = r->rec + RS_RECORD_HDR;
-    *len_p = len;
-    r->rec += RS_RECORD_HDR + len;
-    r->stats.records++;
-    return RS_OK;
+    return hand_out(r, len, rec_p, len_p);
 }
 
 rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
@@ -812,17 +819,10 @@ rs_status_t rs_reader_next(rs_reader_t *r, const void **rec_p, uint32_t *len_p)
      * Per record: a whole record left in the verified batch is handed out
      * here, with no stack frame to build; everything else is next_slow's.
      */
-    const uint8_t *rec = r->rec, *end = r->rec_end;
-    if (r->error == RS_OK && !r->done && rec != NULL && rec < end &&
-        (size_t)(end - rec) >= RS_RECORD_HDR) {
-        uint32_t len = rs_get_le32(rec);
-        if ((size_t)(end - rec) - RS_RECORD_HDR >= len) {
-            *rec_p = rec + RS_RECORD_HDR;
-            *len_p = len;
-            r->rec = rec + RS_RECORD_HDR + len;
-            r->stats.records++;
-            return RS_OK;
-        }
+    if (r->error == RS_OK && !r->done && r->rec != NULL && r->rec_end - r->rec >= RS_RECORD_HDR) {
+        uint32_t len = rs_get_le32(r->rec);
+        if ((size_t)(r->rec_end - r->rec - RS_RECORD_HDR) >= len)
+            return hand_out(r, len, rec_p, len_p);
     }
     return next_slow(r, rec_p, len_p);
 }
