@@ -531,7 +531,27 @@ static __attribute__((noinline)) rs_status_t append_room(rs_pusher_t *p, uint32_
     return RS_OK;
 }
 
-rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec, uint32_t len)
+/* Writes the record where the partition's buffer has room for need bytes. */
+static inline void append_put(rs_pusher_t *p, pwrite_t *wr, const void *rec, uint32_t len,
+                              size_t need)
+{
+    uint8_t *dst = wr->data + wr->fill;
+    uint32_t at = wr->fill + (uint32_t)need;
+    wr->fill = at;
+    p->records++;
+    /*
+     * Records land in many partitions' buffers at once, more write streams
+     * than the hardware prefetcher follows: fetch the lines the next record
+     * of this partition is likely to write now, so that it hits cache.
+     */
+    __builtin_prefetch(wr->data + at, 1, 3);
+    __builtin_prefetch(wr->data + at + need - 1, 1, 3);
+    rs_record_put(dst, rec, len); /* last: nothing lives across its memcpy */
+}
+
+/* Every append that is not a record fitting an open pusher's buffer: checks, room, errors. */
+static __attribute__((noinline)) rs_status_t append_slow(rs_pusher_t *p, uint32_t partition,
+                                                         const void *rec, uint32_t len)
 {
     if (p == NULL)
         return RS_ERR_INVALID;
@@ -542,19 +562,30 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
         return RS_ERR_INVALID;
     size_t need = rs_record_size(len);
     pwrite_t *wr = &p->wr[partition];
-    /* A record that fits a buffer is within both limits; the rest is append_room's. */
     if (wr->cap - wr->fill < need && (s = append_room(p, partition, len, need)) != RS_OK)
         return s;
-    uint32_t at = wr->fill + (uint32_t)rs_record_put(wr->data + wr->fill, rec, len);
-    wr->fill = at;
-    p->records++;
-    /*
-     * Records land in many partitions' buffers at once, more write streams
-     * than the hardware prefetcher follows: fetch the lines the next record
-     * of this partition is likely to write now, so that it hits cache.
-     */
-    __builtin_prefetch(wr->data + at, 1, 3);
-    __builtin_prefetch(wr->data + at + need - 1, 1, 3);
+    append_put(p, wr, rec, len, need);
+    return RS_OK;
+}
+
+/*
+ * The per-record path: what write_check and the argument checks ask, as
+ * plain loads, then the copy. Anything else (a full buffer, an error, a
+ * closed client) is append_slow's, so this one saves no registers.
+ */
+rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec, uint32_t len)
+{
+    if (__builtin_expect(p == NULL || p->lane == NULL || partition >= p->desc.n_partitions ||
+                             rec == NULL || rs_lane_client_closed(&p->lane->base) ||
+                             atomic_load_explicit(&p->error, memory_order_relaxed) != RS_OK ||
+                             atomic_load_explicit(&p->closing, memory_order_relaxed),
+                         0))
+        return append_slow(p, partition, rec, len);
+    pwrite_t *wr = &p->wr[partition];
+    size_t need = rs_record_size(len);
+    if (__builtin_expect(wr->cap - wr->fill < need, 0))
+        return append_slow(p, partition, rec, len);
+    append_put(p, wr, rec, len, need);
     return RS_OK;
 }
 
