@@ -124,14 +124,19 @@ rs_status_t rs_cfg_defaults(const rs_cfg_table_t *t, void *cfg)
 
 rs_status_t rs_cfg_apply(const rs_cfg_table_t *t, void *cfg)
 {
+    const char *names[RS_CFG_ROWS_MAX], *vals[RS_CFG_ROWS_MAX];
+    RS_ASSERT(t->n <= RS_CFG_ROWS_MAX);
+    rs_env_warn_unknown_once();
+    for (size_t i = 0; i < t->n; i++)
+        names[i] = t->rows[i].env;
+    rs_env_raw_many(names, t->n, vals);
     /* Every set variable is parsed before any is stored: a refusal leaves cfg as it was. */
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < t->n; i++) {
-            const char *s = rs_env_get(t->rows[i].env);
             value_t v;
-            if (s == NULL)
+            if (vals[i] == NULL)
                 continue;
-            if (parse(&t->rows[i], t->rows[i].env, s, &v) != RS_OK)
+            if (parse(&t->rows[i], t->rows[i].env, vals[i], &v) != RS_OK)
                 return RS_ERR_CONFIG;
             if (pass == 1)
                 store(&t->rows[i], cfg, &v);

@@ -32,6 +32,8 @@ typedef struct rs_cfg_row {
     const char *accepts;                 /* STR with check: what it accepts, for the error */
 } rs_cfg_row_t;
 
+#define RS_CFG_ROWS_MAX 64 /* rows of one table (rs_cfg_apply reads them all at once) */
+
 typedef struct rs_cfg_table {
     const char *what; /* "broadcast config": names the struct in errors */
     const rs_cfg_row_t *rows;

@@ -30,6 +30,13 @@ const char *rs_env_get(const char *name);
 const char *rs_env_raw(const char *name);
 
 /*
+ * The values of n variables (vals[i]: names[i]'s, NULL when unset), as n
+ * calls of rs_env_raw give them, in one pass over the environment: a
+ * configuration table's rows are read at every open of a task handle.
+ */
+void rs_env_raw_many(const char *const *names, size_t n, const char **vals);
+
+/*
  * One of the names in choices (NULL-terminated): *out is its index. Unset:
  * RS_OK, *out unchanged; a bad value: RS_ERR_CONFIG, logged with what it
  * accepts.

@@ -27,6 +27,7 @@
 #include <rshuffle/transport.h>
 #include <rshuffle/worker.h>
 #include "common/cfgtab.h"
+#include "common/env.h"
 #include "reader/config.h"
 
 static const char *man_path;
@@ -68,6 +69,7 @@ static void test_defaults_pass_their_check(void **state)
         memset(cfg, 0, sizeof(cfg));
         assert_int_equal(rs_cfg_defaults(tables[t], cfg), RS_OK);
         assert_int_equal(rs_cfg_check(tables[t], cfg), RS_OK);
+        assert_true(tables[t]->n <= RS_CFG_ROWS_MAX); /* rs_cfg_apply reads them at once */
         for (size_t i = 0; i < tables[t]->n; i++) {
             const rs_cfg_row_t *r = &tables[t]->rows[i];
             assert_true(strncmp(r->env, "RSHUFFLE_", 9) == 0);
@@ -75,6 +77,42 @@ static void test_defaults_pass_their_check(void **state)
             assert_non_null(r->desc);
         }
     }
+}
+
+/*
+ * One pass over the environment finds what getenv finds, name by name: a
+ * name that is another's prefix, names without a common prefix, unset and
+ * empty values.
+ */
+static void test_env_raw_many_is_getenv(void **state)
+{
+    (void)state;
+    setenv("RSHUFFLE_TEST_A", "1", 1);
+    setenv("RSHUFFLE_TEST_AB", "2", 1);
+    setenv("RSHUFFLE_TEST_EMPTY", "", 1);
+    setenv("OTHER_TEST_X", "x", 1);
+    unsetenv("RSHUFFLE_TEST_UNSET");
+    const char *const names[][4] = {
+        {"RSHUFFLE_TEST_AB", "RSHUFFLE_TEST_A", "RSHUFFLE_TEST_EMPTY", "RSHUFFLE_TEST_UNSET"},
+        {"RSHUFFLE_TEST_A", "OTHER_TEST_X", "RSHUFFLE_TEST_AB", "PATH"},
+        {"RSHUFFLE_TEST_UNSET", "RSHUFFLE_TEST_", "RSHUFFLE_TEST_AB", "RSHUFFLE_TEST_A"},
+    };
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+        const char *vals[4];
+        rs_env_raw_many(names[k], 4, vals);
+        for (size_t i = 0; i < 4; i++) {
+            const char *want = getenv(names[k][i]);
+            if (want == NULL)
+                assert_null(vals[i]);
+            else
+                assert_string_equal(vals[i], want);
+        }
+    }
+    assert_string_equal(getenv("RSHUFFLE_TEST_A"), "1"); /* the test's own premise */
+    unsetenv("RSHUFFLE_TEST_A");
+    unsetenv("RSHUFFLE_TEST_AB");
+    unsetenv("RSHUFFLE_TEST_EMPTY");
+    unsetenv("OTHER_TEST_X");
 }
 
 /* The *_defaults functions write exactly the table's defaults. */
@@ -543,6 +581,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_pass_their_check),
         cmocka_unit_test(test_module_defaults_are_the_tables),
+        cmocka_unit_test(test_env_raw_many_is_getenv),
         cmocka_unit_test(test_apply_refuses_and_keeps),
         cmocka_unit_test(test_shuffle_tables_refuse),
         cmocka_unit_test(test_shuffle_checks_in_code),
