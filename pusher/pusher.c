@@ -583,6 +583,7 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
         return append_slow(p, partition, rec, len);
     pwrite_t *wr = &p->wr[partition];
     size_t need = rs_record_size(len);
+    /* A record that fits a buffer is within both limits; the rest is append_room's. */
     if (__builtin_expect(wr->cap - wr->fill < need, 0))
         return append_slow(p, partition, rec, len);
     append_put(p, wr, rec, len, need);
