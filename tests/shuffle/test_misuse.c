@@ -3,7 +3,9 @@
  * error: a second pusher of one (map, attempt), open or committed, refused
  * at open (RS_ERR_EXISTS); a reader whose n_maps leaves out a map that
  * committed, and one whose descriptor has another n_partitions than the
- * pushers', refused at open (RS_ERR_INVALID). The worker is rshuffled in
+ * pushers', refused at open (RS_ERR_INVALID); an append to a partition
+ * out of range or of a NULL record, refused with the pusher still usable,
+ * and one after close (RS_ERR_STATE). The worker is rshuffled in
  * a process of its own; each pusher has its own context and connection.
  */
 #include <setjmp.h>
@@ -123,6 +125,32 @@ static void test_second_pusher_of_an_attempt(void **state)
     assert_int_equal(rs_shuffle_drop(&d, NULL), RS_OK);
 }
 
+/*
+ * The append's argument checks sit in front of its per-record path: the
+ * refused calls append nothing and leave the pusher usable; an empty
+ * record (NULL, 0) is a record; after close nothing more is taken.
+ */
+static void test_append_wrong_calls(void **state)
+{
+    (void)state;
+    rs_shuffle_desc_t d = desc_of(74, PARTS);
+    rs_pusher_t *p;
+    assert_int_equal(push_open(&d, 0, 0, &p), RS_OK); /* NREC records, buffers part filled */
+    uint8_t rec[16] = {0};
+    assert_int_equal(rs_pusher_append(p, PARTS, rec, sizeof(rec)), RS_ERR_INVALID);
+    assert_int_equal(rs_pusher_append(p, UINT32_MAX, rec, sizeof(rec)), RS_ERR_INVALID);
+    assert_int_equal(rs_pusher_append(p, 0, NULL, 4), RS_ERR_INVALID);
+    assert_int_equal(rs_pusher_append(p, 1, NULL, 0), RS_OK);
+    assert_int_equal(rs_pusher_append(p, 2, rec, sizeof(rec)), RS_OK);
+    assert_int_equal(rs_pusher_close(p, NULL), RS_OK);
+    assert_int_equal(rs_pusher_append(p, 0, rec, sizeof(rec)), RS_ERR_STATE);
+    assert_int_equal(rs_pusher_append(p, 1, NULL, 0), RS_ERR_STATE);
+    rs_pusher_destroy(p);
+    uint64_t n = 0;
+    assert_int_equal(read_all(&d, 1, &n), RS_OK);
+    assert_int_equal(n, NREC + 2); /* the empty record and the last one, nothing refused */
+}
+
 static void test_reader_n_maps_too_small(void **state)
 {
     (void)state;
@@ -156,6 +184,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_second_pusher_of_an_attempt),
+        cmocka_unit_test(test_append_wrong_calls),
         cmocka_unit_test(test_reader_n_maps_too_small),
         cmocka_unit_test(test_reader_other_n_partitions),
     };
