@@ -29,6 +29,10 @@ const char *rs_env_get(const char *name);
  */
 const char *rs_env_raw(const char *name);
 
+/* Calls fn with each environment entry ("NAME=value") whose first len bytes are prefix's. */
+void rs_env_raw_each(const char *prefix, size_t len, void (*fn)(const char *entry, void *arg),
+                     void *arg);
+
 /*
  * The values of n variables (vals[i]: names[i]'s, NULL when unset), as n
  * calls of rs_env_raw give them, in one pass over the environment: a

@@ -15,6 +15,32 @@ const char *rs_env_raw(const char *name)
     return getenv(name);
 }
 
+void rs_env_raw_each(const char *prefix, size_t len, void (*fn)(const char *entry, void *arg),
+                     void *arg)
+{
+    for (char **e = environ; e != NULL && *e != NULL; e++)
+        if (strncmp(*e, prefix, len) == 0)
+            fn(*e, arg);
+}
+
+typedef struct {
+    const char *const *names;
+    size_t n;
+    const char **vals;
+} many_t;
+
+static void many_take(const char *entry, void *arg)
+{
+    many_t *m = arg;
+    for (size_t i = 0; i < m->n; i++) {
+        size_t len = strlen(m->names[i]);
+        if (m->vals[i] == NULL && strncmp(entry, m->names[i], len) == 0 && entry[len] == '=') {
+            m->vals[i] = entry + len + 1; /* the first entry of a name, as getenv takes */
+            return;
+        }
+    }
+}
+
 void rs_env_raw_many(const char *const *names, size_t n, const char **vals)
 {
     /* What every name starts with: entries without it are passed over at one compare. */
@@ -26,15 +52,7 @@ void rs_env_raw_many(const char *const *names, size_t n, const char **vals)
             k++;
         common = k;
     }
-    for (char **e = environ; n > 0 && e != NULL && *e != NULL; e++) {
-        if (strncmp(*e, names[0], common) != 0)
-            continue;
-        for (size_t i = 0; i < n; i++) {
-            size_t len = strlen(names[i]);
-            if (vals[i] == NULL && strncmp(*e, names[i], len) == 0 && (*e)[len] == '=') {
-                vals[i] = *e + len + 1; /* the first entry of a name, as getenv takes */
-                break;
-            }
-        }
-    }
+    many_t m = {names, n, vals};
+    if (n > 0)
+        rs_env_raw_each(names[0], common, many_take, &m);
 }

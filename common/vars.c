@@ -82,22 +82,23 @@ static int known(const char *name, size_t len)
     return 0;
 }
 
-extern char **environ;
+static void warn_if_unknown(const char *entry, void *arg)
+{
+    static const char tests[] = "RSHUFFLE_TEST_"; /* reserved for test programs */
+    (void)arg;
+    if (strncmp(entry, tests, sizeof(tests) - 1) == 0)
+        return;
+    const char *eq = strchr(entry, '=');
+    size_t len = eq != NULL ? (size_t)(eq - entry) : strlen(entry);
+    if (!known(entry, len))
+        rs_warn("%.*s is not a variable rshuffle reads (misspelt? rshuffle_info -c lists them)",
+                (int)len, entry);
+}
 
 static void warn_unknown(void)
 {
     static const char prefix[] = "RSHUFFLE_";
-    static const char tests[] = "RSHUFFLE_TEST_"; /* reserved for test programs */
-    for (char **e = environ; e != NULL && *e != NULL; e++) {
-        if (strncmp(*e, prefix, sizeof(prefix) - 1) != 0 ||
-            strncmp(*e, tests, sizeof(tests) - 1) == 0)
-            continue;
-        const char *eq = strchr(*e, '=');
-        size_t len = eq != NULL ? (size_t)(eq - *e) : strlen(*e);
-        if (!known(*e, len))
-            rs_warn("%.*s is not a variable rshuffle reads (misspelt? rshuffle_info -c lists them)",
-                    (int)len, *e);
-    }
+    rs_env_raw_each(prefix, sizeof(prefix) - 1, warn_if_unknown, NULL);
 }
 
 void rs_env_warn_unknown_once(void)

@@ -32,6 +32,17 @@ static rs_status_t client_check(rs_pusher_t *p)
     return werr(p);
 }
 
+/*
+ * write_check's conditions as one test of plain loads, for the per-record
+ * path: 1 when p takes records (write_check would say RS_OK).
+ */
+static inline int takes_records(const rs_pusher_t *p)
+{
+    return p->lane != NULL && !rs_lane_client_closed(&p->lane->base) &&
+           atomic_load_explicit(&p->error, memory_order_relaxed) == RS_OK &&
+           !atomic_load_explicit(&p->closing, memory_order_relaxed);
+}
+
 /* May p take more data? Its client lives and close has not begun. */
 static rs_status_t write_check(rs_pusher_t *p)
 {
@@ -569,17 +580,14 @@ static __attribute__((noinline)) rs_status_t append_slow(rs_pusher_t *p, uint32_
 }
 
 /*
- * The per-record path: what write_check and the argument checks ask, as
- * plain loads, then the copy. Anything else (a full buffer, an error, a
- * closed client) is append_slow's, so this one saves no registers.
+ * The per-record path: the argument checks and takes_records, then the
+ * copy. Anything else (a full buffer, an error, a closed client) is
+ * append_slow's, so this one saves no registers.
  */
 rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec, uint32_t len)
 {
-    if (__builtin_expect(p == NULL || p->lane == NULL || partition >= p->desc.n_partitions ||
-                             rec == NULL || rs_lane_client_closed(&p->lane->base) ||
-                             atomic_load_explicit(&p->error, memory_order_relaxed) != RS_OK ||
-                             atomic_load_explicit(&p->closing, memory_order_relaxed),
-                         0))
+    if (__builtin_expect(
+            p == NULL || partition >= p->desc.n_partitions || rec == NULL || !takes_records(p), 0))
         return append_slow(p, partition, rec, len);
     pwrite_t *wr = &p->wr[partition];
     size_t need = rs_record_size(len);
