@@ -542,9 +542,11 @@ static __attribute__((noinline)) rs_status_t append_room(rs_pusher_t *p, uint32_
     return RS_OK;
 }
 
-/* Writes the record where the partition's buffer has room for need bytes. */
-static inline void append_put(rs_pusher_t *p, pwrite_t *wr, const void *rec, uint32_t len,
-                              size_t need)
+/*
+ * Takes need bytes of the partition's buffer (which has room) for a
+ * record of len bytes and writes its header; returns where its bytes go.
+ */
+static inline uint8_t *append_at(rs_pusher_t *p, pwrite_t *wr, uint32_t len, size_t need)
 {
     uint8_t *dst = wr->data + wr->fill;
     uint32_t at = wr->fill + (uint32_t)need;
@@ -557,25 +559,43 @@ static inline void append_put(rs_pusher_t *p, pwrite_t *wr, const void *rec, uin
      */
     __builtin_prefetch(wr->data + at, 1, 3);
     __builtin_prefetch(wr->data + at + need - 1, 1, 3);
-    rs_record_put(dst, rec, len); /* last: nothing lives across its memcpy */
+    dst[0] = (uint8_t)len;
+    dst[1] = (uint8_t)(len >> 8);
+    dst[2] = (uint8_t)(len >> 16);
+    dst[3] = (uint8_t)(len >> 24);
+    return dst + RS_RECORD_HDR;
 }
 
-/* Every append that is not a record fitting an open pusher's buffer: checks, room, errors. */
-static __attribute__((noinline)) rs_status_t append_slow(rs_pusher_t *p, uint32_t partition,
-                                                         const void *rec, uint32_t len)
+/*
+ * Every append or reserve that is not a record fitting an open pusher's
+ * buffer: the checks, then room for need bytes in the partition's buffer.
+ */
+static __attribute__((noinline)) rs_status_t append_check_room(rs_pusher_t *p, uint32_t partition,
+                                                               uint32_t len, size_t need)
 {
-    if (p == NULL)
-        return RS_ERR_INVALID;
     rs_status_t s = write_check(p);
     if (s != RS_OK)
         return s;
-    if (partition >= p->desc.n_partitions || (rec == NULL && len > 0))
+    if (partition >= p->desc.n_partitions)
         return RS_ERR_INVALID;
-    size_t need = rs_record_size(len);
     pwrite_t *wr = &p->wr[partition];
     if (wr->cap - wr->fill < need && (s = append_room(p, partition, len, need)) != RS_OK)
         return s;
-    append_put(p, wr, rec, len, need);
+    return RS_OK;
+}
+
+static __attribute__((noinline)) rs_status_t append_slow(rs_pusher_t *p, uint32_t partition,
+                                                         const void *rec, uint32_t len)
+{
+    if (p == NULL || (rec == NULL && len > 0))
+        return RS_ERR_INVALID;
+    size_t need = rs_record_size(len);
+    rs_status_t s = append_check_room(p, partition, len, need);
+    if (s != RS_OK)
+        return s;
+    uint8_t *dst = append_at(p, &p->wr[partition], len, need);
+    if (len > 0)
+        memcpy(dst, rec, len);
     return RS_OK;
 }
 
@@ -594,7 +614,35 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
     /* A record that fits a buffer is within both limits; the rest is append_room's. */
     if (__builtin_expect(wr->cap - wr->fill < need, 0))
         return append_slow(p, partition, rec, len);
-    append_put(p, wr, rec, len, need);
+    uint8_t *dst = append_at(p, wr, len, need);
+    memcpy(dst, rec, len); /* last: nothing lives across it */
+    return RS_OK;
+}
+
+static __attribute__((noinline)) rs_status_t reserve_slow(rs_pusher_t *p, uint32_t partition,
+                                                          uint32_t len, void **rec_p)
+{
+    if (p == NULL || rec_p == NULL)
+        return RS_ERR_INVALID;
+    size_t need = rs_record_size(len);
+    rs_status_t s = append_check_room(p, partition, len, need);
+    if (s != RS_OK)
+        return s;
+    *rec_p = append_at(p, &p->wr[partition], len, need);
+    return RS_OK;
+}
+
+rs_status_t rs_pusher_reserve(rs_pusher_t *p, uint32_t partition, uint32_t len, void **rec_p)
+{
+    if (__builtin_expect(p == NULL || partition >= p->desc.n_partitions || rec_p == NULL ||
+                             !takes_records(p),
+                         0))
+        return reserve_slow(p, partition, len, rec_p);
+    pwrite_t *wr = &p->wr[partition];
+    size_t need = rs_record_size(len);
+    if (__builtin_expect(wr->cap - wr->fill < need, 0))
+        return reserve_slow(p, partition, len, rec_p);
+    *rec_p = append_at(p, wr, len, need);
     return RS_OK;
 }
 

@@ -306,6 +306,19 @@ RS_API rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const vo
                                     uint32_t len);
 
 /*
+ * rs_pusher_append without the copy, for a caller that builds its records
+ * (a serializer): takes room for one record of len bytes in the
+ * partition's current registered buffer and sets *rec_p to those len
+ * bytes, which the caller writes in place. The record counts as appended
+ * now: its bytes must be written before the next call on p (that call may
+ * hand the buffer on), and they are not checked. Errors as
+ * rs_pusher_append (RS_ERR_INVALID also for a NULL rec_p); on an error
+ * *rec_p is not written and nothing was appended.
+ */
+RS_API rs_status_t rs_pusher_reserve(rs_pusher_t *p, uint32_t partition, uint32_t len,
+                                     void **rec_p);
+
+/*
  * A registered buffer of len bytes for rs_pusher_swap (len <= the pool),
  * the writer's until swapped or put back; it dies with the pusher.
  * RS_ERR_INVALID: NULL p or buf_p, len 0 or len + RS_FRAME_HEADER_SIZE

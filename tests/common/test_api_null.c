@@ -232,6 +232,7 @@ INVALID(pusher_config_from_env, rs_pusher_config_from_env(NULL))
 INVALID(pusher_open_desc, rs_pusher_open(NULL, 0, 0, NULL, &(rs_pusher_t *){0}))
 INVALID(pusher_open_out, rs_pusher_open(&desc, 0, 0, NULL, NULL))
 INVALID(pusher_append, rs_pusher_append(NULL, 0, buf, 1))
+INVALID(pusher_reserve, rs_pusher_reserve(NULL, 0, 1, &(void *){NULL}))
 INVALID(pusher_buf_get_p, rs_pusher_buf_get(NULL, 64, &(rs_pbuf_t *){0}))
 INVALID(pusher_buf_get_out, rs_pusher_buf_get(Z(rs_pusher_t), 64, NULL))
 IGNORES(pusher_buf_put, rs_pusher_buf_put(NULL, NULL))
@@ -468,6 +469,7 @@ static const struct {
     C(pusher_open_desc),
     C(pusher_open_out),
     C(pusher_append),
+    C(pusher_reserve),
     C(pusher_buf_get_p),
     C(pusher_buf_get_out),
     C(pusher_buf_put),

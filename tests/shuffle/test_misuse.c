@@ -5,8 +5,10 @@
  * committed, and one whose descriptor has another n_partitions than the
  * pushers', refused at open (RS_ERR_INVALID); an append to a partition
  * out of range or of a NULL record, refused with the pusher still usable,
- * and one after close (RS_ERR_STATE). The worker is rshuffled in
- * a process of its own; each pusher has its own context and connection.
+ * and one after close (RS_ERR_STATE); the same for rs_pusher_reserve,
+ * whose records, built in place, are read back byte for byte. The worker
+ * is rshuffled in a process of its own; each pusher has its own context
+ * and connection.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -151,6 +153,75 @@ static void test_append_wrong_calls(void **state)
     assert_int_equal(n, NREC + 2); /* the empty record and the last one, nothing refused */
 }
 
+#define RESERVED   3000                       /* records of test_reserve_in_place */
+#define RES_LEN(i) (4u + (uint32_t)(i) % 300) /* crossing buffer ends at many offsets */
+
+static void res_fill(uint8_t *rec, uint32_t i)
+{
+    memcpy(rec, &i, 4);
+    for (uint32_t k = 4; k < RES_LEN(i); k++)
+        rec[k] = (uint8_t)(i * 7 + k);
+}
+
+/*
+ * Records built in place (rs_pusher_reserve), mixed with copied ones in
+ * the same buffers, read back byte for byte, each once; its wrong calls
+ * are refused and leave nothing behind.
+ */
+static void test_reserve_in_place(void **state)
+{
+    (void)state;
+    rs_shuffle_desc_t d = desc_of(75, PARTS);
+    rs_pusher_t *p;
+    assert_int_equal(rs_pusher_open(&d, 0, 0, NULL, &p), RS_OK);
+    void *at = &at;
+    assert_int_equal(rs_pusher_reserve(p, PARTS, 8, &at), RS_ERR_INVALID);
+    assert_int_equal(rs_pusher_reserve(p, 0, 8, NULL), RS_ERR_INVALID);
+    assert_int_equal(rs_pusher_reserve(NULL, 0, 8, &at), RS_ERR_INVALID);
+    assert_ptr_equal(at, &at); /* not written on an error */
+    uint8_t rec[RES_LEN(299)];
+    for (uint32_t i = 0; i < RESERVED; i++) {
+        if (i % 2 == 0) {
+            assert_int_equal(rs_pusher_reserve(p, i % PARTS, RES_LEN(i), &at), RS_OK);
+            res_fill(at, i);
+        } else {
+            res_fill(rec, i);
+            assert_int_equal(rs_pusher_append(p, i % PARTS, rec, RES_LEN(i)), RS_OK);
+        }
+    }
+    assert_int_equal(rs_pusher_close(p, NULL), RS_OK);
+    assert_int_equal(rs_pusher_reserve(p, 0, 8, &at), RS_ERR_STATE);
+    rs_pusher_destroy(p);
+
+    uint32_t attempts[1] = {0};
+    rs_reader_session_t *sess;
+    assert_int_equal(rs_reader_session_open(&d, 1, attempts, NULL, &sess), RS_OK);
+    static uint8_t seen[RESERVED];
+    memset(seen, 0, sizeof(seen));
+    uint32_t n = 0;
+    for (uint32_t part = 0; part < PARTS; part++) {
+        rs_reader_t *r;
+        assert_int_equal(rs_reader_open_in(sess, part, &r), RS_OK);
+        const void *rv;
+        uint32_t len, i;
+        rs_status_t s;
+        while ((s = rs_reader_next(r, &rv, &len)) == RS_OK && rv != NULL) {
+            assert_true(len >= 4);
+            memcpy(&i, rv, 4);
+            assert_true(i < RESERVED && i % PARTS == part && len == RES_LEN(i));
+            res_fill(rec, i);
+            assert_memory_equal(rv, rec, len);
+            assert_int_equal(seen[i]++, 0);
+            n++;
+        }
+        assert_int_equal(s, RS_OK);
+        rs_reader_close(r);
+    }
+    rs_reader_session_close(sess);
+    assert_int_equal(n, RESERVED);
+    assert_int_equal(rs_shuffle_drop(&d, NULL), RS_OK);
+}
+
 static void test_reader_n_maps_too_small(void **state)
 {
     (void)state;
@@ -185,6 +256,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_second_pusher_of_an_attempt),
         cmocka_unit_test(test_append_wrong_calls),
+        cmocka_unit_test(test_reserve_in_place),
         cmocka_unit_test(test_reader_n_maps_too_small),
         cmocka_unit_test(test_reader_other_n_partitions),
     };
