@@ -13,7 +13,7 @@
  *                    [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...
  *                    [--launcher local|mpi] [--json [FILE]] [--csv FILE] [--progress]
  *                    [--replicas R] [--kill-worker push|read@FRACTION]
- *                    [--tasks N] [--threads C] [--warm]
+ *                    [--tasks N] [--threads C] [--warm] [--append copy|reserve]
  *
  * The transport defaults to RSHUFFLE_TRANSPORT (else ucx), the host to
  * RSHUFFLE_TEST_HOST (else 127.0.0.1); --tls picks UCX_TLS unless it is set.
@@ -58,6 +58,9 @@
  * buffers behind it (perf/mpi-shuffle touches them before its clock
  * starts); the wait for every process's warm-up is warm_s, in neither
  * start_s nor "seconds".
+ * --append reserve: mappers build each record in place in the pusher's
+ * buffer (rs_pusher_reserve), as perf/mpi-shuffle builds its records in
+ * its send buffer; copy (the default) builds it aside and appends it.
  */
 #include "launch.h"
 #include "perf_json.h"
@@ -100,6 +103,7 @@ typedef struct opts {
     uint32_t tasks, threads; /* --tasks, --threads: map tasks per mapper, threads per process */
     int task_mode;           /* either given: per-task pushers and reader sessions */
     int warm;                /* --warm: processes ready their clients before the timed run */
+    int reserve;             /* --append reserve: records built in place (rs_pusher_reserve) */
 } opts_t;
 
 /* Shared with the children (MAP_SHARED before fork): progress counters. */
@@ -205,11 +209,18 @@ static rs_status_t map_append(rs_pusher_t *p, uint32_t m, uint32_t slot, pcount_
     uint64_t first = first_of(m), n = records_of(m), told = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t id = first + i, seed = rec_seed(id);
-        rec_make(id, seed, rec);
         uint32_t part = partition_of(seed);
-        rs_status_t s = rs_pusher_append(p, part, rec, REC_LEN);
-        if (s != RS_OK)
-            return s;
+        rs_status_t s;
+        if (o.reserve) { /* built in place, as a serializer would */
+            void *at;
+            if ((s = rs_pusher_reserve(p, part, REC_LEN, &at)) != RS_OK)
+                return s;
+            rec_make(id, seed, at);
+        } else {
+            rec_make(id, seed, rec);
+            if ((s = rs_pusher_append(p, part, rec, REC_LEN)) != RS_OK)
+                return s;
+        }
         counts[part].records++;
         counts[part].sum += seed;
         if ((i & 4095) == 4095) {
@@ -716,6 +727,9 @@ static int parse_args(int argc, char **argv)
             o.sink = 1, val = 0;
         else if (strcmp(a, "--warm") == 0)
             o.warm = 1, val = 0;
+        else if (strcmp(a, "--append") == 0 &&
+                 (strcmp(v, "copy") == 0 || strcmp(v, "reserve") == 0))
+            o.reserve = strcmp(v, "reserve") == 0;
         else if (strcmp(a, "--size") == 0)
             val = rs_parse_size(v, &o.size) == RS_OK ? 1 : -1;
         else if (strcmp(a, "--buf") == 0)
@@ -1398,6 +1412,7 @@ static void put_results(const totals_t *t, uint64_t bytes, uint64_t lost, uint64
         perf_num(&pout, "start_s", t->start_s, 4);
     }
     perf_u64(&pout, "warm", (uint64_t)o.warm);
+    perf_str(&pout, "append", o.reserve ? "reserve" : "copy");
     if (o.warm)
         perf_num(&pout, "warm_s", t->warm_s, 4);
     if (t->cpu_known) { /* CPU-seconds (user + system) and context switches by role */
