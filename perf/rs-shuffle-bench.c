@@ -7,7 +7,7 @@
  *
  *   rs-shuffle-bench [--size 1G] [--layout split|colocated]
  *                    [--mappers 2] [--workers 2] [--reducers 2] | [--procs 2]
- *                    [--partitions 16] [--codec none|lz4|snappy]
+ *                    [--partitions 200] [--codec none|lz4|snappy]
  *                    [--transport ucx|verbs] [--tls shm|tcp] [--host H]
  *                    [--buf BYTES] [--worker-mem BYTES] [--speculative]
  *                    [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...
@@ -44,7 +44,7 @@
  * pusher and commit) over C threads, and each reducer process reads every
  * partition it owns as a reduce task of its own (a reader session and a
  * reader) over C threads; the results gain tasks, threads and the per-task
- * open and commit microseconds (median, p99). Partitions default to 200.
+ * open and commit microseconds (median, p99).
  * Forked layouts also report each role's CPU-seconds (user + system) and
  * context switches (cpu_map_s, csw_map, ...; colocated: cpu_procs_s), from
  * wait4, and cpu_start_s: the workers' (colocated: the processes') CPU at
@@ -703,14 +703,13 @@ static int parse_args(int argc, char **argv)
     int split = 0, host_given = getenv("RSHUFFLE_TEST_HOST") != NULL;
     static char mpi_host[RS_SHUFFLE_ADDR_MAX];
     uint32_t procs = 2;
-    int parts_given = 0;
     o = (opts_t){.size = 1ull << 30,
                  .tasks = 1,
                  .threads = 1,
                  .mappers = 2,
                  .workers = 2,
                  .reducers = 2,
-                 .partitions = 16,
+                 .partitions = 200, /* an engine's (Spark's default), not a benchmark's */
                  .codec = RS_CODEC_NONE,
                  .transport = getenv("RSHUFFLE_TRANSPORT") ? getenv("RSHUFFLE_TRANSPORT") : "ucx",
                  .tls = "shm",
@@ -754,8 +753,7 @@ static int parse_args(int argc, char **argv)
         else if (strcmp(a, "--sink-bufs") == 0)
             o.sink_bufs = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX);
         else if (strcmp(a, "--partitions") == 0)
-            o.partitions = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX),
-            parts_given = 1;
+            o.partitions = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, UINT32_MAX);
         else if (strcmp(a, "--tasks") == 0)
             o.tasks = (uint32_t)perf_arg_uint("rs-shuffle-bench", a, v, 1, 1u << 20),
             o.task_mode = 1;
@@ -794,8 +792,6 @@ static int parse_args(int argc, char **argv)
                         "without --sink or --launcher mpi\n");
         return -1;
     }
-    if (o.task_mode && !parts_given)
-        o.partitions = 200; /* an engine's, not a benchmark's */
     if (o.mpi && ((roles & 3) || split || o.sink || o.speculative || o.n_ext > 0)) {
         fprintf(stderr, "rs-shuffle-bench: --launcher mpi runs one colocated process per rank: "
                         "no --procs, --mappers, --workers, --reducers, --layout split, --sink, "
@@ -1445,7 +1441,7 @@ int main(int argc, char **argv)
         argc, argv,
         "usage: rs-shuffle-bench [--size 1G] [--layout split|colocated]\n"
         "                        [--mappers 2] [--workers 2] [--reducers 2] | [--procs 2]\n"
-        "                        [--partitions 16] [--codec none|lz4|snappy]\n"
+        "                        [--partitions 200] [--codec none|lz4|snappy]\n"
         "                        [--transport ucx|verbs] [--tls shm|tcp] [--host H]\n"
         "                        [--buf BYTES] [--worker-mem BYTES] [--speculative]\n"
         "                        [--sink [--sink-bufs N]] [--worker-addr HOST:PORT]...\n"
