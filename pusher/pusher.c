@@ -568,15 +568,16 @@ static inline uint8_t *append_at(rs_pusher_t *p, pwrite_t *wr, uint32_t len, siz
 
 /*
  * Every append or reserve that is not a record fitting an open pusher's
- * buffer: the checks, then room for need bytes in the partition's buffer.
+ * buffer: the checks (bad_arg: the caller's own argument is wrong), then
+ * room for need bytes in the partition's buffer.
  */
-static __attribute__((noinline)) rs_status_t append_check_room(rs_pusher_t *p, uint32_t partition,
-                                                               uint32_t len, size_t need)
+static rs_status_t append_check_room(rs_pusher_t *p, uint32_t partition, uint32_t len, size_t need,
+                                     int bad_arg)
 {
     rs_status_t s = write_check(p);
     if (s != RS_OK)
         return s;
-    if (partition >= p->desc.n_partitions)
+    if (partition >= p->desc.n_partitions || bad_arg)
         return RS_ERR_INVALID;
     pwrite_t *wr = &p->wr[partition];
     if (wr->cap - wr->fill < need && (s = append_room(p, partition, len, need)) != RS_OK)
@@ -587,10 +588,10 @@ static __attribute__((noinline)) rs_status_t append_check_room(rs_pusher_t *p, u
 static __attribute__((noinline)) rs_status_t append_slow(rs_pusher_t *p, uint32_t partition,
                                                          const void *rec, uint32_t len)
 {
-    if (p == NULL || (rec == NULL && len > 0))
+    if (p == NULL)
         return RS_ERR_INVALID;
     size_t need = rs_record_size(len);
-    rs_status_t s = append_check_room(p, partition, len, need);
+    rs_status_t s = append_check_room(p, partition, len, need, rec == NULL && len > 0);
     if (s != RS_OK)
         return s;
     uint8_t *dst = append_at(p, &p->wr[partition], len, need);
@@ -622,10 +623,10 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
 static __attribute__((noinline)) rs_status_t reserve_slow(rs_pusher_t *p, uint32_t partition,
                                                           uint32_t len, void **rec_p)
 {
-    if (p == NULL || rec_p == NULL)
+    if (p == NULL)
         return RS_ERR_INVALID;
     size_t need = rs_record_size(len);
-    rs_status_t s = append_check_room(p, partition, len, need);
+    rs_status_t s = append_check_room(p, partition, len, need, rec_p == NULL);
     if (s != RS_OK)
         return s;
     *rec_p = append_at(p, &p->wr[partition], len, need);

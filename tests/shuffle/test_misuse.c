@@ -178,6 +178,7 @@ static void test_reserve_in_place(void **state)
     assert_int_equal(rs_pusher_reserve(p, PARTS, 8, &at), RS_ERR_INVALID);
     assert_int_equal(rs_pusher_reserve(p, 0, 8, NULL), RS_ERR_INVALID);
     assert_int_equal(rs_pusher_reserve(NULL, 0, 8, &at), RS_ERR_INVALID);
+    assert_int_equal(rs_pusher_reserve(p, 0, RS_PUSH_RECORD_MAX + 1, &at), RS_ERR_INVALID);
     assert_ptr_equal(at, &at); /* not written on an error */
     uint8_t rec[RES_LEN(299)];
     for (uint32_t i = 0; i < RESERVED; i++) {
@@ -191,6 +192,7 @@ static void test_reserve_in_place(void **state)
     }
     assert_int_equal(rs_pusher_close(p, NULL), RS_OK);
     assert_int_equal(rs_pusher_reserve(p, 0, 8, &at), RS_ERR_STATE);
+    assert_int_equal(rs_pusher_reserve(p, 0, 8, NULL), RS_ERR_STATE);
     rs_pusher_destroy(p);
 
     uint32_t attempts[1] = {0};
