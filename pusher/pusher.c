@@ -559,45 +559,41 @@ static inline uint8_t *append_at(rs_pusher_t *p, pwrite_t *wr, uint32_t len, siz
      */
     __builtin_prefetch(wr->data + at, 1, 3);
     __builtin_prefetch(wr->data + at + need - 1, 1, 3);
-    dst[0] = (uint8_t)len;
-    dst[1] = (uint8_t)(len >> 8);
-    dst[2] = (uint8_t)(len >> 16);
-    dst[3] = (uint8_t)(len >> 24);
+    rs_record_hdr_put(dst, len);
     return dst + RS_RECORD_HDR;
 }
 
 /*
  * Every append or reserve that is not a record fitting an open pusher's
- * buffer: the checks (bad_arg: the caller's own argument is wrong), then
- * room for need bytes in the partition's buffer.
+ * buffer: the checks (bad_arg: the caller's own argument is wrong), room
+ * for the record in the partition's buffer, and where its bytes go.
  */
-static rs_status_t append_check_room(rs_pusher_t *p, uint32_t partition, uint32_t len, size_t need,
-                                     int bad_arg)
+static __attribute__((noinline)) rs_status_t record_slow(rs_pusher_t *p, uint32_t partition,
+                                                         uint32_t len, int bad_arg, uint8_t **dst_p)
 {
+    if (p == NULL)
+        return RS_ERR_INVALID;
     rs_status_t s = write_check(p);
     if (s != RS_OK)
         return s;
     if (partition >= p->desc.n_partitions || bad_arg)
         return RS_ERR_INVALID;
+    size_t need = rs_record_size(len);
     pwrite_t *wr = &p->wr[partition];
     if (wr->cap - wr->fill < need && (s = append_room(p, partition, len, need)) != RS_OK)
         return s;
+    *dst_p = append_at(p, wr, len, need);
     return RS_OK;
 }
 
 static __attribute__((noinline)) rs_status_t append_slow(rs_pusher_t *p, uint32_t partition,
                                                          const void *rec, uint32_t len)
 {
-    if (p == NULL)
-        return RS_ERR_INVALID;
-    size_t need = rs_record_size(len);
-    rs_status_t s = append_check_room(p, partition, len, need, rec == NULL && len > 0);
-    if (s != RS_OK)
-        return s;
-    uint8_t *dst = append_at(p, &p->wr[partition], len, need);
-    if (len > 0)
+    uint8_t *dst;
+    rs_status_t s = record_slow(p, partition, len, rec == NULL && len > 0, &dst);
+    if (s == RS_OK && len > 0)
         memcpy(dst, rec, len);
-    return RS_OK;
+    return s;
 }
 
 /*
@@ -623,14 +619,11 @@ rs_status_t rs_pusher_append(rs_pusher_t *p, uint32_t partition, const void *rec
 static __attribute__((noinline)) rs_status_t reserve_slow(rs_pusher_t *p, uint32_t partition,
                                                           uint32_t len, void **rec_p)
 {
-    if (p == NULL)
-        return RS_ERR_INVALID;
-    size_t need = rs_record_size(len);
-    rs_status_t s = append_check_room(p, partition, len, need, rec_p == NULL);
-    if (s != RS_OK)
-        return s;
-    *rec_p = append_at(p, &p->wr[partition], len, need);
-    return RS_OK;
+    uint8_t *dst;
+    rs_status_t s = record_slow(p, partition, len, rec_p == NULL, &dst);
+    if (s == RS_OK)
+        *rec_p = dst;
+    return s;
 }
 
 rs_status_t rs_pusher_reserve(rs_pusher_t *p, uint32_t partition, uint32_t len, void **rec_p)

@@ -108,14 +108,21 @@ static inline size_t rs_record_size(size_t len)
     return RS_RECORD_HDR + len;
 }
 
-/* Writes one framed record at dst (rs_record_size(len) bytes); returns the bytes written. */
-static inline size_t rs_record_put(void *dst, const void *rec, uint32_t len)
+/* Writes a record's length header at dst (RS_RECORD_HDR bytes); its len bytes follow. */
+static inline void rs_record_hdr_put(void *dst, uint32_t len)
 {
     unsigned char *d = (unsigned char *)dst;
     d[0] = (unsigned char)len;
     d[1] = (unsigned char)(len >> 8);
     d[2] = (unsigned char)(len >> 16);
     d[3] = (unsigned char)(len >> 24);
+}
+
+/* Writes one framed record at dst (rs_record_size(len) bytes); returns the bytes written. */
+static inline size_t rs_record_put(void *dst, const void *rec, uint32_t len)
+{
+    unsigned char *d = (unsigned char *)dst;
+    rs_record_hdr_put(d, len);
     if (len > 0)
         memcpy(d + RS_RECORD_HDR, rec, len);
     return RS_RECORD_HDR + len;
