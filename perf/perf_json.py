@@ -78,3 +78,9 @@ def emit(args, m, results):
 def last_json(stdout):
     """The JSON object on the last line of a driver's stdout."""
     return json.loads(stdout.strip().splitlines()[-1])
+
+
+def loadavg():
+    """The 1-minute load average, as a comparison reports it beside its ratios."""
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
