@@ -709,7 +709,7 @@ static int parse_args(int argc, char **argv)
                  .mappers = 2,
                  .workers = 2,
                  .reducers = 2,
-                 .partitions = 200, /* an engine's (Spark's default), not a benchmark's */
+                 .partitions = 200, /* an engine's default, not a benchmark's */
                  .codec = RS_CODEC_NONE,
                  .transport = getenv("RSHUFFLE_TRANSPORT") ? getenv("RSHUFFLE_TRANSPORT") : "ucx",
                  .tls = "shm",
