@@ -12,7 +12,7 @@
 static const rs_cfg_row_t rows[] = {
     NUM("RSHUFFLE_WORKER_MEM", mem_limit, "256M", 1u << 20, 1ull << 40,
         "a worker's registered arena, bytes"),
-    NUM("RSHUFFLE_WORKER_HIGH_WATER", high_water_pct, "75", 1, 100,
+    NUM("RSHUFFLE_WORKER_HIGH_WATER", high_water_pct, "95", 1, 100,
         "spill above this percentage of the arena"),
     RS_CFG_STR_ROW(rs_worker_config_t, "RSHUFFLE_WORKER_SPILL_DIR", spill_dir, "/tmp", NULL, NULL,
                    "directory of spill files"),

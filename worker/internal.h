@@ -169,6 +169,17 @@ typedef struct rs_worker_store {
     rs_worker_stats_t stats;
 } rs_wk_store_t;
 
+/*
+ * Bytes of the data area in use beyond room granted that nothing has
+ * arrived in: what the high-water mark bounds. Idle grant room is not spilled
+ * for (RECLAIM returns it); a merged grant in the reserve counts in open_room
+ * only, hence the floor.
+ */
+static inline uint64_t rs_wk_store_held(const rs_wk_store_t *st)
+{
+    return st->ra.used > st->open_room ? st->ra.used - st->open_room : 0;
+}
+
 struct rs_worker {
     rs_ctx_t *ctx;
     rs_mr_t *arena_mr;

@@ -159,7 +159,8 @@ static rs_status_t spill_extent(rs_wk_store_t *st, extent_t *e)
  */
 static rs_status_t spill_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t need)
 {
-    uint64_t want = need + (st->ra.used > st->high_water ? st->ra.used - st->high_water : 0);
+    uint64_t held = rs_wk_store_held(st);
+    uint64_t want = need + (held > st->high_water ? held - st->high_water : 0);
     uint64_t chosen = 0;
     uint32_t n = 0;
     rs_list_t *pos, *tmp;
@@ -202,7 +203,7 @@ static rs_status_t spill_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t need
 
 static int spill_done(const rs_wk_store_t *st, uint64_t need)
 {
-    return st->ra.used <= st->high_water && rs_range_largest(&st->ra) >= need;
+    return rs_wk_store_held(st) <= st->high_water && rs_range_largest(&st->ra) >= need;
 }
 
 void rs_wk_store_trim(rs_wk_store_t *st)

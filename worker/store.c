@@ -26,8 +26,8 @@ rs_status_t rs_wk_store_init(rs_wk_store_t *st, const rs_worker_config_t *cfg, u
     st->cfg = *cfg;
     st->arena = arena;
     st->arena_len = len;
-    /* An eighth of the arena (128 KiB .. 16 MiB) is kept for staging; sink mode needs none. */
-    uint64_t rsv = cfg->sink ? 0 : len / 8;
+    /* A sixteenth of the arena (128 KiB .. 16 MiB) is kept for staging; sink mode needs none. */
+    uint64_t rsv = cfg->sink ? 0 : len / 16;
     if (!cfg->sink && rsv < RESERVE_MIN)
         rsv = RESERVE_MIN;
     if (rsv > RESERVE_MAX)

@@ -85,7 +85,7 @@ static void housekeeping(rs_worker_t *w)
         if (c->commit_pending)
             rs_wk_commit_check(w, c, now >= c->commit_deadline);
     }
-    if (w->st.ra.used > w->st.high_water)
+    if (rs_wk_store_held(&w->st) > w->st.high_water)
         rs_wk_store_spill(&w->st, 0);
     rs_wk_stats_publish(w);
     listen_watch(w, now);

@@ -25,7 +25,7 @@ extern "C" {
 
 typedef struct rs_worker_config {
     uint64_t mem_limit;      /* RSHUFFLE_WORKER_MEM: the registered arena, bytes (256 MiB) */
-    uint32_t high_water_pct; /* RSHUFFLE_WORKER_HIGH_WATER: spill above this % (75) */
+    uint32_t high_water_pct; /* RSHUFFLE_WORKER_HIGH_WATER: spill above this % (95) */
     char spill_dir[RS_SPILL_DIR_MAX]; /* RSHUFFLE_WORKER_SPILL_DIR ("/tmp") */
     uint64_t extent_min; /* RSHUFFLE_WORKER_EXTENT_MIN: first extent of a partition (64 KiB) */
     uint64_t extent_max; /* RSHUFFLE_WORKER_EXTENT_MAX: extents double up to this (8 MiB) */

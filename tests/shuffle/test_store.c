@@ -366,6 +366,40 @@ static void test_grants_under_pressure(void **state)
 }
 
 /*
+ * The high-water mark bounds the bytes held, not room granted that nothing
+ * arrived in: idle grants past the mark spill nothing; data past it does.
+ */
+static void test_idle_room_not_spilled(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fx_init(&fx, 2, 50);
+    uint32_t n = 0;
+    while (rs_wk_store_held(&fx.st) + 2048 < fx.st.high_water)
+        assert_int_equal(fill_grant(&fx, 0, 0, &n), RS_OK);
+    wgrant_t *g[64];
+    int idle = 0;
+    while (fx.st.ra.used <= fx.st.high_water + 4096 && idle < 64)
+        assert_int_equal(rs_wk_store_grant(&fx.st, fx.sh, 1, 1024, 0, &g[idle++]), RS_OK);
+    assert_true(fx.st.ra.used > fx.st.high_water);
+    assert_true(rs_wk_store_held(&fx.st) <= fx.st.high_water);
+    rs_wk_store_spill(&fx.st, 0);
+    assert_int_equal(fx.st.stats.spilled_bytes, 0);
+    for (int i = 0; i < idle; i++) {
+        rs_wk_store_retire(&fx.st, g[i], 0);
+        rs_wk_store_grant_free(&fx.st, g[i]);
+    }
+    assert_int_equal(fx.st.open_room, 0);
+    /* The same bytes as data: held past the mark, so settled extents go. */
+    while (rs_wk_store_held(&fx.st) <= fx.st.high_water + 4096)
+        assert_int_equal(fill_grant(&fx, 0, 0, &n), RS_OK);
+    rs_wk_store_spill(&fx.st, 0);
+    assert_true(fx.st.stats.spilled_bytes > 0);
+    assert_true(rs_wk_store_held(&fx.st) <= fx.st.high_water);
+    fx_fini(&fx);
+}
+
+/*
  * Tasks of two lanes interleave their grants in one extent: the first one
  * retired with room unused leaves a hole, which goes back to the data area
  * at once (anything may be carved there), and the extent's spill and free
@@ -577,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_open_when_full),
         cmocka_unit_test(test_stage_when_pinned_full),
         cmocka_unit_test(test_grants_under_pressure),
+        cmocka_unit_test(test_idle_room_not_spilled),
         cmocka_unit_test(test_spill_failure),
         cmocka_unit_test(test_interleaved_grant_hole),
         cmocka_unit_test(test_merged_in_place_spill),
