@@ -39,12 +39,13 @@
  * --kill-worker PHASE@F (split layout, forked workers) SIGKILLs worker 0 once
  * the fraction F of the bytes has been pushed (push) or read (read); every
  * record must still be read exactly once ("killed" in the results).
- * --tasks N --threads C (split layout; an engine's executors): each mapper
+ * --tasks N --threads C (an engine's executors; forked layouts): each mapper
  * process runs N map tasks (maps m * N .. m * N + N - 1, each its own
  * pusher and commit) over C threads, and each reducer process reads every
  * partition it owns as a reduce task of its own (a reader session and a
  * reader) over C threads; the results gain tasks, threads and the per-task
- * open and commit microseconds (median, p99).
+ * open and commit microseconds (median, p99). Colocated, each process is
+ * such an executor with its worker in-process, mapper then reducer.
  * Forked layouts also report each role's CPU-seconds (user + system) and
  * context switches (cpu_map_s, csw_map, ...; colocated: cpu_procs_s), from
  * wait4, and cpu_start_s: the workers' (colocated: the processes') CPU at
@@ -787,8 +788,8 @@ static int parse_args(int argc, char **argv)
         }
         i += val;
     }
-    if (o.task_mode && (o.mpi || o.colocated || o.sink)) {
-        fprintf(stderr, "rs-shuffle-bench: --tasks and --threads are for the split layout, "
+    if (o.task_mode && (o.mpi || o.sink)) {
+        fprintf(stderr, "rs-shuffle-bench: --tasks and --threads are for forked layouts, "
                         "without --sink or --launcher mpi\n");
         return -1;
     }
