@@ -11,20 +11,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Is there room for len more bytes of grants below the high-water mark? */
+/*
+ * Is memory plentiful: len more bytes of grants within three quarters of the
+ * data area and below the high-water mark? Past it grants are exactly what
+ * waits: room between there and the mark is for data, not idle room.
+ */
 static int plenty(const rs_wk_store_t *st, uint64_t len)
 {
-    return st->ra.used + len <= st->high_water;
+    uint64_t mark = st->data_len / 4 * 3 < st->high_water ? st->data_len / 4 * 3 : st->high_water;
+    return st->ra.used + len <= mark;
 }
 
 /*
  * Room beyond what waits now (bulk, grants ahead) while memory is plentiful
- * and such room held by all pushers stays within a quarter of the data area:
- * idle grant room must never be what pushes batches out to disk.
+ * and such room held by all pushers stays within half of what is left below
+ * the mark (a quarter of the data area at most): idle grant room must never
+ * be what pushes batches out to disk, nor take the room other partitions'
+ * next extents need.
  */
 static int extra_ok(const rs_wk_store_t *st, uint64_t len)
 {
-    return plenty(st, len) && st->open_room + len <= st->data_len / 4;
+    if (!plenty(st, len))
+        return 0;
+    RS_ASSERT(rs_wk_store_held(st) <= st->high_water); /* plenty: used is below the mark */
+    uint64_t budget = (st->high_water - rs_wk_store_held(st)) / 2;
+    if (budget > st->data_len / 4)
+        budget = st->data_len / 4;
+    return st->open_room + len <= budget;
 }
 
 static rs_status_t extent_new(rs_wk_store_t *st, wpart_t *part, uint64_t want, uint64_t *len_p,
@@ -34,6 +47,9 @@ static rs_status_t extent_new(rs_wk_store_t *st, wpart_t *part, uint64_t want, u
     uint64_t size = st->cfg.sink || !plenty(st, part->next_extent) ? len : part->next_extent;
     if (size < len)
         size = len;
+    /* Whole batches of this size past the grant: a tail shorter than one is a hole no batch
+     * of this partition takes, and many of them fragment the data area into spilling. */
+    size = len + (size - len) / want * want;
     uint64_t off;
     rs_status_t s = rs_wk_arena_get(st, size, &off);
     if (s != RS_OK && size > len)

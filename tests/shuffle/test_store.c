@@ -366,6 +366,39 @@ static void test_grants_under_pressure(void **state)
 }
 
 /*
+ * Extents hold whole batches of the size asked for: a tail shorter than a
+ * batch would be a hole no batch of the partition takes (docs/shuffle.md,
+ * "An arena of 1.25x its data").
+ */
+static void test_extents_whole_batches(void **state)
+{
+    (void)state;
+    fixture_t fx;
+    fx_init(&fx, 1, 90);
+    const uint64_t want = 3008; /* 47 x 64 bytes: no alignment rounds it */
+    for (int i = 0; i < 40; i++) {
+        wgrant_t *g;
+        assert_int_equal(rs_wk_store_grant(&fx.st, fx.sh, 0, want, 0, &g), RS_OK);
+        assert_int_equal(g->len, want);
+        rs_snap_entry_t e = {.loc = g->off, .len = want, .seq = fx.seq++};
+        assert_int_equal(rs_wk_store_add_entry(&fx.st, g, &e), RS_OK);
+        rs_wk_store_settle(&fx.st, g, want);
+        rs_wk_store_retire(&fx.st, g, want);
+        rs_wk_store_grant_free(&fx.st, g);
+    }
+    int n = 0;
+    rs_list_t *pos, *tmp;
+    rs_list_for_each_safe(pos, tmp, &fx.sh->parts[0].extents)
+    {
+        extent_t *x = RS_CONTAINER_OF(pos, extent_t, link);
+        assert_int_equal(x->len % want, 0);
+        n++;
+    }
+    assert_true(n > 1); /* doubled extents, each a whole number of batches */
+    fx_fini(&fx);
+}
+
+/*
  * The high-water mark bounds the bytes held, not room granted that nothing
  * arrived in: idle grants past the mark spill nothing; data past it does.
  */
@@ -612,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_stage_when_pinned_full),
         cmocka_unit_test(test_grants_under_pressure),
         cmocka_unit_test(test_idle_room_not_spilled),
+        cmocka_unit_test(test_extents_whole_batches),
         cmocka_unit_test(test_spill_failure),
         cmocka_unit_test(test_interleaved_grant_hole),
         cmocka_unit_test(test_merged_in_place_spill),
