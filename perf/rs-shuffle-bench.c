@@ -453,7 +453,6 @@ static int reduces(uint32_t r, uint32_t part)
     return rs_shuffle_place(&d, part, &w) == RS_OK && w == r;
 }
 
-/* Reads reducer r's partitions, verifies them and sends the result on fd: 0, or 1 if it failed. */
 /* What one reducer process's threads share: its partitions, the bitmap of ids read. */
 typedef struct red_ctx {
     uint32_t r;
@@ -467,6 +466,8 @@ typedef struct red_ctx {
 typedef struct red_thread {
     red_ctx_t *c;
     uint32_t first; /* this thread's share: the first-th, first + threads-th, ... partition */
+    uint8_t *seen;  /* the ids this thread read: its own bitmap, merged into c->seen at the end
+                     * (a shared one, updated atomically, bounced its lines between cores) */
     red_result_t res;
     rs_status_t s;
 } red_thread_t;
@@ -500,8 +501,9 @@ static rs_status_t read_partition(red_thread_t *t, rs_reader_session_t *sess, ui
             continue;
         }
         uint8_t bit = (uint8_t)(1u << (id % 8));
-        if (__atomic_fetch_or(&c->seen[id / 8], bit, __ATOMIC_RELAXED) & bit)
+        if (t->seen[id / 8] & bit)
             t->res.dups++;
+        t->seen[id / 8] |= bit;
         c->counts[part].records++; /* one thread per partition */
         c->counts[part].sum += seed;
         t->res.records++;
@@ -561,9 +563,12 @@ static int reduce_run(int fd, uint32_t r)
     red_thread_t th[64];
     pthread_t tid[64];
     uint32_t nt = s == RS_OK ? o.threads : 0;
+    const size_t bitmap = c.total / 8 + 1;
     for (uint32_t i = 0; i < nt; i++) {
-        th[i] = (red_thread_t){.c = &c, .first = i};
-        if (nt == 1)
+        th[i] = (red_thread_t){.c = &c, .first = i, .seen = i == 0 ? c.seen : calloc(bitmap, 1)};
+        if (th[i].seen == NULL)
+            th[i].s = RS_ERR_NOMEM;
+        else if (nt == 1)
             red_thread_main(&th[0]);
         else if (pthread_create(&tid[i], NULL, red_thread_main, &th[i]) != 0)
             th[i].s = RS_ERR_NOMEM;
@@ -577,6 +582,13 @@ static int reduce_run(int fd, uint32_t r)
         res.bad += th[i].res.bad;
         res.dups += th[i].res.dups;
         res.bytes += th[i].res.bytes;
+        if (i == 0 || th[i].seen == NULL)
+            continue;
+        for (size_t b = 0; b < bitmap; b++) { /* an id two threads read is a duplicate too */
+            res.dups += (uint64_t)__builtin_popcount(c.seen[b] & th[i].seen[b]);
+            c.seen[b] |= th[i].seen[b];
+        }
+        free(th[i].seen);
     }
     sh->read[r] = res.bytes;
     if (s != RS_OK)
@@ -584,7 +596,7 @@ static int reduce_run(int fd, uint32_t r)
     res.status = s;
     perf_write_all(fd, &res, sizeof(res));
     perf_write_all(fd, c.counts, o.partitions * sizeof(*c.counts));
-    perf_write_all(fd, c.seen, c.total / 8 + 1);
+    perf_write_all(fd, c.seen, bitmap);
     if (o.task_mode)
         perf_write_all(fd, c.us, o.partitions * sizeof(*c.us));
     free(c.attempts);
