@@ -33,8 +33,9 @@ static int extra_ok(const rs_wk_store_t *st, uint64_t len)
 {
     if (!plenty(st, len))
         return 0;
-    RS_ASSERT(rs_wk_store_held(st) <= st->high_water); /* plenty: used is below the mark */
-    uint64_t budget = (st->high_water - rs_wk_store_held(st)) / 2;
+    uint64_t held = rs_wk_store_held(st);
+    RS_ASSERT(held <= st->high_water); /* plenty: used is below the mark */
+    uint64_t budget = (st->high_water - held) / 2;
     if (budget > st->data_len / 4)
         budget = st->data_len / 4;
     return st->open_room + len <= budget;
