@@ -8,6 +8,10 @@ set_target_properties(rs-shuffle-bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMA
 add_executable(rs-perf-reserve ${PROJECT_SOURCE_DIR}/perf/rs-perf-reserve.c)
 target_link_libraries(rs-perf-reserve PRIVATE rshuffle rs_perf)
 set_target_properties(rs-perf-reserve PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)
+# The appends' cost by the bytes of partition buffers they keep open (hot_bytes).
+add_executable(rs-perf-scatter ${PROJECT_SOURCE_DIR}/perf/rs-perf-scatter.c)
+target_link_libraries(rs-perf-scatter PRIVATE rshuffle rs_perf)
+set_target_properties(rs-perf-scatter PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)
 add_executable(rs-task-cost ${PROJECT_SOURCE_DIR}/perf/rs-task-cost.c)
 target_link_libraries(rs-task-cost PRIVATE rshuffle rs_perf)
 set_target_properties(rs-task-cost PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)

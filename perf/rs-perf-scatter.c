@@ -1,0 +1,187 @@
+/*
+ * rs-perf-scatter: what a map task's appends cost by how many bytes of
+ * partition buffers they write into, the measurement behind the pusher's
+ * hot_bytes (docs/shuffle.md, "Buffers that stay in cache").
+ *
+ *   rs-perf-scatter [--partitions 16,200,2000] [--bufs 4K,16K,80K]
+ *                   [--size 256M] [--procs 2] [--json [FILE]] [--csv FILE]
+ *
+ * Each of --procs processes at once (they share the last-level cache, as
+ * a host's executors do) appends --size bytes of 100-byte records, each to
+ * a pseudo-random one of P partitions, into that partition's buffer of
+ * BUF bytes, as rs_pusher_append does (the next record's lines fetched
+ * ahead). A full buffer is read once, as its seal reads it, and swapped
+ * for the idle buffer returned last, from a pool of twice P buffers on
+ * huge pages. One row per P and BUF: ns per record in the processes' own
+ * CPU time (the slowest, and the mean), and P x BUF, the bytes the
+ * appends keep open.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "perf_json.h"
+#include "perf_util.h"
+
+#define PROG     "rs-perf-scatter"
+#define REC      100u
+#define LIST_MAX 16
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* ns per record of one process's appends; the sum its seal-reads make goes to *sink. */
+static double scatter(uint32_t parts, size_t buf, uint64_t size, uint64_t *sink)
+{
+    size_t nbuf = 2 * (size_t)parts, len = nbuf * buf;
+    uint8_t *pool = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint32_t *idle = malloc(nbuf * sizeof(*idle));
+    uint32_t *cur = malloc(parts * sizeof(*cur));
+    size_t *fill = calloc(parts, sizeof(*fill));
+    if (pool == MAP_FAILED || idle == NULL || cur == NULL || fill == NULL)
+        perf_die(PROG, "no memory for %zu buffers of %zu bytes", nbuf, buf);
+    (void)madvise(pool, len, MADV_HUGEPAGE);
+    memset(pool, 1, len); /* resident: first touches are rs-perf-touch's subject */
+    size_t n_idle = 0;
+    for (size_t i = nbuf; i-- > parts;)
+        idle[n_idle++] = (uint32_t)i;
+    for (uint32_t p = 0; p < parts; p++)
+        cur[p] = p;
+    uint8_t rec[REC];
+    memset(rec, 7, sizeof(rec));
+    uint64_t n = size / REC, sum = 0;
+    double t0 = perf_clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t seed = mix(i);
+        uint32_t p = (uint32_t)(seed % parts);
+        if (fill[p] + REC > buf) {
+            const uint8_t *b = pool + (size_t)cur[p] * buf;
+            for (size_t o = 0; o < fill[p]; o += 64)
+                sum += b[o];
+            uint32_t full = cur[p];
+            cur[p] = idle[--n_idle]; /* taken before the full one goes back, as the pusher does */
+            idle[n_idle++] = full;
+            fill[p] = 0;
+        }
+        uint8_t *dst = pool + (size_t)cur[p] * buf + fill[p];
+        memcpy(rec, &seed, sizeof(seed));
+        memcpy(dst, rec, REC);
+        fill[p] += REC;
+        __builtin_prefetch(dst + REC, 1, 3);
+        __builtin_prefetch(dst + 2 * REC - 1, 1, 3);
+    }
+    double ns = (perf_clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0) / (double)n * 1e9;
+    *sink += sum;
+    munmap(pool, len);
+    free(idle);
+    free(cur);
+    free(fill);
+    return ns;
+}
+
+/* A comma list of counts or sizes; returns how many. */
+static int parse_list(const char *flag, const char *s, uint64_t min, uint64_t max, int size,
+                      uint64_t *out)
+{
+    char copy[256];
+    snprintf(copy, sizeof(copy), "%s", s);
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        if (n == LIST_MAX)
+            perf_die(PROG, "%s: at most %d values", flag, LIST_MAX);
+        out[n++] =
+            size ? perf_arg_size(PROG, flag, t, min, max) : perf_arg_uint(PROG, flag, t, min, max);
+    }
+    if (n == 0)
+        perf_die(PROG, "%s: no value", flag);
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    perf_out_t po;
+    perf_out_init(&po, PROG, &argc, argv);
+    uint64_t parts[LIST_MAX] = {16, 200, 2000}, bufs[LIST_MAX] = {4 << 10, 16 << 10, 80 << 10};
+    int n_parts = 3, n_bufs = 3;
+    uint64_t size = 256ull << 20, procs = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (v == NULL) {
+            fprintf(stderr, "usage: " PROG " [--partitions 16,200,2000] [--bufs 4K,16K,80K] "
+                            "[--size 256M] [--procs 2] [--json [FILE]] [--csv FILE]\n");
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--partitions") == 0)
+            n_parts = parse_list(a, v, 1, 1u << 20, 0, parts);
+        else if (strcmp(a, "--bufs") == 0)
+            n_bufs = parse_list(a, v, 2 * REC, 64u << 20, 1, bufs);
+        else if (strcmp(a, "--size") == 0)
+            size = perf_arg_size(PROG, a, v, REC, 1ull << 40);
+        else if (strcmp(a, "--procs") == 0)
+            procs = perf_arg_uint(PROG, a, v, 1, 64);
+        else
+            perf_die(PROG, "unknown option %s", a);
+    }
+    perf_out_meta(&po, "none", "-");
+    for (int pi = 0; pi < n_parts; pi++) {
+        for (int bi = 0; bi < n_bufs; bi++) {
+            int fds[2];
+            if (pipe(fds) != 0)
+                perf_die(PROG, "pipe: %s", strerror(errno));
+            for (uint64_t k = 0; k < procs; k++) {
+                pid_t pid = fork();
+                if (pid < 0)
+                    perf_die(PROG, "fork: %s", strerror(errno));
+                if (pid == 0) {
+                    uint64_t sink = 0;
+                    double ns = scatter((uint32_t)parts[pi], bufs[bi], size, &sink);
+                    ns += (double)(sink & 0); /* the reads are kept */
+                    _exit(write(fds[1], &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
+                }
+            }
+            close(fds[1]);
+            double worst = 0, total = 0;
+            uint64_t got = 0;
+            for (double ns; read(fds[0], &ns, sizeof(ns)) == sizeof(ns); got++) {
+                worst = ns > worst ? ns : worst;
+                total += ns;
+            }
+            close(fds[0]);
+            int failed = 0;
+            for (uint64_t k = 0; k < procs; k++) {
+                int ws;
+                if (wait(&ws) < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+                    failed = 1;
+            }
+            if (failed || got != procs)
+                perf_die(PROG, "a process failed (%llu of %llu answered)", (unsigned long long)got,
+                         (unsigned long long)procs);
+            perf_row(&po);
+            perf_u64(&po, "partitions", parts[pi]);
+            perf_u64(&po, "buf", bufs[bi]);
+            perf_u64(&po, "open_bytes", parts[pi] * bufs[bi]);
+            perf_u64(&po, "procs", procs);
+            perf_num(&po, "ns_per_record", worst, 2);
+            perf_num(&po, "ns_per_record_mean", total / (double)procs, 2);
+            if (!po.json)
+                printf("%6llu partitions x %8llu bytes (%6.1f MiB open): %6.2f ns/record "
+                       "(mean %.2f, %llu procs)\n",
+                       (unsigned long long)parts[pi], (unsigned long long)bufs[bi],
+                       (double)(parts[pi] * bufs[bi]) / (1 << 20), worst, total / (double)procs,
+                       (unsigned long long)procs);
+        }
+    }
+    return perf_out_emit(&po);
+}
