@@ -32,7 +32,9 @@ static const rs_cfg_row_t rows[] = {
     NUM("RSHUFFLE_PUSH_MERGE_BELOW", merge_below, "32K", 0, 4u << 20,
         "batches of fewer frame bytes bound for one worker travel in one write; 0: off"),
     NUM("RSHUFFLE_PUSH_POOL_MAX", pool_max, "128M", 0, 1ull << 36,
-        "a pool doubles up to this until each partition's buffer holds 2 KiB; PUSH_POOL: never"),
+        "a pool doubles up to this until each partition's buffer holds 16 KiB; PUSH_POOL: never"),
+    NUM("RSHUFFLE_PUSH_HOT", hot_bytes, "3M", 0, 1ull << 36,
+        "all partitions' buffers together, bytes (not below 16 KiB each); 0: off"),
 };
 #undef NUM
 

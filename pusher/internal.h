@@ -206,7 +206,7 @@ struct rs_pusher {
     pwrite_t *wr;    /* per partition: where append writes into cur (all append touches) */
     size_t *next_len;
     size_t *sent;     /* per partition: bytes handed over in append mode */
-    size_t part_cap;  /* append buffers grow to this: all partitions' buffers fit half the pool */
+    size_t part_cap;  /* append buffers grow to this: within half the pool and hot_bytes */
     size_t first_len; /* a partition's first buffer: min_buf, or part_cap when smaller */
     uint64_t records;
     uint64_t next_seq; /* batch numbers, given at hand-off */

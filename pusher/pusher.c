@@ -17,7 +17,23 @@
 /* open polls for the attach replies this long before it sleeps. */
 #define RS_ATTACH_SPIN_NS 200000
 
-#define PART_BUF_MIN 64 /* smallest partition buffer, bytes (+ RS_PBUF_HEAD_ROOM) */
+#define PART_BUF_MIN 64          /* smallest partition buffer, bytes (+ RS_PBUF_HEAD_ROOM) */
+#define PART_HOT_MIN (16u << 10) /* hot_bytes never cuts a buffer below this */
+
+/*
+ * A partition's buffer within hot_bytes / P (not below PART_HOT_MIN): a
+ * record lands in a line of its partition's buffer, and a buffer is read
+ * again at its seal and its put; while all partitions' buffers together
+ * stay in cache, the appends' stores and those reads hit it
+ * (docs/shuffle.md, "Buffers that stay in cache").
+ */
+static size_t hot_cap(const rs_pusher_config_t *cfg, uint32_t n_partitions)
+{
+    if (cfg->hot_bytes == 0)
+        return SIZE_MAX;
+    size_t hot = (cfg->hot_bytes / n_partitions) & ~(size_t)63;
+    return hot > PART_HOT_MIN ? hot : PART_HOT_MIN;
+}
 
 static rs_status_t werr(rs_pusher_t *p)
 {
@@ -376,6 +392,9 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
      */
     size_t share = p->cfg.pool_bytes / 2 / desc->n_partitions;
     p->part_cap = share < p->cfg.buf_len ? share : p->cfg.buf_len;
+    size_t hot = hot_cap(&p->cfg, desc->n_partitions);
+    if (hot < p->part_cap)
+        p->part_cap = hot;
     if (p->part_cap < p->cfg.min_buf) {
         size_t small = share > RS_PBUF_HEAD_ROOM ? (share - RS_PBUF_HEAD_ROOM) & ~(size_t)63 : 0;
         p->part_cap = small > PART_BUF_MIN ? small : PART_BUF_MIN;

@@ -176,6 +176,11 @@ typedef struct rs_pusher_config {
                            past pool_bytes, up to this, until every partition's buffer holds
                            16 KiB (128 MiB: from 1,025 partitions 64 MiB, from 2,049 128 MiB);
                            pool_bytes or less: never (docs/shuffle.md) */
+    size_t hot_bytes;   /* RSHUFFLE_PUSH_HOT: a partition's buffer grows to hot_bytes / P at
+                           most, not below 16 KiB, so that all partitions' buffers stay in
+                           cache while records land in them (3 MiB: 192 KiB at 16
+                           partitions, 16 KiB from 192; 0: no bound; docs/shuffle.md
+                           "Buffers that stay in cache") */
 } rs_pusher_config_t;
 
 /* Fills *cfg with the defaults above (transport NULL). Cannot fail. */

@@ -303,6 +303,51 @@ static void test_pool_grows_with_partitions(void **state)
     lb_shuffle_free(&s);
 }
 
+/*
+ * All partitions' buffers together stay within hot_bytes, not below
+ * 16 KiB each: 200 partitions of about 128 KiB each go in buffers of at
+ * most 16 KiB with the default 3 MiB (4, 8, then 16 KiB: nine or ten
+ * batches a partition), and of up to the pool's share (80 KiB) with the
+ * bound off (four).
+ */
+static void test_buffers_within_hot_bytes(void **state)
+{
+    (void)state;
+    enum { PARTS = 200, RECS = PARTS * 1700 };
+    rs_worker_config_t wc;
+    lb_worker_config(&wc, 128 << 20, NULL);
+    lb_shuffle_t s = {0};
+    lb_workers_start(&s, 1, &wc);
+    lb_shuffle_desc(&s, 10, PARTS, 1, 2, RECS);
+    uint64_t batches[2];
+    for (uint32_t m = 0; m < 2; m++) {
+        rs_pusher_config_t pc;
+        lb_pusher_config(&pc, WAIT_MS);
+        pc.buf_len = 256 << 10;
+        pc.pool_bytes = 32 << 20;
+        if (m == 1)
+            pc.hot_bytes = 0;
+        rs_pusher_t *p;
+        assert_int_equal(rs_pusher_open(&s.desc, m, 0, &pc, &p), RS_OK);
+        uint8_t rec[TREC_MAX];
+        rs_status_t st = RS_OK;
+        for (uint32_t i = 0; i < RECS && st == RS_OK; i++)
+            st = rs_pusher_append(p, i % PARTS, rec, trec_make(m, i, rec));
+        rs_pusher_stats_t ps;
+        if (st == RS_OK)
+            st = rs_pusher_close(p, &ps);
+        rs_pusher_destroy(p);
+        assert_int_equal(st, RS_OK);
+        batches[m] = ps.batches;
+    }
+    if (batches[0] < 9 * PARTS || batches[1] > 5 * PARTS)
+        fail_msg("batches: %llu within 3 MiB of buffers, %llu with the bound off (%u partitions)",
+                 (unsigned long long)batches[0], (unsigned long long)batches[1], PARTS);
+    read_check(&s, NULL);
+    lb_workers_stop(&s);
+    lb_shuffle_free(&s);
+}
+
 #ifdef RS_FAULT_INJECTION
 /*
  * A batch numbered past what a worker takes is refused (NACK): close
@@ -396,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_grants_and_commit),
         cmocka_unit_test(test_dropped_grant),
         cmocka_unit_test(test_pool_grows_with_partitions),
+        cmocka_unit_test(test_buffers_within_hot_bytes),
         cmocka_unit_test(test_dropped_commit_reply),
         cmocka_unit_test(test_failover_replica),
         cmocka_unit_test(test_abort_commits_nothing),
