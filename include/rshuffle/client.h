@@ -27,14 +27,15 @@
  * environment (RSHUFFLE_CLIENT_LANES), destroyed at exit (atexit) or by
  * rs_client_default_shutdown. A child made by fork() starts without one
  * (the parent's lanes are set aside there without a transport call, their
- * memory left allocated) and makes its own on first use: a child can push
- * and read through the default client while the parent holds lanes
- * (docs/shuffle.md, "fork()"). A client made with rs_client_create before
- * a fork belongs to the parent: the child must neither use nor destroy it.
- * A child that accepts transport connections (runs a worker or a broadcast
- * node) may not get them wired up while its parent holds lanes; such a
- * parent calls rs_client_default_shutdown before it forks, or the child
- * execs.
+ * memory left allocated). If the parent had UCX contexts open at the fork
+ * (lanes, even idle, workers, broadcast nodes), the child opens none: its
+ * pushers and readers fail with RS_ERR_STATE, since UCX's locks may be
+ * held in it (docs/shuffle.md, "fork()"). So a parent that forks children
+ * which push or read calls rs_client_default_shutdown (and destroys its
+ * other clients, workers and nodes) before fork(), or the child execs; the
+ * child then makes its own default client on first use. A client made with
+ * rs_client_create before a fork belongs to the parent: the child must
+ * neither use nor destroy it.
  *
  * Thread safety: every function here may be called from any thread; the
  * tasks opened from a client keep their own one-thread rule.

@@ -239,10 +239,14 @@ static rs_status_t ucx_renew(rs_ctx_t *ctx)
 
 static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
 {
+    rs_status_t st = rs_ucx_fork_open();
+    if (st != RS_OK)
+        return st;
     rs_ucx_ctx_t *uc = calloc(1, sizeof(*uc));
     if (uc == NULL) {
         rs_error("out of memory allocating the UCX context");
-        return RS_ERR_NOMEM;
+        st = RS_ERR_NOMEM;
+        goto err_uncount;
     }
     rs_list_init(&uc->pending);
     rs_list_init(&uc->conn_reqs);
@@ -255,7 +259,7 @@ static rs_status_t ucx_ctx_open(rs_ctx_t *ctx)
     rs_list_init(&uc->amo_reqs);
     rs_list_init(&uc->regions);
     rs_ucx_config_t ucfg;
-    rs_status_t st = rs_ucx_config_read(&ucfg);
+    st = rs_ucx_config_read(&ucfg);
     if (st != RS_OK)
         goto err_free_uc;
     uc->force_am = ucfg.rma == RS_UCX_RMA_AM ? 1 : ucfg.rma == RS_UCX_RMA_UCX ? -1 : 0;
@@ -281,6 +285,8 @@ err_cleanup_context:
     ucp_cleanup(uc->context);
 err_free_uc:
     free(uc);
+err_uncount:
+    rs_ucx_fork_close();
     return st;
 }
 
@@ -301,6 +307,7 @@ static void ucx_ctx_close(rs_ctx_t *ctx)
     free(uc->free_ids);
     free(uc);
     rs_tp_ctx_set_be(ctx, NULL);
+    rs_ucx_fork_close();
 }
 
 static unsigned ucx_progress(rs_ctx_t *ctx)

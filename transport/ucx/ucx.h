@@ -205,6 +205,14 @@ static inline ucp_worker_h rs_ucx_uep_worker(const rs_ucx_ep_t *uep)
 rs_status_t rs_ucx_status(ucs_status_t status);
 
 /*
+ * fork.c: a context about to open (RS_OK, counted) or refused in a child
+ * forked while its parent had contexts open (RS_ERR_STATE, logged);
+ * rs_ucx_fork_close uncounts one that closes.
+ */
+rs_status_t rs_ucx_fork_open(void);
+void rs_ucx_fork_close(void);
+
+/*
  * worker.c: opens a UCX worker of uc's context with its wakeup fd, address
  * blob and uc->am_cb as its AM handler (arg ctx). RS_ERR_TRANSPORT or
  * RS_ERR_NOMEM (logged); *w is written only on success.
