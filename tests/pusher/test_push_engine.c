@@ -257,23 +257,38 @@ static void test_abort_commits_nothing(void **state)
     lb_shuffle_free(&s);
 }
 
-/*
- * With many partitions the pool doubles until each partition's buffer
- * holds 2 KiB (rs_pusher_config_t.pool_max): 20,000 partitions on a
- * 32 MiB pool grow it to 128 MiB, and about 900 bytes a partition go as
- * one batch each; with the growth off (pool_max = pool_bytes) the buffers
- * are 768 bytes and each partition takes two.
- */
-static void test_pool_grows_with_partitions(void **state)
+/* Map m: records 0..recs-1, record i to partition i % P, through a pusher of pc; its batches. */
+static uint64_t push_counted(lb_shuffle_t *s, uint32_t m, const rs_pusher_config_t *pc,
+                             uint32_t recs)
 {
-    (void)state;
-    enum { PARTS = 20000, RECS = PARTS * 12 };
+    rs_pusher_t *p;
+    assert_int_equal(rs_pusher_open(&s->desc, m, 0, pc, &p), RS_OK);
+    uint8_t rec[TREC_MAX];
+    rs_status_t st = RS_OK;
+    for (uint32_t i = 0; i < recs && st == RS_OK; i++)
+        st = rs_pusher_append(p, i % s->desc.n_partitions, rec, trec_make(m, i, rec));
+    rs_pusher_stats_t ps;
+    if (st == RS_OK)
+        st = rs_pusher_close(p, &ps);
+    rs_pusher_destroy(p);
+    assert_int_equal(st, RS_OK);
+    return ps.batches;
+}
+
+/*
+ * Shuffle id of parts partitions, two maps of recs records each through
+ * pushers of a 256 KiB buffer and a 32 MiB pool: map 0 with the defaults,
+ * map 1 with change applied. Every record is read back; the maps' batches
+ * go to batches[0] and [1].
+ */
+static void push_two_ways(uint32_t id, uint32_t parts, uint32_t recs,
+                          void (*change)(rs_pusher_config_t *), uint64_t batches[2])
+{
     rs_worker_config_t wc;
-    lb_worker_config(&wc, 64 << 20, NULL);
+    lb_worker_config(&wc, 128 << 20, NULL);
     lb_shuffle_t s = {0};
     lb_workers_start(&s, 1, &wc);
-    lb_shuffle_desc(&s, 9, PARTS, 1, 2, RECS);
-    uint64_t batches[2];
+    lb_shuffle_desc(&s, id, parts, 1, 2, recs);
     for (uint32_t m = 0; m < 2; m++) {
         rs_pusher_config_t pc;
         lb_pusher_config(&pc, WAIT_MS);
@@ -281,26 +296,40 @@ static void test_pool_grows_with_partitions(void **state)
         pc.pool_bytes = 32 << 20;
         pc.max_inflight = 4 << 20;
         if (m == 1)
-            pc.pool_max = pc.pool_bytes;
-        rs_pusher_t *p;
-        assert_int_equal(rs_pusher_open(&s.desc, m, 0, &pc, &p), RS_OK);
-        uint8_t rec[TREC_MAX];
-        rs_status_t st = RS_OK;
-        for (uint32_t i = 0; i < RECS && st == RS_OK; i++)
-            st = rs_pusher_append(p, i % PARTS, rec, trec_make(m, i, rec));
-        rs_pusher_stats_t ps;
-        if (st == RS_OK)
-            st = rs_pusher_close(p, &ps);
-        rs_pusher_destroy(p);
-        assert_int_equal(st, RS_OK);
-        batches[m] = ps.batches;
+            change(&pc);
+        batches[m] = push_counted(&s, m, &pc, recs);
     }
-    if (batches[0] > PARTS + PARTS / 10 || batches[1] < PARTS + PARTS / 2)
-        fail_msg("batches: %llu with the pool grown, %llu without (%u partitions)",
-                 (unsigned long long)batches[0], (unsigned long long)batches[1], PARTS);
     read_check(&s, NULL);
     lb_workers_stop(&s);
     lb_shuffle_free(&s);
+}
+
+static void pool_fixed(rs_pusher_config_t *pc)
+{
+    pc->pool_max = pc->pool_bytes;
+}
+
+/*
+ * With many partitions the pool doubles until each partition's buffer
+ * holds 16 KiB (rs_pusher_config_t.pool_max): 20,000 partitions on a
+ * 32 MiB pool grow it to 128 MiB, and about 900 bytes a partition go as
+ * one batch each; with the growth off (pool_max = pool_bytes) the buffers
+ * are 768 bytes and each partition takes two.
+ */
+static void test_pool_grows_with_partitions(void **state)
+{
+    (void)state;
+    enum { PARTS = 20000 };
+    uint64_t batches[2];
+    push_two_ways(9, PARTS, PARTS * 12, pool_fixed, batches);
+    if (batches[0] > PARTS + PARTS / 10 || batches[1] < PARTS + PARTS / 2)
+        fail_msg("batches: %llu with the pool grown, %llu without (%u partitions)",
+                 (unsigned long long)batches[0], (unsigned long long)batches[1], PARTS);
+}
+
+static void hot_off(rs_pusher_config_t *pc)
+{
+    pc->hot_bytes = 0;
 }
 
 /*
@@ -313,39 +342,12 @@ static void test_pool_grows_with_partitions(void **state)
 static void test_buffers_within_hot_bytes(void **state)
 {
     (void)state;
-    enum { PARTS = 200, RECS = PARTS * 1700 };
-    rs_worker_config_t wc;
-    lb_worker_config(&wc, 128 << 20, NULL);
-    lb_shuffle_t s = {0};
-    lb_workers_start(&s, 1, &wc);
-    lb_shuffle_desc(&s, 10, PARTS, 1, 2, RECS);
+    enum { PARTS = 200 };
     uint64_t batches[2];
-    for (uint32_t m = 0; m < 2; m++) {
-        rs_pusher_config_t pc;
-        lb_pusher_config(&pc, WAIT_MS);
-        pc.buf_len = 256 << 10;
-        pc.pool_bytes = 32 << 20;
-        if (m == 1)
-            pc.hot_bytes = 0;
-        rs_pusher_t *p;
-        assert_int_equal(rs_pusher_open(&s.desc, m, 0, &pc, &p), RS_OK);
-        uint8_t rec[TREC_MAX];
-        rs_status_t st = RS_OK;
-        for (uint32_t i = 0; i < RECS && st == RS_OK; i++)
-            st = rs_pusher_append(p, i % PARTS, rec, trec_make(m, i, rec));
-        rs_pusher_stats_t ps;
-        if (st == RS_OK)
-            st = rs_pusher_close(p, &ps);
-        rs_pusher_destroy(p);
-        assert_int_equal(st, RS_OK);
-        batches[m] = ps.batches;
-    }
+    push_two_ways(10, PARTS, PARTS * 1700, hot_off, batches);
     if (batches[0] < 9 * PARTS || batches[1] > 5 * PARTS)
         fail_msg("batches: %llu within 3 MiB of buffers, %llu with the bound off (%u partitions)",
                  (unsigned long long)batches[0], (unsigned long long)batches[1], PARTS);
-    read_check(&s, NULL);
-    lb_workers_stop(&s);
-    lb_shuffle_free(&s);
 }
 
 #ifdef RS_FAULT_INJECTION
