@@ -101,7 +101,9 @@ typedef void (*rs_ep_cb_t)(void *arg, rs_ep_t *ep, rs_status_t status);
  * of an RSHUFFLE_* variable) out of range, or an unknown transport;
  * RS_ERR_UNSUPPORTED: the chosen backend cannot
  * run here; RS_ERR_NOMEM; RS_ERR_TRANSPORT: the backend failed to open;
- * RS_ERR_IO: the progress thread could not start. *ctx_p is set only on RS_OK.
+ * RS_ERR_IO: the progress thread could not start; RS_ERR_STATE: UCX, in a
+ * child forked while its parent had UCX contexts open (their locks may be
+ * held in it: include/rshuffle/client.h). *ctx_p is set only on RS_OK.
  */
 RS_API rs_status_t rs_ctx_create(const rs_config_t *cfg, rs_ctx_t **ctx_p);
 

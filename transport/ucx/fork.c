@@ -22,7 +22,9 @@ static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
 
 static void at_fork_child(void)
 {
-    forked_with = atomic_load(&open_ctxs);
+    unsigned open = atomic_load(&open_ctxs);
+    if (open > 0) /* a refused child's own children inherit its held lock: they refuse too */
+        forked_with = open;
     atomic_store(&open_ctxs, 0); /* the parent's are never closed here */
 }
 
