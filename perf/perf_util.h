@@ -93,6 +93,25 @@ static inline uint64_t perf_arg_size(const char *prog, const char *flag, const c
     return v;
 }
 
+/*
+ * A comma list of sizes (K, M, G allowed; plain counts too) into
+ * out[0..max-1]: how many, or -1 for an item that is not one, more than
+ * max items, or none. The caller checks their range.
+ */
+static inline int perf_parse_sizes(const char *arg, uint64_t *out, int max)
+{
+    char buf[256];
+    int n = 0;
+    snprintf(buf, sizeof(buf), "%s", arg);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        if (n == max || rs_parse_size(t, &out[n]) != RS_OK)
+            return -1;
+        n++;
+    }
+    return n > 0 ? n : -1;
+}
+
 /* Dies naming the call, its place and the status when an rs_* call does not return RS_OK. */
 #define PERF_CHECK_RS(prog, call)                                                           \
     do {                                                                                    \

@@ -335,20 +335,6 @@ static int run_case(const opts_t *o, rs_bcast_node_t *src, const unsigned char *
 
 /* ---------------------------------------------------------------- options */
 
-static int parse_list(const char *arg, uint64_t *out, int max)
-{
-    char buf[256];
-    int n = 0;
-    snprintf(buf, sizeof(buf), "%s", arg);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
-         t = strtok_r(NULL, ",", &save)) {
-        if (n == max || rs_parse_size(t, &out[n]) != RS_OK)
-            return -1;
-        n++;
-    }
-    return n;
-}
-
 #define USAGE                                                                          \
     "usage: rs-bcast-bench [--json [FILE]] [--csv FILE] [--sizes 1K,1M,16M,64M]\n"     \
     "                      [--readers 1,2,4,8] [--modes torrent,source] [--iters N]\n" \
@@ -389,10 +375,10 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         }
         i++;
         if (strcmp(a, "--sizes") == 0) {
-            if ((o->n_sizes = parse_list(val, o->sizes, MAX_LIST)) <= 0)
+            if ((o->n_sizes = perf_parse_sizes(val, o->sizes, MAX_LIST)) <= 0)
                 return -1;
         } else if (strcmp(a, "--readers") == 0) {
-            if ((n = parse_list(val, v, MAX_LIST)) <= 0)
+            if ((n = perf_parse_sizes(val, v, MAX_LIST)) <= 0)
                 return -1;
             for (int j = 0; j < n; j++) {
                 if (v[j] < 1 || v[j] > MAX_READERS)

@@ -8,9 +8,9 @@
  *
  * Each of --procs processes at once (they share the last-level cache, as
  * a host's executors do) appends --size bytes of 100-byte records, each to
- * a pseudo-random one of P partitions, into that partition's buffer of
- * BUF bytes, as rs_pusher_append does (the next record's lines fetched
- * ahead). A full buffer is read once, as its seal reads it, and swapped
+ * the one of P partitions its seed (perf/records.h) picks, into that
+ * partition's buffer of BUF bytes, as rs_pusher_append does (the next
+ * record's lines fetched ahead). A full buffer is read once, as its seal reads it, and swapped
  * for the idle buffer returned last, from a pool of twice P buffers on
  * huge pages. One row per P and BUF: ns per record in the processes' own
  * CPU time (the slowest, and the mean), and P x BUF, the bytes the
@@ -27,18 +27,10 @@
 
 #include "perf_json.h"
 #include "perf_util.h"
+#include "records.h"
 
 #define PROG     "rs-perf-scatter"
-#define REC      100u
 #define LIST_MAX 16
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
 
 /* What the seal-reads sum to: volatile, so that they are made. */
 static volatile uint64_t seal_sum;
@@ -60,14 +52,14 @@ static double scatter(uint32_t parts, size_t buf, uint64_t size)
         idle[n_idle++] = (uint32_t)i;
     for (uint32_t p = 0; p < parts; p++)
         cur[p] = p;
-    uint8_t rec[REC];
+    uint8_t rec[REC_LEN];
     memset(rec, 7, sizeof(rec));
-    uint64_t n = size / REC, sum = 0;
+    uint64_t n = size / REC_LEN, sum = 0;
     double t0 = perf_clock_s(CLOCK_PROCESS_CPUTIME_ID);
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t seed = mix(i);
+        uint64_t seed = rec_seed(i);
         uint32_t p = (uint32_t)(seed % parts);
-        if (fill[p] + REC > buf) {
+        if (fill[p] + REC_LEN > buf) {
             const uint8_t *b = pool + (size_t)cur[p] * buf;
             for (size_t o = 0; o < fill[p]; o += 64)
                 sum += b[o];
@@ -78,10 +70,10 @@ static double scatter(uint32_t parts, size_t buf, uint64_t size)
         }
         uint8_t *dst = pool + (size_t)cur[p] * buf + fill[p];
         memcpy(rec, &seed, sizeof(seed));
-        memcpy(dst, rec, REC);
-        fill[p] += REC;
-        __builtin_prefetch(dst + REC, 1, 3);
-        __builtin_prefetch(dst + 2 * REC - 1, 1, 3);
+        memcpy(dst, rec, REC_LEN);
+        fill[p] += REC_LEN;
+        __builtin_prefetch(dst + REC_LEN, 1, 3);
+        __builtin_prefetch(dst + 2 * REC_LEN - 1, 1, 3);
     }
     double ns = (perf_clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0) / (double)n * 1e9;
     seal_sum += sum;
@@ -92,22 +84,18 @@ static double scatter(uint32_t parts, size_t buf, uint64_t size)
     return ns;
 }
 
-/* A comma list of counts or sizes; returns how many. */
-static int parse_list(const char *flag, const char *s, uint64_t min, uint64_t max, int size,
-                      uint64_t *out)
+/* flag's comma list into out, each in [min, max]; how many. Exits 2 on anything else. */
+static int arg_list(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-    char copy[256];
-    snprintf(copy, sizeof(copy), "%s", s);
-    int n = 0;
-    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t != NULL;
-         t = strtok_r(NULL, ",", &save)) {
-        if (n == LIST_MAX)
-            perf_die(PROG, "%s: at most %d values", flag, LIST_MAX);
-        out[n++] =
-            size ? perf_arg_size(PROG, flag, t, min, max) : perf_arg_uint(PROG, flag, t, min, max);
+    int n = perf_parse_sizes(s, out, LIST_MAX);
+    for (int i = 0; i < n; i++)
+        if (out[i] < min || out[i] > max)
+            n = -1;
+    if (n < 0) {
+        fprintf(stderr, "%s: bad %s '%s': expected up to %d values from %llu to %llu\n", PROG, flag,
+                s, LIST_MAX, (unsigned long long)min, (unsigned long long)max);
+        exit(2);
     }
-    if (n == 0)
-        perf_die(PROG, "%s: no value", flag);
     return n;
 }
 
@@ -127,11 +115,11 @@ int main(int argc, char **argv)
         }
         i++;
         if (strcmp(a, "--partitions") == 0)
-            n_parts = parse_list(a, v, 1, 1u << 20, 0, parts);
+            n_parts = arg_list(a, v, 1, 1u << 20, parts);
         else if (strcmp(a, "--bufs") == 0)
-            n_bufs = parse_list(a, v, 2 * REC, 64u << 20, 1, bufs);
+            n_bufs = arg_list(a, v, 2 * REC_LEN, 64u << 20, bufs);
         else if (strcmp(a, "--size") == 0)
-            size = perf_arg_size(PROG, a, v, REC, 1ull << 40);
+            size = perf_arg_size(PROG, a, v, REC_LEN, 1ull << 40);
         else if (strcmp(a, "--procs") == 0)
             procs = perf_arg_uint(PROG, a, v, 1, 64);
         else
