@@ -3,11 +3,10 @@
  * pushes and reads through the default client (rs_pusher_open,
  * rs_reader_open). A child forked while its lanes are open refuses to
  * push (RS_ERR_STATE) instead of risking a hang inside UCX, and so does
- * that child's own child; after
- * rs_client_default_shutdown a child pushes and reads through a default
- * client of its own while the parent pushes another shuffle through a new
- * one. Every record is read exactly once. The transport comes from the
- * environment.
+ * that child's own child; after rs_client_default_shutdown a child pushes
+ * and reads through a default client of its own while the parent pushes
+ * another shuffle through a new one. Every record is read exactly once.
+ * The transport comes from the environment.
  */
 #include <setjmp.h>
 #include <stdarg.h>
