@@ -230,10 +230,14 @@ int main(int argc, char **argv)
     b.sdispl = b.scount + ranks;
     b.rcount = b.sdispl + ranks;
     b.rdispl = b.rcount + ranks;
-    /* touch them once, so page faults are not timed (an MPI code reuses its buffers) */
-    memset(b.gen, 0, per_round * REC_LEN);
-    memset(b.send, 0, per_round * REC_LEN);
-    memset(b.recv, 0, b.recv_cap);
+    /*
+     * Touch them once, so page faults are not timed (an MPI code reuses its
+     * buffers); not with zeros, which a compiler may fold with the malloc
+     * into a calloc that leaves fresh pages untouched.
+     */
+    memset(b.gen, 0xa5, per_round * REC_LEN);
+    memset(b.send, 0xa5, per_round * REC_LEN);
+    memset(b.recv, 0xa5, b.recv_cap);
     MPI_Allreduce(&my_rounds, &rounds, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
 
     MPI_Barrier(MPI_COMM_WORLD);
