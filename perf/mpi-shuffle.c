@@ -160,9 +160,13 @@ static int bufs_init(bufs_t *b, uint64_t per_round, int ranks)
     b->rcount = b->sdispl + ranks;
     b->rdispl = b->rcount + ranks;
     b->cursor = b->rdispl + ranks;
-    /* touch them once, so page faults are not timed (an MPI code reuses its buffers) */
-    memset(b->send, 0, per_round * REC_LEN);
-    memset(b->recv, 0, b->recv_cap);
+    /*
+     * Touch them once, so page faults are not timed (an MPI code reuses its
+     * buffers); not with zeros, which a compiler may fold with the malloc
+     * into a calloc that leaves fresh pages untouched.
+     */
+    memset(b->send, 0xa5, per_round * REC_LEN);
+    memset(b->recv, 0xa5, b->recv_cap);
     return 0;
 }
 
