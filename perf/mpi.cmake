@@ -22,4 +22,18 @@ if(MPIEXEC_EXECUTABLE)
                      -P ${PROJECT_SOURCE_DIR}/tests/shuffle/compare_mpi_smoke.cmake)
     set_tests_properties(perf_compare_mpi_smoke PROPERTIES LABELS perf TIMEOUT 300
                          ENVIRONMENT "RSHUFFLE_LOG=error")
+    # mpi-shuffle --group: every record found in its own partition's runs,
+    # ranks holding equal and unequal shares of the partitions.
+    foreach(shape 2:16 2:2000 3:7)
+        string(REPLACE ":" ";" np_parts "${shape}")
+        list(GET np_parts 0 np)
+        list(GET np_parts 1 parts)
+        add_test(NAME perf_mpi_shuffle_group_${np}x${parts}
+                 COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe --mca pml ob1 --mca btl self,vader
+                         -np ${np} $<TARGET_FILE:mpi-shuffle> --size 8M --round 1M
+                         --partitions ${parts} --group)
+        set_tests_properties(perf_mpi_shuffle_group_${np}x${parts} PROPERTIES
+                             LABELS perf TIMEOUT 120 PASS_REGULAR_EXPRESSION "shuffle verified"
+                             ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    endforeach()
 endif()
