@@ -4,7 +4,8 @@
  * hot_bytes (docs/shuffle.md, "Buffers that stay in cache").
  *
  *   rs-perf-scatter [--partitions 16,200,2000] [--bufs 4K,16K,80K]
- *                   [--size 256M] [--procs 2] [--json [FILE]] [--csv FILE]
+ *                   [--size 256M] [--procs 2] [--mode direct|staged|runs]
+ *                   [--block 256K] [--json [FILE]] [--csv FILE]
  *
  * Each of --procs processes at once (they share the last-level cache, as
  * a host's executors do) appends --size bytes of 100-byte records, each to
@@ -15,6 +16,21 @@
  * huge pages. One row per P and BUF: ns per record in the processes' own
  * CPU time (the slowest, and the mean), and P x BUF, the bytes the
  * appends keep open.
+ *
+ * --mode staged measures the append that packs per destination instead, as
+ * MPI packs per rank: records go one after another into one block of BUF
+ * bytes, their partitions beside them; a full block is sorted by partition
+ * into a second one (each partition's records together after a 64-byte
+ * frame header slot, the next record's destination fetched 8 ahead) and
+ * that one read once, as its frames' seals would read it. The sort's copy
+ * is counted; the merge copy that direct frames below merge_below make is
+ * not, so the comparison favours direct mode. BUF is the block's size
+ * here, and the frames are about BUF / P bytes.
+ *
+ * --mode runs keeps the push format: records are staged in one block of
+ * --block bytes as in staged mode, and a full block is copied partition by
+ * partition, each one's records in a burst, into partition buffers of BUF
+ * bytes handled as in direct mode.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -31,6 +47,8 @@
 
 #define PROG     "rs-perf-scatter"
 #define LIST_MAX 16
+
+static const char *const mode_name[] = {"direct", "staged", "runs"};
 
 /* What the seal-reads sum to: volatile, so that they are made. */
 static volatile uint64_t seal_sum;
@@ -84,6 +102,147 @@ static double scatter(uint32_t parts, size_t buf, uint64_t size)
     return ns;
 }
 
+/*
+ * ns per record of appends staged in one block of `block` bytes and, when it
+ * is full, copied partition by partition (each partition's records in a
+ * burst, found through a counting sort of their indexes) into partition
+ * buffers of buf bytes, which are read and swapped when full as in
+ * scatter() (--mode runs: the push format unchanged).
+ */
+static double runs(uint32_t parts, size_t buf, size_t block, uint64_t size)
+{
+    size_t nbuf = 2 * (size_t)parts, len = nbuf * buf, cap = block / REC_LEN;
+    uint8_t *pool = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *stage = mmap(NULL, block, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint32_t *idle = malloc(nbuf * sizeof(*idle)), *cur = malloc(parts * sizeof(*cur));
+    size_t *fill = calloc(parts, sizeof(*fill));
+    uint32_t *part_of = malloc(cap * sizeof(*part_of)), *order = malloc(cap * sizeof(*order));
+    uint32_t *start = calloc((size_t)parts + 1, sizeof(*start));
+    if (pool == MAP_FAILED || stage == MAP_FAILED || idle == NULL || cur == NULL || fill == NULL ||
+        part_of == NULL || order == NULL || start == NULL)
+        perf_die(PROG, "no memory for %zu buffers of %zu bytes", nbuf, buf);
+    (void)madvise(pool, len, MADV_HUGEPAGE);
+    (void)madvise(stage, block, MADV_HUGEPAGE);
+    memset(pool, 1, len);
+    memset(stage, 1, block);
+    size_t n_idle = 0;
+    for (size_t i = nbuf; i-- > parts;)
+        idle[n_idle++] = (uint32_t)i;
+    for (uint32_t p = 0; p < parts; p++)
+        cur[p] = p;
+    uint8_t rec[REC_LEN];
+    memset(rec, 7, sizeof(rec));
+    uint64_t n = size / REC_LEN, sum = 0;
+    size_t k = 0;
+    double t0 = perf_clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t seed = rec_seed(i);
+        memcpy(rec, &seed, sizeof(seed));
+        memcpy(stage + k * REC_LEN, rec, REC_LEN);
+        part_of[k++] = (uint32_t)(seed % parts);
+        if (k < cap && i + 1 < n)
+            continue;
+        memset(start, 0, ((size_t)parts + 1) * sizeof(*start));
+        for (size_t j = 0; j < k; j++)
+            start[part_of[j] + 1]++;
+        for (uint32_t q = 0; q < parts; q++)
+            start[q + 1] += start[q];
+        for (size_t j = 0; j < k; j++)
+            order[start[part_of[j]]++] = (uint32_t)j; /* start[q] ends as q+1's first */
+        for (size_t j = 0; j < k;) {
+            uint32_t p = part_of[order[j]];
+            if (j + 16 < k) /* a later partition's room, fetched ahead */
+                __builtin_prefetch(pool + (size_t)cur[part_of[order[j + 16]]] * buf +
+                                       fill[part_of[order[j + 16]]],
+                                   1, 3);
+            for (; j < k && part_of[order[j]] == p; j++) {
+                if (fill[p] + REC_LEN > buf) {
+                    const uint8_t *b = pool + (size_t)cur[p] * buf;
+                    for (size_t o = 0; o < fill[p]; o += 64)
+                        sum += b[o];
+                    uint32_t full = cur[p];
+                    cur[p] = idle[--n_idle];
+                    idle[n_idle++] = full;
+                    fill[p] = 0;
+                }
+                memcpy(pool + (size_t)cur[p] * buf + fill[p], stage + (size_t)order[j] * REC_LEN,
+                       REC_LEN);
+                fill[p] += REC_LEN;
+            }
+        }
+        k = 0;
+    }
+    double ns = (perf_clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0) / (double)n * 1e9;
+    seal_sum += sum;
+    munmap(pool, len);
+    munmap(stage, block);
+    free(idle);
+    free(cur);
+    free(fill);
+    free(part_of);
+    free(order);
+    free(start);
+    return ns;
+}
+
+/* ns per record of one process's appends packed per destination and sorted (--mode staged). */
+static double staged(uint32_t parts, size_t block, uint64_t size)
+{
+    size_t cap = block / REC_LEN, out_len = block + (size_t)parts * 128;
+    uint8_t *stage = mmap(NULL, block, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *out = mmap(NULL, out_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint32_t *part_of = malloc(cap * sizeof(*part_of));
+    uint32_t *count = calloc(parts, sizeof(*count));
+    size_t *at = malloc(parts * sizeof(*at));
+    if (stage == MAP_FAILED || out == MAP_FAILED || part_of == NULL || count == NULL || at == NULL)
+        perf_die(PROG, "no memory for blocks of %zu bytes", block);
+    (void)madvise(stage, block, MADV_HUGEPAGE);
+    (void)madvise(out, out_len, MADV_HUGEPAGE);
+    memset(stage, 1, block);
+    memset(out, 1, out_len);
+    uint8_t rec[REC_LEN];
+    memset(rec, 7, sizeof(rec));
+    uint64_t n = size / REC_LEN, sum = 0;
+    size_t k = 0;
+    double t0 = perf_clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t seed = rec_seed(i);
+        uint32_t p = (uint32_t)(seed % parts);
+        memcpy(rec, &seed, sizeof(seed));
+        memcpy(stage + k * REC_LEN, rec, REC_LEN);
+        part_of[k++] = p;
+        if (k < cap && i + 1 < n)
+            continue;
+        for (size_t j = 0; j < k; j++)
+            count[part_of[j]]++;
+        size_t end = 0;
+        for (uint32_t q = 0; q < parts; q++) {
+            if (count[q] == 0)
+                continue;
+            at[q] = end + 64; /* the frame header's slot */
+            end = (at[q] + (size_t)count[q] * REC_LEN + 63) & ~(size_t)63;
+            count[q] = 0;
+        }
+        for (size_t j = 0; j < k; j++) {
+            if (j + 8 < k)
+                __builtin_prefetch(out + at[part_of[j + 8]], 1, 3);
+            memcpy(out + at[part_of[j]], stage + j * REC_LEN, REC_LEN);
+            at[part_of[j]] += REC_LEN;
+        }
+        for (size_t o = 0; o < end; o += 64)
+            sum += out[o];
+        k = 0;
+    }
+    double ns = (perf_clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0) / (double)n * 1e9;
+    seal_sum += sum;
+    munmap(stage, block);
+    munmap(out, out_len);
+    free(part_of);
+    free(count);
+    free(at);
+    return ns;
+}
+
 /* flag's comma list into out, each in [min, max]; how many. Exits 2 on anything else. */
 static int arg_list(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -106,11 +265,14 @@ int main(int argc, char **argv)
     uint64_t parts[LIST_MAX] = {16, 200, 2000}, bufs[LIST_MAX] = {4 << 10, 16 << 10, 80 << 10};
     int n_parts = 3, n_bufs = 3;
     uint64_t size = 256ull << 20, procs = 2;
+    int mode = 0; /* direct, staged, runs */
+    uint64_t block = 256 << 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL) {
             fprintf(stderr, "usage: " PROG " [--partitions 16,200,2000] [--bufs 4K,16K,80K] "
-                            "[--size 256M] [--procs 2] [--json [FILE]] [--csv FILE]\n");
+                            "[--size 256M] [--procs 2] [--mode direct|staged|runs] "
+                            "[--block 256K] [--json [FILE]] [--csv FILE]\n");
             return 2;
         }
         i++;
@@ -122,6 +284,14 @@ int main(int argc, char **argv)
             size = perf_arg_size(PROG, a, v, REC_LEN, 1ull << 40);
         else if (strcmp(a, "--procs") == 0)
             procs = perf_arg_uint(PROG, a, v, 1, 64);
+        else if (strcmp(a, "--mode") == 0) {
+            mode = -1;
+            for (int m = 0; m < 3; m++)
+                mode = strcmp(v, mode_name[m]) == 0 ? m : mode;
+            if (mode < 0)
+                perf_die(PROG, "--mode takes direct, staged or runs, not '%s'", v);
+        } else if (strcmp(a, "--block") == 0)
+            block = perf_arg_size(PROG, a, v, 2 * REC_LEN, 1ull << 30);
         else
             perf_die(PROG, "unknown option %s", a);
     }
@@ -136,7 +306,10 @@ int main(int argc, char **argv)
                 if (pid < 0)
                     perf_die(PROG, "fork: %s", strerror(errno));
                 if (pid == 0) {
-                    double ns = scatter((uint32_t)parts[pi], bufs[bi], size);
+                    uint32_t np = (uint32_t)parts[pi];
+                    double ns = mode == 1   ? staged(np, bufs[bi], size)
+                                : mode == 2 ? runs(np, bufs[bi], block, size)
+                                            : scatter(np, bufs[bi], size);
                     _exit(write(fds[1], &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
                 }
             }
@@ -160,16 +333,16 @@ int main(int argc, char **argv)
             perf_row(&po);
             perf_u64(&po, "partitions", parts[pi]);
             perf_u64(&po, "buf", bufs[bi]);
-            perf_u64(&po, "open_bytes", parts[pi] * bufs[bi]);
+            perf_str(&po, "mode", mode_name[mode]);
+            perf_u64(&po, "open_bytes", mode == 1 ? 2 * bufs[bi] : parts[pi] * bufs[bi]);
             perf_u64(&po, "procs", procs);
             perf_num(&po, "ns_per_record", worst, 2);
             perf_num(&po, "ns_per_record_mean", total / (double)procs, 2);
             if (!po.json)
-                printf("%6llu partitions x %8llu bytes (%6.1f MiB open): %6.2f ns/record "
-                       "(mean %.2f, %llu procs)\n",
-                       (unsigned long long)parts[pi], (unsigned long long)bufs[bi],
-                       (double)(parts[pi] * bufs[bi]) / (1 << 20), worst, total / (double)procs,
-                       (unsigned long long)procs);
+                printf("%s %6llu partitions x %8llu bytes: %6.2f ns/record (mean %.2f, %llu "
+                       "procs)\n",
+                       mode_name[mode], (unsigned long long)parts[pi], (unsigned long long)bufs[bi],
+                       worst, total / (double)procs, (unsigned long long)procs);
         }
     }
     return perf_out_emit(&po);
