@@ -53,52 +53,88 @@ static const char *const mode_name[] = {"direct", "staged", "runs"};
 /* What the seal-reads sum to: volatile, so that they are made. */
 static volatile uint64_t seal_sum;
 
+/* len bytes on huge pages, resident: first touches are rs-perf-touch's subject. */
+static uint8_t *map_resident(size_t len)
+{
+    uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        perf_die(PROG, "no memory for %zu bytes", len);
+    (void)madvise(p, len, MADV_HUGEPAGE);
+    memset(p, 1, len);
+    return p;
+}
+
+/* Partition buffers of buf bytes from a pool of twice as many, as a pusher's. */
+typedef struct part_bufs {
+    uint8_t *pool;
+    size_t len, buf, n_idle;
+    uint32_t *idle, *cur;
+    size_t *fill;
+    uint64_t sum; /* of the seal-reads */
+} part_bufs_t;
+
+static void part_bufs_init(part_bufs_t *b, uint32_t parts, size_t buf)
+{
+    size_t nbuf = 2 * (size_t)parts;
+    *b = (part_bufs_t){.len = nbuf * buf, .buf = buf};
+    b->pool = map_resident(b->len);
+    b->idle = malloc(nbuf * sizeof(*b->idle));
+    b->cur = malloc(parts * sizeof(*b->cur));
+    b->fill = calloc(parts, sizeof(*b->fill));
+    if (b->idle == NULL || b->cur == NULL || b->fill == NULL)
+        perf_die(PROG, "no memory for %zu buffers of %zu bytes", nbuf, buf);
+    for (size_t i = nbuf; i-- > parts;)
+        b->idle[b->n_idle++] = (uint32_t)i;
+    for (uint32_t p = 0; p < parts; p++)
+        b->cur[p] = p;
+}
+
+/* Room for one record in partition p's buffer; a full one is read (its seal) and swapped first. */
+static inline uint8_t *part_bufs_room(part_bufs_t *b, uint32_t p)
+{
+    if (b->fill[p] + REC_LEN > b->buf) {
+        const uint8_t *full = b->pool + (size_t)b->cur[p] * b->buf;
+        for (size_t o = 0; o < b->fill[p]; o += 64)
+            b->sum += full[o];
+        uint32_t was = b->cur[p];
+        b->cur[p] =
+            b->idle[--b->n_idle]; /* taken before the full one goes back, as the pusher does */
+        b->idle[b->n_idle++] = was;
+        b->fill[p] = 0;
+    }
+    uint8_t *dst = b->pool + (size_t)b->cur[p] * b->buf + b->fill[p];
+    b->fill[p] += REC_LEN;
+    return dst;
+}
+
+static void part_bufs_free(part_bufs_t *b)
+{
+    seal_sum += b->sum;
+    munmap(b->pool, b->len);
+    free(b->idle);
+    free(b->cur);
+    free(b->fill);
+}
+
 /* ns per record of one process's appends. */
 static double scatter(uint32_t parts, size_t buf, uint64_t size)
 {
-    size_t nbuf = 2 * (size_t)parts, len = nbuf * buf;
-    uint8_t *pool = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    uint32_t *idle = malloc(nbuf * sizeof(*idle));
-    uint32_t *cur = malloc(parts * sizeof(*cur));
-    size_t *fill = calloc(parts, sizeof(*fill));
-    if (pool == MAP_FAILED || idle == NULL || cur == NULL || fill == NULL)
-        perf_die(PROG, "no memory for %zu buffers of %zu bytes", nbuf, buf);
-    (void)madvise(pool, len, MADV_HUGEPAGE);
-    memset(pool, 1, len); /* resident: first touches are rs-perf-touch's subject */
-    size_t n_idle = 0;
-    for (size_t i = nbuf; i-- > parts;)
-        idle[n_idle++] = (uint32_t)i;
-    for (uint32_t p = 0; p < parts; p++)
-        cur[p] = p;
+    part_bufs_t b;
+    part_bufs_init(&b, parts, buf);
     uint8_t rec[REC_LEN];
     memset(rec, 7, sizeof(rec));
-    uint64_t n = size / REC_LEN, sum = 0;
+    uint64_t n = size / REC_LEN;
     double t0 = perf_clock_s(CLOCK_PROCESS_CPUTIME_ID);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t seed = rec_seed(i);
-        uint32_t p = (uint32_t)(seed % parts);
-        if (fill[p] + REC_LEN > buf) {
-            const uint8_t *b = pool + (size_t)cur[p] * buf;
-            for (size_t o = 0; o < fill[p]; o += 64)
-                sum += b[o];
-            uint32_t full = cur[p];
-            cur[p] = idle[--n_idle]; /* taken before the full one goes back, as the pusher does */
-            idle[n_idle++] = full;
-            fill[p] = 0;
-        }
-        uint8_t *dst = pool + (size_t)cur[p] * buf + fill[p];
+        uint8_t *dst = part_bufs_room(&b, (uint32_t)(seed % parts));
         memcpy(rec, &seed, sizeof(seed));
         memcpy(dst, rec, REC_LEN);
-        fill[p] += REC_LEN;
         __builtin_prefetch(dst + REC_LEN, 1, 3);
         __builtin_prefetch(dst + 2 * REC_LEN - 1, 1, 3);
     }
     double ns = (perf_clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0) / (double)n * 1e9;
-    seal_sum += sum;
-    munmap(pool, len);
-    free(idle);
-    free(cur);
-    free(fill);
+    part_bufs_free(&b);
     return ns;
 }
 
@@ -106,33 +142,22 @@ static double scatter(uint32_t parts, size_t buf, uint64_t size)
  * ns per record of appends staged in one block of `block` bytes and, when it
  * is full, copied partition by partition (each partition's records in a
  * burst, found through a counting sort of their indexes) into partition
- * buffers of buf bytes, which are read and swapped when full as in
- * scatter() (--mode runs: the push format unchanged).
+ * buffers of buf bytes, handled as in scatter() (--mode runs: the push
+ * format unchanged).
  */
 static double runs(uint32_t parts, size_t buf, size_t block, uint64_t size)
 {
-    size_t nbuf = 2 * (size_t)parts, len = nbuf * buf, cap = block / REC_LEN;
-    uint8_t *pool = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    uint8_t *stage = mmap(NULL, block, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    uint32_t *idle = malloc(nbuf * sizeof(*idle)), *cur = malloc(parts * sizeof(*cur));
-    size_t *fill = calloc(parts, sizeof(*fill));
+    size_t cap = block / REC_LEN;
+    part_bufs_t b;
+    part_bufs_init(&b, parts, buf);
+    uint8_t *stage = map_resident(block);
     uint32_t *part_of = malloc(cap * sizeof(*part_of)), *order = malloc(cap * sizeof(*order));
     uint32_t *start = calloc((size_t)parts + 1, sizeof(*start));
-    if (pool == MAP_FAILED || stage == MAP_FAILED || idle == NULL || cur == NULL || fill == NULL ||
-        part_of == NULL || order == NULL || start == NULL)
-        perf_die(PROG, "no memory for %zu buffers of %zu bytes", nbuf, buf);
-    (void)madvise(pool, len, MADV_HUGEPAGE);
-    (void)madvise(stage, block, MADV_HUGEPAGE);
-    memset(pool, 1, len);
-    memset(stage, 1, block);
-    size_t n_idle = 0;
-    for (size_t i = nbuf; i-- > parts;)
-        idle[n_idle++] = (uint32_t)i;
-    for (uint32_t p = 0; p < parts; p++)
-        cur[p] = p;
+    if (part_of == NULL || order == NULL || start == NULL)
+        perf_die(PROG, "no memory for a block of %zu records", cap);
     uint8_t rec[REC_LEN];
     memset(rec, 7, sizeof(rec));
-    uint64_t n = size / REC_LEN, sum = 0;
+    uint64_t n = size / REC_LEN;
     size_t k = 0;
     double t0 = perf_clock_s(CLOCK_PROCESS_CPUTIME_ID);
     for (uint64_t i = 0; i < n; i++) {
@@ -149,36 +174,19 @@ static double runs(uint32_t parts, size_t buf, size_t block, uint64_t size)
             start[q + 1] += start[q];
         for (size_t j = 0; j < k; j++)
             order[start[part_of[j]]++] = (uint32_t)j; /* start[q] ends as q+1's first */
-        for (size_t j = 0; j < k;) {
-            uint32_t p = part_of[order[j]];
-            if (j + 16 < k) /* a later partition's room, fetched ahead */
-                __builtin_prefetch(pool + (size_t)cur[part_of[order[j + 16]]] * buf +
-                                       fill[part_of[order[j + 16]]],
-                                   1, 3);
-            for (; j < k && part_of[order[j]] == p; j++) {
-                if (fill[p] + REC_LEN > buf) {
-                    const uint8_t *b = pool + (size_t)cur[p] * buf;
-                    for (size_t o = 0; o < fill[p]; o += 64)
-                        sum += b[o];
-                    uint32_t full = cur[p];
-                    cur[p] = idle[--n_idle];
-                    idle[n_idle++] = full;
-                    fill[p] = 0;
-                }
-                memcpy(pool + (size_t)cur[p] * buf + fill[p], stage + (size_t)order[j] * REC_LEN,
-                       REC_LEN);
-                fill[p] += REC_LEN;
+        for (size_t j = 0; j < k; j++) {
+            if (j + 16 < k) { /* a later record's room, fetched ahead */
+                uint32_t q = part_of[order[j + 16]];
+                __builtin_prefetch(b.pool + (size_t)b.cur[q] * buf + b.fill[q], 1, 3);
             }
+            memcpy(part_bufs_room(&b, part_of[order[j]]), stage + (size_t)order[j] * REC_LEN,
+                   REC_LEN);
         }
         k = 0;
     }
     double ns = (perf_clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0) / (double)n * 1e9;
-    seal_sum += sum;
-    munmap(pool, len);
+    part_bufs_free(&b);
     munmap(stage, block);
-    free(idle);
-    free(cur);
-    free(fill);
     free(part_of);
     free(order);
     free(start);
@@ -189,17 +197,12 @@ static double runs(uint32_t parts, size_t buf, size_t block, uint64_t size)
 static double staged(uint32_t parts, size_t block, uint64_t size)
 {
     size_t cap = block / REC_LEN, out_len = block + (size_t)parts * 128;
-    uint8_t *stage = mmap(NULL, block, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    uint8_t *out = mmap(NULL, out_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *stage = map_resident(block), *out = map_resident(out_len);
     uint32_t *part_of = malloc(cap * sizeof(*part_of));
     uint32_t *count = calloc(parts, sizeof(*count));
     size_t *at = malloc(parts * sizeof(*at));
-    if (stage == MAP_FAILED || out == MAP_FAILED || part_of == NULL || count == NULL || at == NULL)
-        perf_die(PROG, "no memory for blocks of %zu bytes", block);
-    (void)madvise(stage, block, MADV_HUGEPAGE);
-    (void)madvise(out, out_len, MADV_HUGEPAGE);
-    memset(stage, 1, block);
-    memset(out, 1, out_len);
+    if (part_of == NULL || count == NULL || at == NULL)
+        perf_die(PROG, "no memory for a block of %zu records", cap);
     uint8_t rec[REC_LEN];
     memset(rec, 7, sizeof(rec));
     uint64_t n = size / REC_LEN, sum = 0;
