@@ -147,9 +147,10 @@ static inline uint32_t held_index(uint32_t p, int ranks)
 /*
  * --group's packing: per destination, its partitions in order, each one's
  * records together (one counting sort over the partitions); counts per
- * partition in pcount, bytes per rank in scount.
+ * partition in pcount, bytes per rank in scount, what was sent in want.
  */
-static void pack_grouped(const opts_t *o, int ranks, uint64_t first, uint64_t n, bufs_t *b)
+static void pack_grouped(const opts_t *o, int ranks, uint64_t first, uint64_t n, bufs_t *b,
+                         pcount_t *want)
 {
     uint32_t held = b->kept.held;
     memset(b->pcount, 0, (size_t)ranks * held * sizeof(int));
@@ -159,6 +160,8 @@ static void pack_grouped(const opts_t *o, int ranks, uint64_t first, uint64_t n,
         b->seeds[i] = seed;
         b->dest[i] = part;
         b->pcount[(part % (uint32_t)ranks) * held + held_index(part, ranks)]++;
+        want[part].records++;
+        want[part].sum += seed;
     }
     uint64_t off = 0;
     for (int r = 0; r < ranks; r++) {
@@ -212,11 +215,7 @@ static void verify_kept(const kept_t *k, int ranks, const check_t *c)
 static int round_grouped(const opts_t *o, int me, int ranks, uint32_t round, uint64_t first,
                          uint64_t n, bufs_t *b, pcount_t *want)
 {
-    pack_grouped(o, ranks, first, n, b);
-    for (uint64_t i = 0; i < n; i++) {
-        want[b->dest[i]].records++;
-        want[b->dest[i]].sum += b->seeds[i];
-    }
+    pack_grouped(o, ranks, first, n, b, want);
     kept_t *k = &b->kept;
     if (MPI_Alltoall(b->pcount, (int)k->held, MPI_INT, b->pcount_in, (int)k->held, MPI_INT,
                      MPI_COMM_WORLD) != MPI_SUCCESS)
@@ -317,15 +316,16 @@ static int bufs_init_grouped(bufs_t *b, const opts_t *o, int ranks, uint64_t tot
     return 0;
 }
 
-static int bufs_init(bufs_t *b, uint64_t per_round, int ranks)
+/* The round's buffers; a receive buffer too unless --group receives into what it keeps. */
+static int bufs_init(bufs_t *b, uint64_t per_round, int ranks, int group)
 {
     b->seeds = malloc(per_round * sizeof(*b->seeds));
     b->dest = malloc(per_round * sizeof(*b->dest));
     b->send = malloc(per_round * REC_LEN);
-    b->recv_cap = per_round * REC_LEN;
-    b->recv = malloc(b->recv_cap);
+    b->recv_cap = group ? 0 : per_round * REC_LEN;
+    b->recv = group ? NULL : malloc(b->recv_cap);
     b->scount = calloc((size_t)ranks * 5, sizeof(int));
-    if (b->seeds == NULL || b->dest == NULL || b->send == NULL || b->recv == NULL ||
+    if (b->seeds == NULL || b->dest == NULL || b->send == NULL || (b->recv == NULL && !group) ||
         b->scount == NULL)
         return -1;
     b->sdispl = b->scount + ranks;
@@ -338,7 +338,8 @@ static int bufs_init(bufs_t *b, uint64_t per_round, int ranks)
      * into a calloc that leaves fresh pages untouched.
      */
     memset(b->send, 0xa5, per_round * REC_LEN);
-    memset(b->recv, 0xa5, b->recv_cap);
+    if (b->recv != NULL)
+        memset(b->recv, 0xa5, b->recv_cap);
     return 0;
 }
 
@@ -381,7 +382,8 @@ int main(int argc, char **argv)
     verdict_t v = {0};
     check_t chk = {&o, me, ranks, total, seen, got, &v};
     MPI_Allreduce(&my_rounds, &rounds, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    int fail = bufs_init(&b, per_round, ranks) != 0 || seen == NULL || want == NULL || got == NULL;
+    int fail = bufs_init(&b, per_round, ranks, o.group) != 0 || seen == NULL || want == NULL ||
+               got == NULL;
     if (!fail && o.group)
         fail = bufs_init_grouped(&b, &o, ranks, total, rounds) != 0;
     MPI_Allreduce(MPI_IN_PLACE, &fail, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
