@@ -139,6 +139,21 @@ static double scatter(uint32_t parts, size_t buf, uint64_t size)
 }
 
 /*
+ * Counts a block's k records by partition into count[] (zero before) and
+ * lists the partitions present in present[] (room for k), in the order
+ * first seen; how many. Its cost follows the block, not the partition
+ * count; the caller zeroes the present partitions' counts after use.
+ */
+static size_t block_count(const uint32_t *part_of, size_t k, uint32_t *count, uint32_t *present)
+{
+    size_t n = 0;
+    for (size_t j = 0; j < k; j++)
+        if (count[part_of[j]]++ == 0)
+            present[n++] = part_of[j];
+    return n;
+}
+
+/*
  * ns per record of appends staged in one block of `block` bytes and, when it
  * is full, copied partition by partition (each partition's records in a
  * burst, found through a counting sort of their indexes) into partition
@@ -152,8 +167,8 @@ static double runs(uint32_t parts, size_t buf, size_t block, uint64_t size)
     part_bufs_init(&b, parts, buf);
     uint8_t *stage = map_resident(block);
     uint32_t *part_of = malloc(cap * sizeof(*part_of)), *order = malloc(cap * sizeof(*order));
-    uint32_t *start = calloc((size_t)parts + 1, sizeof(*start));
-    if (part_of == NULL || order == NULL || start == NULL)
+    uint32_t *present = malloc(cap * sizeof(*present)), *start = calloc(parts, sizeof(*start));
+    if (part_of == NULL || order == NULL || present == NULL || start == NULL)
         perf_die(PROG, "no memory for a block of %zu records", cap);
     uint8_t rec[REC_LEN];
     memset(rec, 7, sizeof(rec));
@@ -167,13 +182,16 @@ static double runs(uint32_t parts, size_t buf, size_t block, uint64_t size)
         part_of[k++] = (uint32_t)(seed % parts);
         if (k < cap && i + 1 < n)
             continue;
-        memset(start, 0, ((size_t)parts + 1) * sizeof(*start));
+        size_t np = block_count(part_of, k, start, present); /* start[q]: q's count, then */
+        for (uint32_t at = 0, x = 0; x < np; x++) {          /* its first place in order */
+            uint32_t c = start[present[x]];
+            start[present[x]] = at;
+            at += c;
+        }
         for (size_t j = 0; j < k; j++)
-            start[part_of[j] + 1]++;
-        for (uint32_t q = 0; q < parts; q++)
-            start[q + 1] += start[q];
-        for (size_t j = 0; j < k; j++)
-            order[start[part_of[j]]++] = (uint32_t)j; /* start[q] ends as q+1's first */
+            order[start[part_of[j]]++] = (uint32_t)j;
+        for (size_t x = 0; x < np; x++)
+            start[present[x]] = 0;
         for (size_t j = 0; j < k; j++) {
             if (j + 16 < k) { /* a later record's room, fetched ahead */
                 uint32_t q = part_of[order[j + 16]];
@@ -189,6 +207,7 @@ static double runs(uint32_t parts, size_t buf, size_t block, uint64_t size)
     munmap(stage, block);
     free(part_of);
     free(order);
+    free(present);
     free(start);
     return ns;
 }
@@ -199,9 +218,9 @@ static double staged(uint32_t parts, size_t block, uint64_t size)
     size_t cap = block / REC_LEN, out_len = block + (size_t)parts * 128;
     uint8_t *stage = map_resident(block), *out = map_resident(out_len);
     uint32_t *part_of = malloc(cap * sizeof(*part_of));
-    uint32_t *count = calloc(parts, sizeof(*count));
+    uint32_t *count = calloc(parts, sizeof(*count)), *present = malloc(cap * sizeof(*present));
     size_t *at = malloc(parts * sizeof(*at));
-    if (part_of == NULL || count == NULL || at == NULL)
+    if (part_of == NULL || count == NULL || present == NULL || at == NULL)
         perf_die(PROG, "no memory for a block of %zu records", cap);
     uint8_t rec[REC_LEN];
     memset(rec, 7, sizeof(rec));
@@ -216,12 +235,9 @@ static double staged(uint32_t parts, size_t block, uint64_t size)
         part_of[k++] = p;
         if (k < cap && i + 1 < n)
             continue;
-        for (size_t j = 0; j < k; j++)
-            count[part_of[j]]++;
-        size_t end = 0;
-        for (uint32_t q = 0; q < parts; q++) {
-            if (count[q] == 0)
-                continue;
+        size_t np = block_count(part_of, k, count, present), end = 0;
+        for (size_t x = 0; x < np; x++) {
+            uint32_t q = present[x];
             at[q] = end + 64; /* the frame header's slot */
             end = (at[q] + (size_t)count[q] * REC_LEN + 63) & ~(size_t)63;
             count[q] = 0;
@@ -242,6 +258,7 @@ static double staged(uint32_t parts, size_t block, uint64_t size)
     munmap(out, out_len);
     free(part_of);
     free(count);
+    free(present);
     free(at);
     return ns;
 }
