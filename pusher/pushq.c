@@ -201,6 +201,12 @@ static int writer_drive(rs_pushq_t *q)
 static void engine_park(rs_pushq_t *q)
 {
     atomic_store(&q->engine_sleeping, 1);
+    /*
+     * Parked, this thread frees no slot and no buffer: a writer napping
+     * until it does would sleep its whole slice (10 ms; once per map task
+     * in two at 200 partitions), so it is woken to drive the rounds itself.
+     */
+    rs_push_pool_signal(q);
     if (atomic_load(&q->parked) && !atomic_load(&q->stop)) {
         struct pollfd pfd = {.fd = q->efd, .events = POLLIN};
         if (poll(&pfd, 1, PUSHQ_SLEEP_MS) > 0) {
