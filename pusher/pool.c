@@ -14,7 +14,6 @@
 
 #include <stdlib.h>
 
-#define PUSHQ_NAP_MS        10         /* writer wait slice (guards against a lost wake) */
 #define POOL_RESIDENT_CHUNK (1u << 20) /* the slab is made resident a MiB at a time */
 
 static void writer_wake(rs_pushq_t *q)
@@ -244,7 +243,7 @@ void rs_push_pool_nap(rs_pushq_t *q, int what)
 {
     if (atomic_load(&q->engine_starved))
         evict_idle(q, 0); /* idle buffers the writer does not need block the engine */
-    struct timespec ts = rs_ns_to_timespec(rs_now_ns() + RS_MS_TO_NS(PUSHQ_NAP_MS));
+    struct timespec ts = rs_ns_to_timespec(rs_now_ns() + RS_MS_TO_NS(q->nap_ms));
     pthread_mutex_lock(&q->lock);
     if (what == WAIT_BUFFER) {
         uint64_t rel = atomic_load(&q->released), held = atomic_load(&q->submitted) - rel;
@@ -258,6 +257,14 @@ void rs_push_pool_nap(rs_pushq_t *q, int what)
     atomic_store(&q->writer_waiting, WAIT_NONE);
     pthread_mutex_unlock(&q->lock);
 }
+
+#ifdef RS_FAULT_INJECTION
+void rs_push_fault_slices_ms(rs_pushq_t *q, uint32_t ms)
+{
+    q->nap_ms = ms;
+    q->sleep_ms = ms;
+}
+#endif
 
 rs_status_t rs_push_pool_slab_alloc(rs_pushq_t *q)
 {

@@ -28,8 +28,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define PUSHQ_SPIN_NS  50000 /* engine spins this long before sleeping */
-#define PUSHQ_SLEEP_MS 20    /* engine sleep bound without a hook fd */
+#define PUSHQ_SPIN_NS 50000 /* engine spins this long before sleeping */
 
 void rs_pushq_config_defaults(rs_pushq_config_t *cfg)
 {
@@ -143,7 +142,7 @@ static int engine_sleep(rs_pushq_t *q, int queue_blocked)
     struct pollfd pfd[2] = {{.fd = q->efd, .events = POLLIN},
                             {.fd = q->hooks.fd, .events = POLLIN}};
     int nfd = q->hooks.fd >= 0 ? 2 : 1;
-    int timeout = q->hooks.poll != NULL && q->hooks.fd < 0 ? 1 : PUSHQ_SLEEP_MS;
+    int timeout = q->hooks.poll != NULL && q->hooks.fd < 0 ? 1 : (int)q->sleep_ms;
     int n = poll(pfd, (nfds_t)nfd, timeout);
     atomic_store(&q->engine_sleeping, 0);
     if (n > 0 && (pfd[0].revents & POLLIN)) {
@@ -209,7 +208,7 @@ static void engine_park(rs_pushq_t *q)
     rs_push_pool_signal(q);
     if (atomic_load(&q->parked) && !atomic_load(&q->stop)) {
         struct pollfd pfd = {.fd = q->efd, .events = POLLIN};
-        if (poll(&pfd, 1, PUSHQ_SLEEP_MS) > 0) {
+        if (poll(&pfd, 1, (int)q->sleep_ms) > 0) {
             uint64_t v;
             ssize_t r = read(q->efd, &v, sizeof(v));
             (void)r;
@@ -238,6 +237,8 @@ static void *engine_main(void *arg)
             idle_since = 0;
             continue;
         }
+        if (atomic_load_explicit(&q->parked, memory_order_acquire))
+            continue; /* parked during the round: park now (waking a napping writer), not sleep */
         uint64_t now = rs_now_ns();
         if (idle_since == 0)
             idle_since = now;
@@ -274,6 +275,8 @@ rs_status_t rs_push_q_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_
         return RS_ERR_NOMEM;
     q->cfg = *cfg;
     q->hooks = *hooks;
+    q->nap_ms = PUSHQ_NAP_MS;
+    q->sleep_ms = PUSHQ_SLEEP_MS;
     rs_status_t st = RS_ERR_NOMEM;
     uint32_t ring = 1;
     while (ring < cfg->queue_depth)

@@ -154,4 +154,13 @@ void rs_push_q_park_held(rs_pushq_t *q);
  */
 void rs_push_q_reuse(rs_pushq_t *q, uint32_t wait_ms);
 
+#ifdef RS_FAULT_INJECTION
+/*
+ * Test only: a writer's wait slice (10 ms) and the engine thread's idle
+ * sleep (20 ms) become ms, so that a wake-up either should have had shows
+ * as a stall, not as a short nap.
+ */
+void rs_push_fault_slices_ms(rs_pushq_t *q, uint32_t ms);
+#endif
+
 #endif

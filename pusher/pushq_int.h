@@ -13,7 +13,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define PUSHQ_CLASSES 8 /* distinct idle buffer lengths kept */
+#define PUSHQ_CLASSES  8  /* distinct idle buffer lengths kept */
+#define PUSHQ_NAP_MS   10 /* writer wait slice (guards against a lost wake) */
+#define PUSHQ_SLEEP_MS 20 /* engine sleep bound without a hook fd */
 
 typedef struct pushq_class {
     size_t len;
@@ -52,6 +54,8 @@ struct rs_pushq {
     _Atomic int driver;    /* 1 while a thread (engine or writer) runs an engine round */
     _Atomic int parked;    /* the engine thread sleeps on efd only: the writer drives (lanes) */
     _Atomic int park_held; /* parked until the next task: hand-offs do not unpark (close) */
+    uint32_t nap_ms;       /* a writer's wait slice (PUSHQ_NAP_MS; a fault hook lengthens it) */
+    uint32_t sleep_ms;     /* the engine's idle sleep bound (PUSHQ_SLEEP_MS; the same hook) */
     _Alignas(64) _Atomic int writer_waiting;
     _Atomic uint64_t wake_at; /* a writer waiting for a buffer: woken once released reaches it */
     _Atomic int stop;
