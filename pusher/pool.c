@@ -250,9 +250,10 @@ void rs_push_pool_nap(rs_pushq_t *q, int what)
         atomic_store(&q->wake_at, rel + (held > 2 ? held / 2 : 1));
     }
     atomic_store(&q->writer_waiting, what);
-    /* A parked engine drives nothing: once it let the token go, the writer drives. */
+    /* A parked engine drives nothing: once it let the token go, queued buffers are the writer's. */
     if ((what == WAIT_SLOT ? !queue_half_free(q) : atomic_load(&q->returned) == NULL) &&
-        !(atomic_load(&q->parked) && atomic_load(&q->driver) == 0))
+        !(atomic_load(&q->parked) && atomic_load(&q->driver) == 0 &&
+          atomic_load(&q->tail) != atomic_load(&q->head)))
         pthread_cond_timedwait(&q->cond, &q->lock, &ts);
     atomic_store(&q->writer_waiting, WAIT_NONE);
     pthread_mutex_unlock(&q->lock);

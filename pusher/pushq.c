@@ -564,8 +564,9 @@ rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms)
                      (unsigned long long)rs_push_q_outstanding(q), timeout_ms);
             return RS_ERR_TIMEOUT;
         }
-        rs_push_pool_collect(q);
-        rs_push_pool_nap(q, WAIT_BUFFER);
+        /* A parked engine (a lane between tasks) runs nothing: the caller does. */
+        if (rs_push_pool_collect(q) == 0 && !(atomic_load(&q->parked) && writer_drive(q)))
+            rs_push_pool_nap(q, WAIT_BUFFER);
     }
     rs_push_pool_collect(q);
     return RS_OK;

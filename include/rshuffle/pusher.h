@@ -140,7 +140,9 @@ RS_API void rs_pushq_release(rs_pushq_t *q, rs_pbuf_t *buf);
 /*
  * Waits (at most timeout_ms) until every handed-over buffer was released:
  * RS_OK, or RS_ERR_TIMEOUT. Writer thread; it does not run the consumer
- * itself (the engine thread wakes at least every 20 ms).
+ * itself (the engine thread wakes at least every 20 ms), except while the
+ * engine thread is parked (as the library parks its own queues between
+ * map tasks).
  */
 RS_API rs_status_t rs_pushq_drain(rs_pushq_t *q, uint32_t timeout_ms);
 

@@ -10,7 +10,9 @@
  * lengthened to 30 s (a fault hook), so a missed wake-up fails the 10 s
  * bound instead of costing 10-20 ms. Without the wake at parking it fails
  * every time; an engine that, idle before such a round, sleeps once more
- * before it parks (its other fix) fails it about one run in three.
+ * before it parks (its other fix) fails it about one run in three. And a
+ * drain of a parked queue runs what is queued itself (it waited for the
+ * parked engine until its bound).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -164,10 +166,46 @@ static void test_parked_engine_wakes_writer(void **state)
     pthread_cond_destroy(&g.cond);
 }
 
+/*
+ * Draining a queue whose engine thread is parked (a lane between tasks)
+ * with buffers still queued: nothing else will run them, so drain does.
+ */
+static void test_drain_parked(void **state)
+{
+    (void)state;
+    gate_t g = {.lock = PTHREAD_MUTEX_INITIALIZER, .writer = pthread_self()};
+    rs_cond_init_monotonic(&g.cond);
+    rs_pushq_config_t cfg;
+    rs_pushq_config_defaults(&cfg);
+    cfg.buf_len = BUF_LEN;
+    cfg.slab_bytes = (SUBMITS + 4) * rs_push_block_len(BUF_LEN);
+    cfg.queue_depth = DEPTH;
+    cfg.wait_ms = 2 * SLICE_MS;
+    rs_pushq_hooks_t hooks = {.take = gate_take, .fd = -1, .arg = &g};
+    rs_pushq_t *q = NULL;
+    assert_int_equal(rs_push_q_create(&cfg, &hooks, &q), RS_OK);
+    rs_push_fault_slices_ms(q, SLICE_MS);
+    rs_push_q_park_held(q);
+    for (int i = 0; i < DEPTH; i++) { /* the gate is shut: they stay queued */
+        rs_pbuf_t *buf;
+        assert_int_equal(rs_pushq_buf_get(q, BUF_LEN, &buf), RS_OK);
+        assert_int_equal(rs_push_q_submit(q, 0, buf, BUF_LEN), RS_OK);
+    }
+    assert_int_equal(rs_push_q_outstanding(q), DEPTH);
+    pthread_mutex_lock(&g.lock);
+    g.open = 1;
+    pthread_mutex_unlock(&g.lock);
+    assert_int_equal(rs_pushq_drain(q, BOUND_MS), RS_OK); /* else asleep for 30 s */
+    assert_int_equal(g.taken, DEPTH);
+    rs_pushq_destroy(q);
+    pthread_cond_destroy(&g.cond);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parked_engine_wakes_writer),
+        cmocka_unit_test(test_drain_parked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
