@@ -116,21 +116,28 @@ static int wait_for(gate_t *g, rs_pushq_t *q, const int *flag, int slot_wait, in
     return ok;
 }
 
-static void test_parked_engine_wakes_writer(void **state)
+/* A queue whose rounds take through g, with 30 s slices (the fault hook). */
+static rs_pushq_t *gated_queue(gate_t *g)
 {
-    (void)state;
-    gate_t g = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    rs_cond_init_monotonic(&g.cond);
     rs_pushq_config_t cfg;
     rs_pushq_config_defaults(&cfg);
     cfg.buf_len = BUF_LEN;
     cfg.slab_bytes = (SUBMITS + 4) * rs_push_block_len(BUF_LEN); /* never short of buffers */
     cfg.queue_depth = DEPTH;
     cfg.wait_ms = 2 * SLICE_MS;
-    rs_pushq_hooks_t hooks = {.take = gate_take, .fd = -1, .arg = &g};
+    rs_pushq_hooks_t hooks = {.take = gate_take, .fd = -1, .arg = g};
     rs_pushq_t *q = NULL;
     assert_int_equal(rs_push_q_create(&cfg, &hooks, &q), RS_OK);
     rs_push_fault_slices_ms(q, SLICE_MS);
+    return q;
+}
+
+static void test_parked_engine_wakes_writer(void **state)
+{
+    (void)state;
+    gate_t g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    rs_cond_init_monotonic(&g.cond);
+    rs_pushq_t *q = gated_queue(&g);
 
     writer_arg_t wa = {.q = q, .g = &g};
     pthread_t writer;
@@ -175,16 +182,7 @@ static void test_drain_parked(void **state)
     (void)state;
     gate_t g = {.lock = PTHREAD_MUTEX_INITIALIZER, .writer = pthread_self()};
     rs_cond_init_monotonic(&g.cond);
-    rs_pushq_config_t cfg;
-    rs_pushq_config_defaults(&cfg);
-    cfg.buf_len = BUF_LEN;
-    cfg.slab_bytes = (SUBMITS + 4) * rs_push_block_len(BUF_LEN);
-    cfg.queue_depth = DEPTH;
-    cfg.wait_ms = 2 * SLICE_MS;
-    rs_pushq_hooks_t hooks = {.take = gate_take, .fd = -1, .arg = &g};
-    rs_pushq_t *q = NULL;
-    assert_int_equal(rs_push_q_create(&cfg, &hooks, &q), RS_OK);
-    rs_push_fault_slices_ms(q, SLICE_MS);
+    rs_pushq_t *q = gated_queue(&g);
     rs_push_q_park_held(q);
     for (int i = 0; i < DEPTH; i++) { /* the gate is shut: they stay queued */
         rs_pbuf_t *buf;
