@@ -243,7 +243,8 @@ void rs_push_pool_nap(rs_pushq_t *q, int what)
 {
     if (atomic_load(&q->engine_starved))
         evict_idle(q, 0); /* idle buffers the writer does not need block the engine */
-    struct timespec ts = rs_ns_to_timespec(rs_now_ns() + RS_MS_TO_NS(q->nap_ms));
+    struct timespec ts = rs_ns_to_timespec(
+        rs_now_ns() + RS_MS_TO_NS(atomic_load_explicit(&q->nap_ms, memory_order_relaxed)));
     pthread_mutex_lock(&q->lock);
     if (what == WAIT_BUFFER) {
         uint64_t rel = atomic_load(&q->released), held = atomic_load(&q->submitted) - rel;
@@ -262,8 +263,8 @@ void rs_push_pool_nap(rs_pushq_t *q, int what)
 #ifdef RS_FAULT_INJECTION
 void rs_push_fault_slices_ms(rs_pushq_t *q, uint32_t ms)
 {
-    q->nap_ms = ms;
-    q->sleep_ms = ms;
+    atomic_store(&q->nap_ms, ms);
+    atomic_store(&q->sleep_ms, ms);
 }
 #endif
 

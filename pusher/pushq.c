@@ -142,7 +142,9 @@ static int engine_sleep(rs_pushq_t *q, int queue_blocked)
     struct pollfd pfd[2] = {{.fd = q->efd, .events = POLLIN},
                             {.fd = q->hooks.fd, .events = POLLIN}};
     int nfd = q->hooks.fd >= 0 ? 2 : 1;
-    int timeout = q->hooks.poll != NULL && q->hooks.fd < 0 ? 1 : (int)q->sleep_ms;
+    int timeout = q->hooks.poll != NULL && q->hooks.fd < 0
+                      ? 1
+                      : (int)atomic_load_explicit(&q->sleep_ms, memory_order_relaxed);
     int n = poll(pfd, (nfds_t)nfd, timeout);
     atomic_store(&q->engine_sleeping, 0);
     if (n > 0 && (pfd[0].revents & POLLIN)) {
@@ -208,7 +210,7 @@ static void engine_park(rs_pushq_t *q)
     rs_push_pool_signal(q);
     if (atomic_load(&q->parked) && !atomic_load(&q->stop)) {
         struct pollfd pfd = {.fd = q->efd, .events = POLLIN};
-        if (poll(&pfd, 1, (int)q->sleep_ms) > 0) {
+        if (poll(&pfd, 1, (int)atomic_load_explicit(&q->sleep_ms, memory_order_relaxed)) > 0) {
             uint64_t v;
             ssize_t r = read(q->efd, &v, sizeof(v));
             (void)r;
@@ -275,8 +277,8 @@ rs_status_t rs_push_q_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_
         return RS_ERR_NOMEM;
     q->cfg = *cfg;
     q->hooks = *hooks;
-    q->nap_ms = PUSHQ_NAP_MS;
-    q->sleep_ms = PUSHQ_SLEEP_MS;
+    atomic_init(&q->nap_ms, PUSHQ_NAP_MS);
+    atomic_init(&q->sleep_ms, PUSHQ_SLEEP_MS);
     rs_status_t st = RS_ERR_NOMEM;
     uint32_t ring = 1;
     while (ring < cfg->queue_depth)

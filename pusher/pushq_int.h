@@ -54,8 +54,9 @@ struct rs_pushq {
     _Atomic int driver;    /* 1 while a thread (engine or writer) runs an engine round */
     _Atomic int parked;    /* the engine thread sleeps on efd only: the writer drives (lanes) */
     _Atomic int park_held; /* parked until the next task: hand-offs do not unpark (close) */
-    uint32_t nap_ms;       /* a writer's wait slice (PUSHQ_NAP_MS; a fault hook lengthens it) */
-    uint32_t sleep_ms;     /* the engine's idle sleep bound (PUSHQ_SLEEP_MS; the same hook) */
+    /* A writer's wait slice and the engine's idle sleep bound: PUSHQ_NAP_MS and
+     * PUSHQ_SLEEP_MS, which a fault hook lengthens while the engine runs. */
+    _Atomic uint32_t nap_ms, sleep_ms;
     _Alignas(64) _Atomic int writer_waiting;
     _Atomic uint64_t wake_at; /* a writer waiting for a buffer: woken once released reaches it */
     _Atomic int stop;
