@@ -15,6 +15,13 @@
 /* Opens at one step seen before reading ahead (one in-order pair is not a pattern yet). */
 #define AHEAD_AFTER 2
 
+/*
+ * The window is topped up once no more than this many of its partitions
+ * are asked ahead, then in one burst: a worker woken for each open's one
+ * request spent the read-ahead on its own wake-ups (docs/shuffle.md).
+ */
+#define AHEAD_REFILL (RS_READ_AHEAD / 2)
+
 static rahead_t *ahead_find(rs_reader_session_t *s, uint32_t partition)
 {
     for (uint32_t i = 0; i < RS_READ_AHEAD; i++)
@@ -142,6 +149,8 @@ void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
     if (s->ahead_upto != UINT32_MAX && s->ahead_upto > opened &&
         (s->ahead_upto - opened) % step == 0)
         k = (s->ahead_upto - opened) / step + 1;
+    if (k > AHEAD_REFILL)
+        return;       /* half the window or more still asked: top it up later, in one burst */
     int complete = 1; /* no partition of the window skipped */
     for (; k <= RS_READ_AHEAD; k++) {
         uint64_t q64 = opened + k * step;
