@@ -175,6 +175,7 @@ void rs_rd_sess_ahead_issue(rs_reader_session_t *s, uint32_t opened)
             complete = 0;
             continue;
         }
+        rs_rd_closes_flush(c); /* in the same burst */
         rs_smsg_read_open_t o = {.status = RS_OK,
                                  .shuffle_id = s->desc.shuffle_id,
                                  .partition = q,

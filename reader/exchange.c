@@ -64,6 +64,7 @@ rs_status_t rs_rd_sess_request(rs_reader_session_t *s, rconn_t *c, unsigned type
     s->want_tag = tag;
     s->got = 0;
     s->got_garbled = 0;
+    rs_rd_closes_flush(c); /* ahead of the request: the worker may need what they pin */
     rs_status_t st = rs_msg_send(c->ep, type, m, len, NULL, NULL);
     if (st == RS_OK)
         st = rs_rd_sess_wait(s, c, &s->got, what);

@@ -57,7 +57,11 @@ typedef struct rs_read_lane {
 
 /* A snapshot asked for ahead of its open (ahead.c). */
 enum { RAHEAD_FREE = 0, RAHEAD_SENT, RAHEAD_GOT };
-#define RS_READ_AHEAD 32 /* partitions whose READ_OPEN goes out before they are opened */
+#define RS_READ_AHEAD       32 /* partitions whose READ_OPEN goes out before they are opened */
+#define RS_READ_CLOSE_BATCH 16 /* READ_CLOSEs a connection holds back (closes.c) */
+#define RS_READ_CLOSE_HOLD_MS                                           \
+    1 /* the oldest one held goes at the session's next call after this \
+       */
 
 /* The session's link to one worker. */
 typedef struct rconn {
@@ -74,6 +78,10 @@ typedef struct rconn {
     const uint8_t *local;
     uint64_t local_len;
     struct rs_local_reg *local_reg;
+    /* snapshots closed and not yet said so (closes.c): on this connection's generation */
+    uint32_t closes[RS_READ_CLOSE_BATCH];
+    uint32_t n_closes;
+    uint64_t closes_since; /* coarse ns: when the oldest was held */
 } rconn_t;
 
 typedef struct rahead {
@@ -211,6 +219,18 @@ void rs_rd_sess_buf_put(rs_reader_session_t *s, rs_mr_t *mr);
 /* Progresses until *flag is set, c's endpoint dies or the session's wait_ms passes. */
 rs_status_t rs_rd_sess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *flag,
                             const char *what);
+
+/*
+ * READ_CLOSEs held back (closes.c). add: snap_id closed on c's current
+ * generation (sent once RS_READ_CLOSE_BATCH are held). flush: sends what c
+ * holds (nothing when c is dead: its snapshots went with it); before any
+ * other message on c. due: flushes the connections whose oldest waited
+ * RS_READ_CLOSE_HOLD_MS. flush_all: every connection's (session close).
+ */
+void rs_rd_closes_add(rconn_t *c, uint32_t snap_id);
+void rs_rd_closes_flush(rconn_t *c);
+void rs_rd_closes_due(rs_reader_session_t *s);
+void rs_rd_closes_flush_all(rs_reader_session_t *s);
 
 /*
  * Read-ahead (ahead.c). reply: a READ_REPLY for a snapshot asked ahead is

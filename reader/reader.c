@@ -345,13 +345,8 @@ static rs_status_t open_snapshot_once(rs_reader_t *r, int may_claim, int *claime
 static void snapshot_close(rs_reader_t *r)
 {
     if (r->snap_open && r->conn != NULL && r->conn->gen == r->conn_gen &&
-        rs_ep_status(r->conn->ep) == RS_OK) {
-        rs_smsg_read_close_t m = {.status = RS_OK, .snap_id = r->snap_id};
-        uint8_t buf[RS_SPROTO_READ_CLOSE_LEN];
-        size_t len;
-        if (rs_sproto_read_close_encode(&m, buf, sizeof(buf), &len) == RS_OK)
-            rs_msg_send(r->conn->ep, RS_SMSG_READ_CLOSE, buf, len, NULL, NULL);
-    }
+        rs_ep_status(r->conn->ep) == RS_OK)
+        rs_rd_closes_add(r->conn, r->snap_id);
     r->snap_open = 0;
 }
 
@@ -482,6 +477,7 @@ rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_rea
         rs_error("reader: the session's client was destroyed");
         return RS_ERR_CANCELED;
     }
+    rs_rd_closes_due(s);
     rs_status_t st = rs_shuffle_place(&s->desc, partition, &w);
     if (st != RS_OK)
         return st;
@@ -840,6 +836,7 @@ void rs_reader_close(rs_reader_t *r)
         return;
     rs_reader_session_t *s = r->sess;
     snapshot_close(r);
+    rs_rd_closes_due(s);
     if (r->buf_mr != NULL)
         rs_rd_sess_buf_put(s, r->buf_mr);
     s->open_readers--;

@@ -130,6 +130,7 @@ void rs_rd_sess_conn_fail(rs_reader_session_t *s, rconn_t *c, rs_status_t st)
 
 static void conn_close(rconn_t *c)
 {
+    rs_rd_closes_flush(c); /* said as before, though the worker frees them with the connection */
     if (c->ep != NULL)
         rs_ep_close(c->ep); /* also releases the rkey unpacked for it */
     c->ep = NULL;
@@ -326,6 +327,7 @@ void rs_reader_session_close(rs_reader_session_t *s)
         rs_warn("reader: session closed with %u readers still open", s->open_readers);
     rs_read_lane_t *l = s->lane;
     /* Kept only when nothing of this session stays on it: its snapshots are all closed. */
+    rs_rd_closes_flush_all(s); /* before a connection is kept for the next session */
     int reusable = l != NULL && s->open_readers == 0 && ahead_settle(s);
     rs_rd_sess_ahead_drop(s);
     for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++) {

@@ -212,6 +212,12 @@ RS_API void rs_reader_stats(const rs_reader_t *r, rs_reader_stats_t *stats);
  * Releases the worker's snapshot (a message, without waiting) and frees the
  * reader; its read buffer goes back to the session. Records it returned die
  * here. NULL is ignored. A reader from rs_reader_open closes its session.
+ * The message may be held back, so that a session reading many partitions
+ * sends its closes together: up to 16 per worker, sent with the session's
+ * next message to that worker, at its next open or close once the oldest
+ * is 1 ms old, or at rs_reader_session_close. Until then the worker keeps
+ * the snapshot pinned (it does not spill those batches, and a dropped
+ * shuffle is freed once its snapshots close).
  */
 RS_API void rs_reader_close(rs_reader_t *r);
 

@@ -1,9 +1,11 @@
 /*
- * Read-ahead's window (reader/ahead.c), over the loopback backend: a
- * session that opens partitions in order, or every other one, asks for
- * each partition once, and tops its window up in bursts (once half of it
- * was opened) rather than one request per open, so a worker wakes once for
- * many. Every record is read exactly once either way.
+ * A session's messages to a worker, batched (reader/ahead.c, closes.c),
+ * over the loopback backend: a session that opens partitions in order, or
+ * every other one, asks for each partition once, and tops its read-ahead
+ * window up in bursts (once half of it was opened) rather than one request
+ * per open, so a worker wakes once for many; its READ_CLOSEs are held back
+ * (at most RS_READ_CLOSE_BATCH), sent once the oldest is due, and all by
+ * session close. Every record is read exactly once either way.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,12 +23,45 @@
 
 #define MUST_MS 20000
 #define PARTS   200
+/* Past RS_READ_CLOSE_HOLD_MS on a coarse clock (ticks of up to 10 ms). */
+#define HELD_DUE_MS 30
 
-static uint64_t opens_sent(void)
+static uint64_t sent(unsigned type)
 {
     rs_lb_counts_t c;
     rs_lb_counts(&c);
-    return c.sent[RS_SMSG_READ_OPEN];
+    return c.sent[type];
+}
+
+static uint64_t opens_sent(void)
+{
+    return sent(RS_SMSG_READ_OPEN);
+}
+
+/* One map of 4 records per partition pushed to one worker; a session on it. */
+static rs_reader_session_t *pushed(lb_shuffle_t *s, uint32_t id)
+{
+    memset(s, 0, sizeof(*s));
+    lb_workers_start(s, 1, NULL);
+    lb_shuffle_desc(s, id, PARTS, 1, 1, 4 * PARTS);
+    rs_pusher_config_t pc;
+    lb_pusher_config(&pc, MUST_MS);
+    assert_int_equal(lb_push_map(s, 0, 0, &pc), RS_OK);
+    rs_reader_config_t rc;
+    lb_reader_config(&rc, 0, MUST_MS);
+    uint32_t zero = 0;
+    rs_reader_session_t *sess;
+    assert_int_equal(rs_reader_session_open(&s->desc, 1, &zero, &rc, &sess), RS_OK);
+    rs_lb_reset();
+    lb_seen_clear(s);
+    return sess;
+}
+
+static void done(lb_shuffle_t *s, rs_reader_session_t *sess)
+{
+    rs_reader_session_close(sess);
+    lb_workers_stop(s);
+    lb_shuffle_free(s);
 }
 
 /*
@@ -36,19 +71,7 @@ static uint64_t opens_sent(void)
 static void read_at_step(uint32_t id, uint32_t first, uint32_t step)
 {
     lb_shuffle_t s;
-    memset(&s, 0, sizeof(s));
-    lb_workers_start(&s, 1, NULL);
-    lb_shuffle_desc(&s, id, PARTS, 1, 1, 4 * PARTS);
-    rs_pusher_config_t pc;
-    lb_pusher_config(&pc, MUST_MS);
-    assert_int_equal(lb_push_map(&s, 0, 0, &pc), RS_OK);
-    rs_reader_config_t rc;
-    lb_reader_config(&rc, 0, MUST_MS);
-    uint32_t zero = 0;
-    rs_reader_session_t *sess;
-    assert_int_equal(rs_reader_session_open(&s.desc, 1, &zero, &rc, &sess), RS_OK);
-    rs_lb_reset();
-    lb_seen_clear(&s);
+    rs_reader_session_t *sess = pushed(&s, id);
     uint32_t opens = 0, sending = 0;
     for (uint32_t p = first; p < PARTS; p += step) {
         uint64_t before = opens_sent();
@@ -68,12 +91,10 @@ static void read_at_step(uint32_t id, uint32_t first, uint32_t step)
     if (sending > bursts)
         fail_msg("%u of %u opens at step %u sent READ_OPENs, not at most %u", sending, opens, step,
                  bursts);
-    rs_reader_session_close(sess);
-    lb_workers_stop(&s);
     /* every record of the partitions read, once */
     for (uint32_t i = 0; i < s.n_records; i++)
         assert_int_equal(s.seen[i], i % PARTS % step == first ? 1 : 0);
-    lb_shuffle_free(&s);
+    done(&s, sess);
 }
 
 static void test_ahead_in_order(void **state)
@@ -88,6 +109,47 @@ static void test_ahead_every_other(void **state)
     read_at_step(62, 1, 2);
 }
 
+/*
+ * Closes held back: never more than a batch of snapshots closed and not
+ * said so; those held when the session pauses go at its next call once
+ * due (an open that sends nothing else); every one said by session close.
+ */
+#define PAUSE_AT 41 /* an open the read-ahead's window asks nothing at (checked) */
+static void test_closes_held(void **state)
+{
+    (void)state;
+    lb_shuffle_t s;
+    rs_reader_session_t *sess = pushed(&s, 63);
+    uint32_t none_held = 0;
+    for (uint32_t p = 0; p < PAUSE_AT; p++) {
+        lb_read_part_ok(&s, sess, p, NULL);
+        uint64_t held = (p + 1) - sent(RS_SMSG_READ_CLOSE);
+        if (held > RS_READ_CLOSE_BATCH)
+            fail_msg("after %u partitions %llu closes held, over %u", p + 1,
+                     (unsigned long long)held, RS_READ_CLOSE_BATCH);
+        none_held += held == 0;
+    }
+    /* The close just made is held, unless it filled a batch (sent one by one: never held). */
+    if (none_held > PAUSE_AT / RS_READ_CLOSE_BATCH)
+        fail_msg("%u of %u closes went out at once", none_held, PAUSE_AT);
+    lb_sleep_ms(HELD_DUE_MS);
+    uint64_t opens = opens_sent();
+    rs_reader_t *r;
+    assert_int_equal(rs_reader_open_in(sess, PAUSE_AT, &r), RS_OK);
+    if (opens_sent() != opens)
+        fail_msg("the open of partition %u asked ahead: pick another", PAUSE_AT);
+    assert_int_equal(sent(RS_SMSG_READ_CLOSE), PAUSE_AT); /* due, and sent by the open */
+    rs_reader_close(r);
+    for (uint32_t p = PAUSE_AT; p < PARTS; p++)
+        lb_read_part_ok(&s, sess, p, NULL);
+    assert_true(lb_all_seen(&s));
+    rs_reader_session_close(sess);
+    assert_int_equal(sent(RS_SMSG_READ_CLOSE), PARTS + 1); /* each snapshot closed once */
+    assert_int_equal(opens_sent(), PARTS + 1);
+    lb_workers_stop(&s);
+    lb_shuffle_free(&s);
+}
+
 int main(void)
 {
     lb_env_defaults();
@@ -95,6 +157,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ahead_in_order),
         cmocka_unit_test(test_ahead_every_other),
+        cmocka_unit_test(test_closes_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
