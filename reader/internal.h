@@ -57,11 +57,9 @@ typedef struct rs_read_lane {
 
 /* A snapshot asked for ahead of its open (ahead.c). */
 enum { RAHEAD_FREE = 0, RAHEAD_SENT, RAHEAD_GOT };
-#define RS_READ_AHEAD       32 /* partitions whose READ_OPEN goes out before they are opened */
-#define RS_READ_CLOSE_BATCH 16 /* READ_CLOSEs a connection holds back (closes.c) */
-#define RS_READ_CLOSE_HOLD_MS                                           \
-    1 /* the oldest one held goes at the session's next call after this \
-       */
+#define RS_READ_AHEAD         32 /* partitions whose READ_OPEN goes out before they are opened */
+#define RS_READ_CLOSE_BATCH   16 /* READ_CLOSEs a connection holds back (closes.c) */
+#define RS_READ_CLOSE_HOLD_MS 1  /* the oldest held goes at the next call after this */
 
 /* The session's link to one worker. */
 typedef struct rconn {
