@@ -79,10 +79,11 @@ static void read_at_step(uint32_t id, uint32_t first, uint32_t step)
         opens++;
         sending += opens_sent() != before;
     }
-    uint64_t sent = opens_sent();
+    uint64_t asked = opens_sent();
     /* Each partition asked once (read ahead or by its open), none for nothing. */
-    if (sent != opens)
-        fail_msg("%u opens at step %u sent %llu READ_OPENs", opens, step, (unsigned long long)sent);
+    if (asked != opens)
+        fail_msg("%u opens at step %u sent %llu READ_OPENs", opens, step,
+                 (unsigned long long)asked);
     /*
      * The first opens find no pattern and ask for their own; then a burst
      * per half window. One request per open would make every open send.
