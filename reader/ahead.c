@@ -210,13 +210,8 @@ void rs_rd_sess_ahead_drop(rs_reader_session_t *s)
         rs_smsg_read_reply_t rr;
         if (a->state == RAHEAD_GOT && a->len > 0 && a->gen == a->conn->gen &&
             rs_ep_status(a->conn->ep) == RS_OK &&
-            rs_sproto_read_reply_decode(a->reply, a->len, &rr) == RS_OK && rr.status == RS_OK) {
-            rs_smsg_read_close_t m = {.status = RS_OK, .snap_id = rr.snap_id};
-            uint8_t buf[RS_SPROTO_READ_CLOSE_LEN];
-            size_t len;
-            if (rs_sproto_read_close_encode(&m, buf, sizeof(buf), &len) == RS_OK)
-                rs_msg_send(a->conn->ep, RS_SMSG_READ_CLOSE, buf, len, NULL, NULL);
-        }
+            rs_sproto_read_reply_decode(a->reply, a->len, &rr) == RS_OK && rr.status == RS_OK)
+            rs_rd_close_send(a->conn->ep, rr.snap_id); /* now: the lane may keep the connection */
         /* Sent and not answered: the snapshot goes when the connection closes. */
         ahead_free(a);
         free(a->reply);

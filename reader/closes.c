@@ -14,19 +14,23 @@
 #include "common/clock.h"
 #include "shuffle/proto.h"
 
+void rs_rd_close_send(rs_ep_t *ep, uint32_t snap_id)
+{
+    rs_smsg_read_close_t m = {.status = RS_OK, .snap_id = snap_id};
+    uint8_t buf[RS_SPROTO_READ_CLOSE_LEN];
+    size_t len;
+    if (rs_sproto_read_close_encode(&m, buf, sizeof(buf), &len) == RS_OK)
+        rs_msg_send(ep, RS_SMSG_READ_CLOSE, buf, len, NULL, NULL);
+}
+
 void rs_rd_closes_flush(rconn_t *c)
 {
     uint32_t n = c->n_closes;
     c->n_closes = 0;
     if (n == 0 || c->ep == NULL || rs_ep_status(c->ep) != RS_OK)
         return; /* a lost connection took its snapshots with it */
-    for (uint32_t i = 0; i < n; i++) {
-        rs_smsg_read_close_t m = {.status = RS_OK, .snap_id = c->closes[i]};
-        uint8_t buf[RS_SPROTO_READ_CLOSE_LEN];
-        size_t len;
-        if (rs_sproto_read_close_encode(&m, buf, sizeof(buf), &len) == RS_OK)
-            rs_msg_send(c->ep, RS_SMSG_READ_CLOSE, buf, len, NULL, NULL);
-    }
+    for (uint32_t i = 0; i < n; i++)
+        rs_rd_close_send(c->ep, c->closes[i]);
 }
 
 void rs_rd_closes_add(rconn_t *c, uint32_t snap_id)

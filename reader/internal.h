@@ -219,12 +219,14 @@ rs_status_t rs_rd_sess_wait(rs_reader_session_t *s, rconn_t *c, volatile int *fl
                             const char *what);
 
 /*
- * READ_CLOSEs held back (closes.c). add: snap_id closed on c's current
- * generation (sent once RS_READ_CLOSE_BATCH are held). flush: sends what c
+ * READ_CLOSEs (closes.c). send: one on ep now, without waiting. add:
+ * snap_id closed on c's current generation, held back (sent once
+ * RS_READ_CLOSE_BATCH are held). flush: sends what c
  * holds (nothing when c is dead: its snapshots went with it); before any
  * other message on c. due: flushes the connections whose oldest waited
  * RS_READ_CLOSE_HOLD_MS. flush_all: every connection's (session close).
  */
+void rs_rd_close_send(rs_ep_t *ep, uint32_t snap_id);
 void rs_rd_closes_add(rconn_t *c, uint32_t snap_id);
 void rs_rd_closes_flush(rconn_t *c);
 void rs_rd_closes_due(rs_reader_session_t *s);

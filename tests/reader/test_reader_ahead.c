@@ -57,11 +57,16 @@ static rs_reader_session_t *pushed(lb_shuffle_t *s, uint32_t id)
     return sess;
 }
 
+static void stop(lb_shuffle_t *s)
+{
+    lb_workers_stop(s);
+    lb_shuffle_free(s);
+}
+
 static void done(lb_shuffle_t *s, rs_reader_session_t *sess)
 {
     rs_reader_session_close(sess);
-    lb_workers_stop(s);
-    lb_shuffle_free(s);
+    stop(s);
 }
 
 /*
@@ -147,8 +152,7 @@ static void test_closes_held(void **state)
     rs_reader_session_close(sess);
     assert_int_equal(sent(RS_SMSG_READ_CLOSE), PARTS + 1); /* each snapshot closed once */
     assert_int_equal(opens_sent(), PARTS + 1);
-    lb_workers_stop(&s);
-    lb_shuffle_free(&s);
+    stop(&s);
 }
 
 int main(void)
