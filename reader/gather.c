@@ -3,7 +3,7 @@
  * lie apart in the worker's arena (one extent per grant, or frames inside
  * merged writes), so the next ones up to the read buffer's size and
  * read_ranges ranges go in one vectored read, each range at a 64-byte
- * offset of the buffer. Batches closer than RD_GAP_READ bytes share a
+ * offset of the buffer. Batches closer than RS_RD_GAP_READ bytes share a
  * range (the gap is read through).
  */
 #include "reader/reader_int.h"
@@ -12,8 +12,6 @@
 #include "shuffle/proto.h"
 
 #include <stdlib.h>
-
-#define RD_GAP_READ 256 /* a gap this small is read rather than a range of its own */
 
 rs_status_t rs_rd_span_reserve(rs_reader_t *r, size_t n)
 {
@@ -44,14 +42,9 @@ rs_status_t rs_rd_gather(rs_reader_t *r)
     for (; i < r->n_mem; i++) {
         uint64_t loc = r->mem[i].e.loc, len = r->mem[i].e.len; /* len <= max (plan) */
         if (n > 0) {
-            rs_get_seg_t *c = &seg[n - 1];
-            uint64_t end = c->roff + c->len;
-            if (loc >= end && loc - end <= RD_GAP_READ && at + (loc + len - c->roff) <= max) {
-                r->span_off[i - first] = at + (loc - c->roff);
-                c->len = (size_t)(loc + len - c->roff);
+            if (rs_rd_seg_join(&seg[n - 1], at, loc, len, max, &r->span_off[i - first]))
                 continue;
-            }
-            uint64_t next = at + rs_sproto_round(c->len);
+            uint64_t next = at + rs_sproto_round(seg[n - 1].len);
             if (n == ranges || next + len > max)
                 break;
             at = next;

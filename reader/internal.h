@@ -3,7 +3,8 @@
  * reads, verification, records). session.c: the session (context, one
  * connection per worker, read buffers). lane.c: what a session borrows
  * from its client and gives back. replies.c: the lane's reply handlers.
- * ahead.c: snapshots asked for ahead of their opens. exchange.c: waits,
+ * ahead.c: snapshots asked for ahead of their opens. coalesce.c: small
+ * partitions read ahead, read together. exchange.c: waits,
  * requests and reads on one worker. replica.c: which replica serves, which
  * worker is lost. spare.c: frees a closed reader kept for the next open
  * (its state: reader_int.h).
@@ -82,6 +83,18 @@ typedef struct rconn {
     uint64_t closes_since; /* coarse ns: when the oldest was held */
 } rconn_t;
 
+/* A partition read with an earlier one (coalesce.c): its batches' bytes in the buffer. */
+typedef struct rco_part {
+    uint32_t partition, snap_id, gen; /* the snapshot they were read for */
+    rconn_t *conn;
+    uint32_t first, n; /* its ranges in co.ranges, by loc */
+} rco_part_t;
+
+typedef struct rco_range {
+    uint64_t loc, off; /* in the worker's arena, in the buffer */
+    uint32_t len;
+} rco_range_t;
+
 typedef struct rahead {
     uint32_t partition, tag, gen;
     rconn_t *conn;
@@ -130,6 +143,16 @@ struct rs_reader_session {
     uint32_t ahead_upto; /* asked for at that step up to here, none skipped (UINT32_MAX: none) */
     rahead_t ahead[RS_READ_AHEAD];
     struct rs_reader *spare; /* the last reader closed, kept for the next open (reader.c) */
+    struct {
+        rs_mr_t *mr;    /* a read buffer, taken at the first coalesced read */
+        uint32_t users; /* readers whose span lies in it: not read into again until 0 */
+        rco_part_t parts[RS_READ_AHEAD];
+        uint32_t n_parts;
+        rco_range_t *ranges;
+        size_t cap_ranges;
+        struct rco_item *items; /* the read being built */
+        size_t cap_items;
+    } co; /* small partitions read together (coalesce.c) */
 };
 
 /* spare.c: frees a spare reader of a session or lane (NULL ignored). */

@@ -501,6 +501,7 @@ rs_status_t rs_reader_open_in(rs_reader_session_t *s, uint32_t partition, rs_rea
 /* Leaves the current worker's snapshot; its maps become `to` (RMAP_OPEN or RMAP_DONE). */
 static void leave_worker(rs_reader_t *r, int to)
 {
+    rs_rd_co_release(r);
     snapshot_close(r);
     r->conn = NULL;
     r->span = NULL;
@@ -576,8 +577,17 @@ rs_status_t rs_reader_open(const rs_shuffle_desc_t *desc, uint32_t partition, ui
 static rs_status_t next_mem_span(rs_reader_t *r)
 {
     rs_reader_session_t *s = r->sess;
-    if (r->conn->local == NULL)
+    if (r->conn->local == NULL) {
+        if (r->next_mem == 0) { /* read with an earlier partition's, or with later ones' */
+            int done;
+            if (rs_rd_co_take(r))
+                return RS_OK;
+            rs_status_t st = rs_rd_co_read(r, &done);
+            if (st != RS_OK || done)
+                return st;
+        }
         return rs_rd_gather(r);
+    }
     uint32_t first = r->next_mem, last = first;
     uint64_t base = r->mem[first].e.loc;
     while (last + 1 < r->n_mem &&
@@ -667,6 +677,7 @@ static rs_status_t next_batch(rs_reader_t *r, int *end_p)
                 rs_error("reader: the connection to local worker %s was lost", r->conn->addr);
             return RS_ERR_UNREACHABLE;
         }
+        rs_rd_co_release(r);
         if (r->next_mem < r->n_mem)
             st = next_mem_span(r);
         else if (r->next_spill < r->n_spill)
@@ -835,6 +846,7 @@ void rs_reader_close(rs_reader_t *r)
     if (r == NULL)
         return;
     rs_reader_session_t *s = r->sess;
+    rs_rd_co_release(r);
     snapshot_close(r);
     rs_rd_closes_due(s);
     if (r->buf_mr != NULL)

@@ -1,8 +1,9 @@
 /*
  * A reader's state (reader.c), seen also by spare.c, which frees a closed
  * reader a session or lane kept for the next open: lane.c and session.c
- * free those through it without calling into reader.c; and by gather.c,
- * which reads a remote reader's next batches.
+ * free those through it without calling into reader.c; by gather.c,
+ * which reads a remote reader's next batches; and by coalesce.c, which
+ * reads small partitions' batches together.
  */
 #ifndef RS_READER_READER_INT_H
 #define RS_READER_READER_INT_H
@@ -46,6 +47,7 @@ struct rs_reader {
     uint32_t span_n, span_i;
     uint64_t *span_off; /* offset of each frame in data */
     size_t span_cap;
+    int co_held; /* data is the session's coalesced buffer (coalesce.c) */
     /* the current batch's records */
     const uint8_t *rec, *rec_end;
     uint8_t *raw;
@@ -59,10 +61,43 @@ struct rs_reader {
     size_t n_delivered, cap_delivered;
 };
 
+#define RS_RD_GAP_READ 256 /* a gap this small between batches is read, not a range of its own */
+
+/*
+ * Joins the batch [loc, loc + len) to the range c being built (at offset at
+ * of a buffer of max bytes; batches come by loc) when it starts inside c or
+ * within RS_RD_GAP_READ of its end and c then still fits; *off_p: its
+ * offset in the buffer. 0: it needs a range of its own.
+ */
+static inline int rs_rd_seg_join(rs_get_seg_t *c, uint64_t at, uint64_t loc, uint64_t len,
+                                 uint64_t max, uint64_t *off_p)
+{
+    uint64_t end = c->roff + c->len;
+    if (loc < c->roff || (loc > end && loc - end > RS_RD_GAP_READ) ||
+        at + (loc + len - c->roff) > max)
+        return 0;
+    *off_p = at + (loc - c->roff);
+    if (loc + len > end)
+        c->len = (size_t)(loc + len - c->roff);
+    return 1;
+}
+
 /* gather.c */
 /* Room for n frame offsets in span_off. */
 rs_status_t rs_rd_span_reserve(rs_reader_t *r, size_t n);
 /* A remote reader's next in-memory batches into buf, in one vectored read. */
 rs_status_t rs_rd_gather(rs_reader_t *r);
+
+/*
+ * coalesce.c. read: before r's first remote read, when its batches are few
+ * and small, reads them and those of the partitions read ahead on its
+ * connection (snapshots here) in one vectored read; *done_p 1 when r's
+ * span is now there. take: r's batches, all of them read with an earlier
+ * partition's for this snapshot, become its span (1), else 0. release: r's
+ * span leaves the buffer.
+ */
+rs_status_t rs_rd_co_read(rs_reader_t *r, int *done_p);
+int rs_rd_co_take(rs_reader_t *r);
+void rs_rd_co_release(rs_reader_t *r);
 
 #endif

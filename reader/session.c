@@ -330,6 +330,8 @@ void rs_reader_session_close(rs_reader_session_t *s)
     rs_rd_closes_flush_all(s); /* before a connection is kept for the next session */
     int reusable = l != NULL && s->open_readers == 0 && ahead_settle(s);
     rs_rd_sess_ahead_drop(s);
+    if (s->co.mr != NULL) /* a reader left open with a span in it fails its checks */
+        rs_rd_sess_buf_put(s, s->co.mr);
     for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++) {
         /*
          * An attach never answered would be taken for the next session's; a
@@ -357,5 +359,7 @@ void rs_reader_session_close(rs_reader_session_t *s)
     free(s->attempts);
     free(s->reply);
     free(s->att_reply);
+    free(s->co.ranges);
+    free(s->co.items);
     free(s);
 }

@@ -30,6 +30,22 @@ rs_status_t trec_push(rs_pusher_t *p, const trec_grid_t *g, uint32_t map)
     return s;
 }
 
+int trec_check(const trec_grid_t *g, uint32_t part, const void *rec, uint32_t len)
+{
+    uint32_t m, i;
+    uint8_t want[TREC_MAX];
+    if (len < 8)
+        return __LINE__;
+    memcpy(&m, rec, 4);
+    memcpy(&i, (const uint8_t *)rec + 4, 4);
+    if (m >= g->n_maps || i >= g->n_records || i % g->n_partitions != part ||
+        trec_make(m, i, want) != len || memcmp(rec, want, len) != 0)
+        return __LINE__;
+    if (g->seen[(size_t)m * g->n_records + i]++)
+        return __LINE__; /* delivered twice */
+    return 0;
+}
+
 int trec_read_part(const trec_grid_t *g, rs_reader_session_t *sess, uint32_t part,
                    rs_status_t *status, rs_reader_stats_t *st)
 {
@@ -40,22 +56,9 @@ int trec_read_part(const trec_grid_t *g, rs_reader_session_t *sess, uint32_t par
         return __LINE__;
     const void *rec;
     uint32_t len;
-    uint8_t want[TREC_MAX];
     int bad = 0;
-    while (!bad && (rs = rs_reader_next(r, &rec, &len)) == RS_OK && rec != NULL) {
-        uint32_t m, i;
-        if (len < 8) {
-            bad = __LINE__;
-            break;
-        }
-        memcpy(&m, rec, 4);
-        memcpy(&i, (const uint8_t *)rec + 4, 4);
-        if (m >= g->n_maps || i >= g->n_records || i % g->n_partitions != part ||
-            trec_make(m, i, want) != len || memcmp(rec, want, len) != 0)
-            bad = __LINE__;
-        else if (g->seen[(size_t)m * g->n_records + i]++)
-            bad = __LINE__; /* delivered twice */
-    }
+    while (!bad && (rs = rs_reader_next(r, &rec, &len)) == RS_OK && rec != NULL)
+        bad = trec_check(g, part, rec, len);
     if (st != NULL)
         rs_reader_stats(r, st);
     rs_reader_close(r);

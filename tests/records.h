@@ -30,6 +30,11 @@ rs_status_t trec_push(rs_pusher_t *p, const trec_grid_t *g, uint32_t map);
  */
 int trec_read_part(const trec_grid_t *g, rs_reader_session_t *sess, uint32_t part,
                    rs_status_t *status, rs_reader_stats_t *st);
+/*
+ * Checks record rec of len bytes read from partition part (bytes,
+ * partition, first sighting in g->seen); 0 or the line of the failed check.
+ */
+int trec_check(const trec_grid_t *g, uint32_t part, const void *rec, uint32_t len);
 /* Every record of every map seen exactly once? */
 int trec_all_seen(const trec_grid_t *g);
 /* Adds every count of st to sum. */

@@ -128,7 +128,10 @@ RS_API rs_status_t rs_reader_warm(const rs_shuffle_desc_t *desc, const rs_reader
  * there (R >= 2: no live worker of the partition's ring holds it; that can
  * also come from rs_reader_next, once the workers holding the other maps
  * were read). Each open reader of a remote partition holds one read buffer
- * (read_max bytes); a reader of a local partition holds none.
+ * (read_max bytes); a reader of a local partition holds none. A session
+ * reading small remote partitions keeps one more, into which it reads the
+ * batches of several partitions read ahead at once (docs/shuffle.md, "Read
+ * path"); only the bytes read there become resident.
  * It connects to the partition's worker if the session has no live
  * connection there (a dead one is made again: readers still open on the
  * old one then fail with RS_ERR_UNREACHABLE), takes a snapshot of the
@@ -173,15 +176,13 @@ RS_API rs_status_t rs_reader_open(const rs_shuffle_desc_t *desc, uint32_t partit
  * The next record: *rec_p and *len_p point into the reader's memory until the
  * next call. At the end *rec_p is NULL (and the commit counts were checked:
  * a missing or extra batch is an error, RS_ERR_CHECKSUM).
- * *rec_p points into the reader's registered read buffer (codec none), its
- * decode buffer, or, for a partition of a worker in this process read in
- * place (codec none), the worker's arena; it is valid until the next
- * rs_reader_next or rs_reader_close on this reader (not on other readers of
- * the session).
- * At the end it returns RS_OK with *rec_p NULL and *len_p 0, again at every
- * later call. Errors are sticky (every later call returns the same): the
- * frame checks of rs_frame_verify (RS_ERR_CHECKSUM, RS_ERR_TRUNCATED,
- * RS_ERR_BAD_*); RS_ERR_PROTOCOL: a batch that is not the one indexed, a
+ * *rec_p points into the reader's registered read buffer or the session's
+ * buffer of small partitions read together (codec none), its decode buffer, or, for a partition of
+ * a worker in this process read in place (codec none), the worker's arena; it is valid until the
+ * next rs_reader_next or rs_reader_close on this reader (not on other readers of the session). At
+ * the end it returns RS_OK with *rec_p NULL and *len_p 0, again at every later call. Errors are
+ * sticky (every later call returns the same): the frame checks of rs_frame_verify (RS_ERR_CHECKSUM,
+ * RS_ERR_TRUNCATED, RS_ERR_BAD_*); RS_ERR_PROTOCOL: a batch that is not the one indexed, a
  * malformed spill reply, or batches indexed or staged outside the worker's
  * arena; RS_ERR_DECOMPRESS; RS_ERR_TRUNCATED: a record
  * overruns its batch; RS_ERR_UNREACHABLE (or the connection's status): the
