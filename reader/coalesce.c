@@ -22,7 +22,7 @@
 
 #include <stdlib.h>
 
-#define CO_PART_MAX (64u << 10)  /* a partition of more bytes reads on its own */
+#define CO_PART_MAX (256u << 10) /* a partition of more bytes reads on its own */
 #define CO_BYTES    (512u << 10) /* one coalesced read's bytes at most */
 
 typedef struct rco_item {
