@@ -14,7 +14,7 @@
  */
 static const rs_cfg_row_t rows[] = {
     RS_CFG_UINT_ROW(rs_reader_config_t, "RSHUFFLE_READ_MAX", read_max, "16M", RS_GRANT_MAX,
-                    1ull << 32, "bytes per one-sided read, the reader's registered buffer"),
+                    1ull << 32, "the reader's registered buffer: its largest batch"),
     RS_CFG_UINT_ROW(rs_reader_config_t, "RSHUFFLE_READ_WAIT_MS", wait_ms, "30000", 10, 3600000,
                     "bound of any single reader wait"),
     RS_CFG_BOOL_ROW(rs_reader_config_t, "RSHUFFLE_READ_LOCAL", local_reads, "1",

@@ -1,8 +1,8 @@
 /*
  * A remote partition's in-memory batches, read many at a time: its batches
  * lie apart in the worker's arena (one extent per grant, or frames inside
- * merged writes), so the next ones up to the read buffer's size and
- * read_ranges ranges go in one vectored read, each range at a 64-byte
+ * merged writes), so the next ones up to RD_READ_BYTES and read_ranges
+ * ranges go in one vectored read, each range at a 64-byte
  * offset of the buffer. Batches closer than RS_RD_GAP_READ bytes share a
  * range (the gap is read through).
  */
@@ -12,6 +12,14 @@
 #include "shuffle/proto.h"
 
 #include <stdlib.h>
+
+/*
+ * A read's bytes at most (or its first batch's, up to read_max): they are
+ * verified and consumed right after, while still in cache. 64 ranges of
+ * 192 KiB frames, 12 MiB in one read, had gone back to memory by then
+ * (docs/shuffle.md, "Read path").
+ */
+#define RD_READ_BYTES (1u << 20)
 
 rs_status_t rs_rd_span_reserve(rs_reader_t *r, size_t n)
 {
@@ -27,7 +35,7 @@ rs_status_t rs_rd_span_reserve(rs_reader_t *r, size_t n)
 
 rs_status_t rs_rd_gather(rs_reader_t *r)
 {
-    const size_t max = r->sess->cfg.read_max;
+    const size_t max = RD_READ_BYTES; /* below read_max, the buffer's size: a grant fits it */
     const uint32_t first = r->next_mem;
     const unsigned ranges = r->sess->cfg.read_ranges;
     rs_get_seg_t seg[RS_GETV_MAX];
@@ -40,7 +48,7 @@ rs_status_t rs_rd_gather(rs_reader_t *r)
     if (st != RS_OK)
         return st;
     for (; i < r->n_mem; i++) {
-        uint64_t loc = r->mem[i].e.loc, len = r->mem[i].e.len; /* len <= max (plan) */
+        uint64_t loc = r->mem[i].e.loc, len = r->mem[i].e.len; /* len <= read_max (plan) */
         if (n > 0) {
             if (rs_rd_seg_join(&seg[n - 1], at, loc, len, max, &r->span_off[i - first]))
                 continue;

@@ -40,7 +40,7 @@ typedef struct rs_reader rs_reader_t;
 typedef struct rs_reader_session rs_reader_session_t;
 
 typedef struct rs_reader_config {
-    size_t read_max;      /* RSHUFFLE_READ_MAX: bytes per read, the registered buffer (16 MiB) */
+    size_t read_max;      /* RSHUFFLE_READ_MAX: the registered buffer, its largest batch (16 MiB) */
     uint32_t wait_ms;     /* RSHUFFLE_READ_WAIT_MS: any single wait (30000) */
     int local_reads;      /* RSHUFFLE_READ_LOCAL: read a worker of this process in place (1) */
     uint32_t read_ranges; /* RSHUFFLE_READ_RANGES: a remote read's ranges at most (64) */
