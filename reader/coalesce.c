@@ -30,7 +30,7 @@ typedef struct rco_item {
     uint32_t len;
     uint32_t part; /* index in s->co.parts; CO_SELF: the reader's own */
     uint64_t off;  /* in the buffer, once placed */
-} co_item_t;       /* struct rco_item: internal.h */
+} co_item_t;       /* the session's co.items (internal.h) */
 
 #define CO_SELF UINT32_MAX
 
@@ -174,8 +174,8 @@ rs_status_t rs_rd_co_read(rs_reader_t *r, int *done_p)
     *done_p = 0;
     if (!co_wanted(r) || s->co.users > 0)
         return RS_OK;
-    while (rs_progress(s->ctx) > 0) /* answers already here are taken along */
-        ;
+    for (int i = 0; i < 4 && rs_progress(s->ctx) > 0; i++)
+        ; /* answers already here are taken along */
     /* The candidates: snapshots read ahead on this connection and here, nearest first. */
     uint32_t cand[RS_READ_AHEAD], n_cand = 0;
     for (uint32_t i = 0; i < RS_READ_AHEAD; i++) {

@@ -35,7 +35,7 @@ rs_status_t rs_rd_span_reserve(rs_reader_t *r, size_t n)
 
 rs_status_t rs_rd_gather(rs_reader_t *r)
 {
-    const size_t max = RD_READ_BYTES; /* below read_max, the buffer's size: a grant fits it */
+    const size_t max = RD_READ_BYTES; /* a larger first batch still fits: read_max >= 16 MiB */
     const uint32_t first = r->next_mem;
     const unsigned ranges = r->sess->cfg.read_ranges;
     rs_get_seg_t seg[RS_GETV_MAX];
