@@ -330,7 +330,7 @@ void rs_reader_session_close(rs_reader_session_t *s)
     rs_rd_closes_flush_all(s); /* before a connection is kept for the next session */
     int reusable = l != NULL && s->open_readers == 0 && ahead_settle(s);
     rs_rd_sess_ahead_drop(s);
-    if (s->co.mr != NULL) /* a reader left open with a span in it fails its checks */
+    if (s->co.mr != NULL) /* to the lane: a reader left open (warned above) is not to be used */
         rs_rd_sess_buf_put(s, s->co.mr);
     for (uint32_t i = 0; s->conns != NULL && i < s->desc.n_workers; i++) {
         /*
