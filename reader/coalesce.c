@@ -69,7 +69,7 @@ static int part_add(rs_reader_session_t *s, const rahead_t *a, uint32_t k, size_
         return 0;
     size_t n = *n_p;
     uint64_t bytes = 0;
-    if (items_reserve(s, n + h.n_entries) != RS_OK || n + h.n_entries > ranges)
+    if (n + h.n_entries > ranges || items_reserve(s, n + h.n_entries) != RS_OK)
         return 0;
     for (uint32_t i = 0; i < h.n_entries; i++) {
         rs_snap_entry_t e = rs_sproto_snap_entry_get(&h, i);
@@ -112,15 +112,10 @@ static unsigned place(co_item_t *it, size_t n, uint8_t *base, uint64_t max, rs_g
     return k;
 }
 
-/* The reader's span: all its in-memory batches, at the offsets the items (by loc) give. */
-static void self_span(rs_reader_t *r, uint8_t *base, const co_item_t *it, size_t n)
+/* r's span becomes all its in-memory batches, in the buffer at span_off: it holds the buffer. */
+static void co_hold(rs_reader_t *r)
 {
-    uint32_t j = 0;
-    for (size_t i = 0; i < n; i++)
-        if (it[i].part == CO_SELF)
-            r->span_off[j++] = it[i].off; /* r->mem is sorted by loc too */
-    RS_ASSERT(j == r->n_mem);
-    r->data = base;
+    r->data = rs_mr_addr(r->sess->co.mr);
     r->span = r->mem;
     r->span_n = r->n_mem;
     r->span_i = 0;
@@ -129,8 +124,20 @@ static void self_span(rs_reader_t *r, uint8_t *base, const co_item_t *it, size_t
     r->sess->co.users++;
 }
 
-/* The ranges of every other part, by part and then by loc, for their opens. */
-static rs_status_t parts_keep(rs_reader_session_t *s, const co_item_t *it, size_t n)
+/* The reader's own batches, at the offsets the items (by loc) give. */
+static void self_span(rs_reader_t *r, const co_item_t *it, size_t n)
+{
+    uint32_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (it[i].part == CO_SELF)
+            r->span_off[j++] = it[i].off; /* r->mem is sorted by loc too */
+    RS_ASSERT(j == r->n_mem);
+    co_hold(r);
+}
+
+/* The ranges of the n_parts other parts, by part and then by loc, for their opens. */
+static rs_status_t parts_keep(rs_reader_session_t *s, uint32_t n_parts, const co_item_t *it,
+                              size_t n)
 {
     if (n > s->co.cap_ranges) {
         rco_range_t *rg = realloc(s->co.ranges, n * sizeof(*rg));
@@ -140,7 +147,7 @@ static rs_status_t parts_keep(rs_reader_session_t *s, const co_item_t *it, size_
         s->co.cap_ranges = n;
     }
     uint32_t at = 0;
-    for (uint32_t k = 0; k < s->co.n_parts; k++) {
+    for (uint32_t k = 0; k < n_parts; k++) {
         s->co.parts[k].first = at;
         for (size_t i = 0; i < n; i++)
             if (it[i].part == k)
@@ -151,7 +158,8 @@ static rs_status_t parts_keep(rs_reader_session_t *s, const co_item_t *it, size_
     return RS_OK;
 }
 
-static int co_wanted(const rs_reader_t *r)
+/* Are r's batches few and small enough to read with others? *bytes_p: their bytes, rounded. */
+static int co_wanted(const rs_reader_t *r, uint64_t *bytes_p)
 {
     const rs_reader_session_t *s = r->sess;
     if (r->next_mem != 0 || r->n_mem > s->cfg.read_ranges)
@@ -159,6 +167,7 @@ static int co_wanted(const rs_reader_t *r)
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < r->n_mem; i++)
         bytes += rs_sproto_round(r->mem[i].e.len);
+    *bytes_p = bytes;
     return bytes <= CO_PART_MAX;
 }
 
@@ -171,8 +180,9 @@ static uint32_t ahead_dist(const rs_reader_session_t *s, uint32_t p, uint32_t q)
 rs_status_t rs_rd_co_read(rs_reader_t *r, int *done_p)
 {
     rs_reader_session_t *s = r->sess;
+    uint64_t bytes;
     *done_p = 0;
-    if (!co_wanted(r) || s->co.users > 0)
+    if (!co_wanted(r, &bytes) || s->co.users > 0)
         return RS_OK;
     for (int i = 0; i < 4 && rs_progress(s->ctx) > 0; i++)
         ; /* answers already here are taken along */
@@ -198,39 +208,29 @@ rs_status_t rs_rd_co_read(rs_reader_t *r, int *done_p)
     if (st != RS_OK)
         return st;
     size_t n = 0;
-    uint64_t bytes = 0;
-    for (uint32_t i = 0; i < r->n_mem; i++) {
+    for (uint32_t i = 0; i < r->n_mem; i++)
         s->co.items[n++] =
             (co_item_t){.loc = r->mem[i].e.loc, .len = r->mem[i].e.len, .part = CO_SELF};
-        bytes += rs_sproto_round(r->mem[i].e.len);
-    }
-    s->co.n_parts = 0;
+    s->co.n_parts = 0; /* part_add overwrites the parts: none is valid until the read is done */
+    uint32_t n_parts = 0;
     for (uint32_t i = 0; i < n_cand; i++)
-        s->co.n_parts +=
-            part_add(s, &s->ahead[cand[i]], s->co.n_parts, &n, &bytes, s->cfg.read_ranges);
-    if (s->co.n_parts == 0)
+        n_parts += part_add(s, &s->ahead[cand[i]], n_parts, &n, &bytes, s->cfg.read_ranges);
+    if (n_parts == 0)
         return RS_OK;
-    if (s->co.mr == NULL) {
-        if ((st = rs_rd_sess_buf_get(s, &s->co.mr)) != RS_OK) {
-            s->co.n_parts = 0;
-            return st;
-        }
-    }
+    if (s->co.mr == NULL && (st = rs_rd_sess_buf_get(s, &s->co.mr)) != RS_OK)
+        return st;
     co_item_t *it = s->co.items;
     qsort(it, n, sizeof(*it), cmp_item_loc);
-    uint8_t *base = rs_mr_addr(s->co.mr);
     rs_get_seg_t seg[RS_GETV_MAX];
-    unsigned k = place(it, n, base, s->cfg.read_max, seg);
-    if ((st = rs_rd_span_reserve(r, r->n_mem)) != RS_OK || (st = parts_keep(s, it, n)) != RS_OK) {
-        s->co.n_parts = 0;
+    unsigned k = place(it, n, rs_mr_addr(s->co.mr), s->cfg.read_max, seg);
+    if ((st = rs_rd_span_reserve(r, r->n_mem)) != RS_OK ||
+        (st = parts_keep(s, n_parts, it, n)) != RS_OK)
         return st;
-    }
     r->stats.reads++;
-    if ((st = rs_rd_sess_getv(s, r->conn, seg, k, s->co.mr)) != RS_OK) {
-        s->co.n_parts = 0;
+    if ((st = rs_rd_sess_getv(s, r->conn, seg, k, s->co.mr)) != RS_OK)
         return st;
-    }
-    self_span(r, base, it, n);
+    s->co.n_parts = n_parts;
+    self_span(r, it, n);
     *done_p = 1;
     return RS_OK;
 }
@@ -258,13 +258,7 @@ int rs_rd_co_take(rs_reader_t *r)
             r->span_off[i] = rg[j].off;
         }
         p->partition = UINT32_MAX; /* taken once */
-        r->data = rs_mr_addr(s->co.mr);
-        r->span = r->mem;
-        r->span_n = r->n_mem;
-        r->span_i = 0;
-        r->next_mem = r->n_mem;
-        r->co_held = 1;
-        s->co.users++;
+        co_hold(r);
         return 1;
     }
     return 0;
