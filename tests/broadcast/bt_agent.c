@@ -1,5 +1,6 @@
 #include "bt_agent.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -314,12 +315,29 @@ static void send_cmd(bt_agent_t *a, char cmd, const void *arg, size_t arg_len, c
     assert_int_equal(perf_blob_write(a->cmd_fd, msg, 1 + arg_len + tail_len), 0);
 }
 
+/*
+ * Fails the test for an answer that did not come, naming why: the agent
+ * died (its exit status or signal: a crash inside UCX shows here as
+ * SIGABRT) or it stayed silent for BT_WAIT_MS.
+ */
+static void no_answer(bt_agent_t *a, const char *what)
+{
+    int err = errno, status = 0;
+    if (err == EPIPE && waitpid(a->pid, &status, 0) == a->pid) {
+        if (WIFSIGNALED(status))
+            fail_msg("agent %d died by signal %d before it %s", (int)a->pid, WTERMSIG(status),
+                     what);
+        fail_msg("agent %d exited with status %d before it %s", (int)a->pid,
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1, what);
+    }
+    fail_msg("agent %d had not %s after %d ms", (int)a->pid, what, BT_WAIT_MS);
+}
+
 static void recv_result(bt_agent_t *a, bt_result_t *r)
 {
     size_t len = 0;
-    int rc = perf_blob_read(a->res_fd, r, sizeof(*r), BT_WAIT_MS, &len);
-    if (rc != 0)
-        fail_msg("agent %d did not answer within %d ms", (int)a->pid, BT_WAIT_MS);
+    if (perf_blob_read(a->res_fd, r, sizeof(*r), BT_WAIT_MS, &len) != 0)
+        no_answer(a, "answered");
     assert_int_equal(len, sizeof(*r));
 }
 
@@ -328,7 +346,8 @@ void bt_publish(bt_agent_t *a, uint64_t size, uint64_t seed, uint8_t *desc, size
     uint64_t args[2] = {size, seed};
     size_t len = 0;
     send_cmd(a, CMD_PUBLISH, args, sizeof(args), NULL, 0);
-    assert_int_equal(perf_blob_read(a->res_fd, desc, RS_BCAST_DESC_MAX, BT_WAIT_MS, &len), 0);
+    if (perf_blob_read(a->res_fd, desc, RS_BCAST_DESC_MAX, BT_WAIT_MS, &len) != 0)
+        no_answer(a, "published");
     assert_true(len > 0);
     *desc_len = len;
 }
@@ -400,7 +419,7 @@ void bt_quit(bt_agent_t *a)
     int status = 0;
     send_cmd(a, CMD_QUIT, NULL, 0, NULL, 0);
     if (perf_blob_read(a->res_fd, msg, sizeof(msg), BT_WAIT_MS, &len) != 0)
-        fail_msg("agent %d did not quit within %d ms", (int)a->pid, BT_WAIT_MS);
+        no_answer(a, "quit");
     close(a->cmd_fd);
     close(a->res_fd);
     assert_int_equal(waitpid(a->pid, &status, 0), a->pid);
