@@ -37,16 +37,21 @@ static void ucx_config_keepalive(ucp_config_t *config, uint32_t peer_timeout_ms)
 /* Longest knob name built here (MM_<knob> and the like), terminator included. */
 #define UCX_NAME_MAX 64
 
+/* Sets UCX's name to value in config (a failure only logged: a default, not a need). */
+static void ucx_config_put(ucp_config_t *config, const char *name, const char *value)
+{
+    ucs_status_t s = ucp_config_modify(config, name, value);
+    if (s != UCS_OK)
+        rs_debug("cannot set UCX %s=%s: %s", name, value, ucs_status_string(s));
+}
+
 /* Sets UCX's name to value in config, unless the user set UCX_<name>. */
 static void ucx_config_set_default(ucp_config_t *config, const char *name, const char *value)
 {
     char env[sizeof("UCX_") - 1 + UCX_NAME_MAX];
     snprintf(env, sizeof(env), "UCX_%s", name);
-    if (rs_env_get(env) != NULL)
-        return;
-    ucs_status_t s = ucp_config_modify(config, name, value);
-    if (s != UCS_OK)
-        rs_debug("cannot set UCX_%s=%s: %s", name, value, ucs_status_string(s));
+    if (rs_env_get(env) == NULL)
+        ucx_config_put(config, name, value);
 }
 
 /* Does UCX_TLS (unset: everything) enable transport tl? */
@@ -99,6 +104,25 @@ static void ucx_shm_defaults(ucp_config_t *config)
 {
     ucx_shm_set_default(config, "ERROR_HANDLING", "y");
     ucx_shm_set_default(config, "RX_BUFS_GROW", "16");
+}
+
+/*
+ * Non-blocking TCP connects (UCX_TCP_CONN_NB, UCX's default n). With a
+ * blocking connect UCX 1.13.1 sends its connection request before the
+ * endpoint is marked as sending; if that send fails (the peer died just
+ * after accepting) and the reconnect is refused, it queues the endpoint
+ * for destruction as receive-only, marks it sending on return, and aborts
+ * the process on an assertion at the next progress call (docs/transport.md,
+ * "Peers that die while we connect"). A non-blocking connect completes in
+ * progress, after the endpoint is marked, so a failure there reaches the
+ * error handler instead. Unless the user set UCX_TCP_CONN_NB; only when
+ * tcp is enabled (UCX warns about unused settings).
+ */
+static void ucx_tcp_defaults(ucp_config_t *config)
+{
+    /* Named as in the tcp transport's own table, as the MM_ knobs above are. */
+    if (rs_env_get("UCX_TCP_CONN_NB") == NULL && ucx_tls_enables("tcp"))
+        ucx_config_put(config, "CONN_NB", "y");
 }
 
 /*
@@ -158,6 +182,7 @@ static rs_status_t ucx_init_context(rs_ucx_ctx_t *uc, const rs_config_t *cfg)
     }
     ucx_config_keepalive(config, cfg->peer_timeout_ms);
     ucx_shm_defaults(config);
+    ucx_tcp_defaults(config);
     ucp_params_t params = {
         .field_mask =
             UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME,
