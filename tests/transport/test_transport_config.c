@@ -30,14 +30,32 @@ static void catch_line(void *arg, rs_log_level_t level, const char *file, int li
         snprintf(c->first, sizeof(c->first), "%s", msg);
 }
 
+/* Restores UCX_TLS (or unsets it) as saved by tls_set. */
+static void tls_restore(char *saved)
+{
+    if (saved != NULL) {
+        setenv("UCX_TLS", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("UCX_TLS");
+    }
+}
+
+/* Sets UCX_TLS to tls; what to hand tls_restore. */
+static char *tls_set(const char *tls)
+{
+    const char *old = getenv("UCX_TLS");
+    char *saved = old != NULL ? strdup(old) : NULL;
+    setenv("UCX_TLS", tls, 1);
+    return saved;
+}
+
 /* UCX's own warnings and errors reach rs_log_set_handler's callback, not stdout. */
 static void test_ucx_lines_routed(void **state)
 {
     (void)state;
     caught_t c = {0};
-    const char *old = getenv("UCX_TLS");
-    char *saved = old != NULL ? strdup(old) : NULL;
-    setenv("UCX_TLS", "bogus", 1);
+    char *saved = tls_set("bogus");
     rs_log_set_handler(catch_line, &c);
     rs_config_t cfg;
     rs_config_defaults(&cfg);
@@ -46,16 +64,40 @@ static void test_ucx_lines_routed(void **state)
     rs_ctx_t *ctx = NULL;
     rs_status_t s = rs_ctx_create(&cfg, &ctx);
     rs_log_set_handler(NULL, NULL);
-    if (saved != NULL) {
-        setenv("UCX_TLS", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("UCX_TLS");
-    }
+    tls_restore(saved);
     assert_int_not_equal(s, RS_OK);
     assert_null(ctx);
     assert_true(c.ucx_lines > 0);
     assert_non_null(strstr(c.first, "bogus"));
+}
+
+/*
+ * The UCX settings the backend presets (shm error handling and receive
+ * chunks, tcp's non-blocking connects, keepalive) are names UCX takes: a
+ * name it does not know is a warning ("invalid configuration") and a
+ * setting silently not made.
+ */
+static void test_ucx_presets_taken(void **state)
+{
+    (void)state;
+    static const char *const tls[] = {"posix,sysv,self,tcp", "tcp,self", "posix,sysv,self"};
+    for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++) {
+        caught_t c = {0};
+        char *saved = tls_set(tls[i]);
+        rs_log_set_handler(catch_line, &c);
+        rs_config_t cfg;
+        rs_config_defaults(&cfg);
+        cfg.transport = RS_TRANSPORT_UCX;
+        cfg.log_level = RS_LOG_WARN;
+        rs_ctx_t *ctx = NULL;
+        rs_status_t s = rs_ctx_create(&cfg, &ctx);
+        rs_ctx_destroy(ctx);
+        rs_log_set_handler(NULL, NULL);
+        tls_restore(saved);
+        assert_int_equal(s, RS_OK);
+        if (c.ucx_lines != 0)
+            fail_msg("UCX_TLS=%s: UCX said: %s", tls[i], c.first);
+    }
 }
 
 static void test_bad_environment(void **state)
@@ -269,10 +311,10 @@ static void test_huge_advice(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ucx_lines_routed),  cmocka_unit_test(test_bad_environment),
-        cmocka_unit_test(test_bad_config_struct), cmocka_unit_test(test_backend_selection),
-        cmocka_unit_test(test_arguments),         cmocka_unit_test(test_lazy_memory),
-        cmocka_unit_test(test_huge_advice),
+        cmocka_unit_test(test_ucx_lines_routed),  cmocka_unit_test(test_ucx_presets_taken),
+        cmocka_unit_test(test_bad_environment),   cmocka_unit_test(test_bad_config_struct),
+        cmocka_unit_test(test_backend_selection), cmocka_unit_test(test_arguments),
+        cmocka_unit_test(test_lazy_memory),       cmocka_unit_test(test_huge_advice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
