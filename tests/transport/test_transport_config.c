@@ -80,7 +80,8 @@ static void test_ucx_lines_routed(void **state)
 static void test_ucx_presets_taken(void **state)
 {
     (void)state;
-    static const char *const tls[] = {"posix,sysv,self,tcp", "tcp,self", "posix,sysv,self"};
+    static const char *const tls[] = {
+        "posix,sysv,self,tcp", "tcp,self", "posix,sysv,self", "sm,self", "^tcp", "^posix,sysv"};
     for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++) {
         caught_t c = {0};
         char *saved = tls_set(tls[i]);

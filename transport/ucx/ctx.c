@@ -54,13 +54,21 @@ static void ucx_config_set_default(ucp_config_t *config, const char *name, const
         ucx_config_put(config, name, value);
 }
 
-/* Does UCX_TLS (unset: everything) enable transport tl? */
+/*
+ * Does UCX_TLS (unset: everything) enable transport tl? A list may name it,
+ * its alias (sm and shm: the shared-memory transports), or all; a list
+ * starting with ^ enables what it does not name.
+ */
 static int ucx_tls_enables(const char *tl)
 {
     const char *tls = rs_env_get("UCX_TLS");
-    if (tls == NULL || tls[0] == '^')
+    if (tls == NULL)
         return 1;
-    return strstr(tls, tl) != NULL || strstr(tls, "sm") != NULL || strstr(tls, "all") != NULL;
+    int shm = strcmp(tl, "tcp") != 0;
+    int named = strstr(tls, tl) != NULL || (shm && strstr(tls, "sm") != NULL);
+    if (tls[0] == '^')
+        return !named;
+    return named || strstr(tls, "all") != NULL;
 }
 
 /*
