@@ -30,24 +30,29 @@ static void catch_line(void *arg, rs_log_level_t level, const char *file, int li
         snprintf(c->first, sizeof(c->first), "%s", msg);
 }
 
-/* Restores UCX_TLS (or unsets it) as saved by tls_set. */
-static void tls_restore(char *saved)
+/*
+ * A UCX context made under UCX_TLS=tls (restored after) at log level
+ * warn, UCX's lines caught into *c: rs_ctx_create's status, *ctx_p as it set it.
+ */
+static rs_status_t ucx_ctx_under(const char *tls, caught_t *c, rs_ctx_t **ctx_p)
 {
+    const char *old = getenv("UCX_TLS");
+    char *saved = old != NULL ? strdup(old) : NULL;
+    setenv("UCX_TLS", tls, 1);
+    rs_log_set_handler(catch_line, c);
+    rs_config_t cfg;
+    rs_config_defaults(&cfg);
+    cfg.transport = RS_TRANSPORT_UCX;
+    cfg.log_level = RS_LOG_WARN;
+    rs_status_t s = rs_ctx_create(&cfg, ctx_p);
+    rs_log_set_handler(NULL, NULL);
     if (saved != NULL) {
         setenv("UCX_TLS", saved, 1);
         free(saved);
     } else {
         unsetenv("UCX_TLS");
     }
-}
-
-/* Sets UCX_TLS to tls; what to hand tls_restore. */
-static char *tls_set(const char *tls)
-{
-    const char *old = getenv("UCX_TLS");
-    char *saved = old != NULL ? strdup(old) : NULL;
-    setenv("UCX_TLS", tls, 1);
-    return saved;
+    return s;
 }
 
 /* UCX's own warnings and errors reach rs_log_set_handler's callback, not stdout. */
@@ -55,17 +60,8 @@ static void test_ucx_lines_routed(void **state)
 {
     (void)state;
     caught_t c = {0};
-    char *saved = tls_set("bogus");
-    rs_log_set_handler(catch_line, &c);
-    rs_config_t cfg;
-    rs_config_defaults(&cfg);
-    cfg.transport = RS_TRANSPORT_UCX;
-    cfg.log_level = RS_LOG_WARN;
     rs_ctx_t *ctx = NULL;
-    rs_status_t s = rs_ctx_create(&cfg, &ctx);
-    rs_log_set_handler(NULL, NULL);
-    tls_restore(saved);
-    assert_int_not_equal(s, RS_OK);
+    assert_int_not_equal(ucx_ctx_under("bogus", &c, &ctx), RS_OK);
     assert_null(ctx);
     assert_true(c.ucx_lines > 0);
     assert_non_null(strstr(c.first, "bogus"));
@@ -84,17 +80,9 @@ static void test_ucx_presets_taken(void **state)
         "posix,sysv,self,tcp", "tcp,self", "posix,sysv,self", "sm,self", "^tcp", "^posix,sysv"};
     for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++) {
         caught_t c = {0};
-        char *saved = tls_set(tls[i]);
-        rs_log_set_handler(catch_line, &c);
-        rs_config_t cfg;
-        rs_config_defaults(&cfg);
-        cfg.transport = RS_TRANSPORT_UCX;
-        cfg.log_level = RS_LOG_WARN;
         rs_ctx_t *ctx = NULL;
-        rs_status_t s = rs_ctx_create(&cfg, &ctx);
+        rs_status_t s = ucx_ctx_under(tls[i], &c, &ctx);
         rs_ctx_destroy(ctx);
-        rs_log_set_handler(NULL, NULL);
-        tls_restore(saved);
         assert_int_equal(s, RS_OK);
         if (c.ucx_lines != 0)
             fail_msg("UCX_TLS=%s: UCX said: %s", tls[i], c.first);
