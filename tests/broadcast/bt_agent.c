@@ -318,7 +318,7 @@ static void send_cmd(bt_agent_t *a, char cmd, const void *arg, size_t arg_len, c
 /*
  * Fails the test for an answer that did not come, naming why: the agent
  * died (its exit status or signal: a crash inside UCX shows here as
- * SIGABRT) or it stayed silent for BT_WAIT_MS.
+ * SIGABRT), it stayed silent for BT_WAIT_MS, or its answer was malformed.
  */
 static void no_answer(bt_agent_t *a, const char *what)
 {
@@ -330,7 +330,9 @@ static void no_answer(bt_agent_t *a, const char *what)
         fail_msg("agent %d exited with status %d before it %s", (int)a->pid,
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1, what);
     }
-    fail_msg("agent %d had not %s after %d ms", (int)a->pid, what, BT_WAIT_MS);
+    if (err == ETIMEDOUT)
+        fail_msg("agent %d had not %s after %d ms", (int)a->pid, what, BT_WAIT_MS);
+    fail_msg("agent %d: reading what it %s failed: %s", (int)a->pid, what, strerror(err));
 }
 
 static void recv_result(bt_agent_t *a, bt_result_t *r)
