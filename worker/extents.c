@@ -69,6 +69,7 @@ void rs_wk_extent_free(rs_wk_store_t *st, extent_t *e)
         rs_wk_arena_put(st, e->off, e->len);
     }
     free(e->holes);
+    free(e->frames);
     free(e);
 }
 

@@ -372,11 +372,20 @@ rs_status_t rs_wk_store_place_merged(rs_wk_store_t *st, wshuffle_t *sh, wgrant_t
         e->loc = off;
     } else {
         dst = g->ext; /* shared by its frames' partitions until spilled or freed */
+        if (dst->n_frames == dst->cap_frames) { /* room first: a frame indexed is a frame listed */
+            uint32_t cap = dst->cap_frames ? 2 * dst->cap_frames : 64;
+            wframe_ref_t *n = cap > dst->cap_frames ? realloc(dst->frames, cap * sizeof(*n)) : NULL;
+            if (n == NULL)
+                return RS_ERR_NOMEM;
+            dst->frames = n;
+            dst->cap_frames = cap;
+        }
     }
     rs_status_t s = rs_wk_part_add_entry(st, part, dst, e);
     if (s != RS_OK)
         return s;
     if (!copied) {
+        dst->frames[dst->n_frames++] = (wframe_ref_t){.part = p, .entry = part->n_entries - 1};
         part->merged_entries++;
         st->stats.merged_in_place++;
     }

@@ -19,6 +19,11 @@
 typedef struct wshuffle wshuffle_t;
 typedef struct wpart wpart_t;
 
+/* Where a merged extent's frame is indexed: its partition's entry (spill.c moves it). */
+typedef struct wframe_ref {
+    uint32_t part, entry;
+} wframe_ref_t;
+
 /* A contiguous piece of the arena holding one partition's batches. */
 typedef struct extent {
     rs_list_t link; /* in part->extents */
@@ -29,11 +34,13 @@ typedef struct extent {
     uint32_t n_batches;   /* committed batches still in memory */
     uint32_t pins;        /* open snapshots that list its batches: never spilled meanwhile */
     uint32_t pin_snap;    /* a merged extent: the last snapshot that pinned it */
-    int spilling;         /* a merged extent chosen for the spill under way (spill.c) */
+    int spilling;         /* the extent spill_extent is writing (spill.c) */
     int closed;           /* no more grants from it; trimmed to fill */
     int reserve;          /* a merged grant's, in the staging reserve (merged.c) */
     rs_range_t *holes;    /* retired grants' unused room, back in the data area already */
     uint32_t n_holes, cap_holes;
+    wframe_ref_t *frames; /* a merged extent: the frames indexed in it, in arrival order */
+    uint32_t n_frames, cap_frames;
 } extent_t;
 
 /* A range of an extent granted to one pusher endpoint. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- spill */
@@ -99,8 +100,7 @@ static void part_moved(rs_wk_store_t *st, wshuffle_t *sh, wpart_t *part)
         extent_t *e = we->ext;
         if (e == NULL || !e->spilling)
             continue;
-        if (e->part == &sh->merged)
-            part->merged_entries--;
+        RS_ASSERT(e->part == part); /* merged extents go by spill_merged */
         we->e.loc = sh->spill_len;
         we->e.flags |= RS_SNAP_SPILLED;
         we->ext = NULL;
@@ -148,57 +148,114 @@ static rs_status_t spill_extent(rs_wk_store_t *st, extent_t *e)
     return RS_OK;
 }
 
-#define MERGED_SPILL_MAX 64 /* merged extents written in one walk of the partitions */
+#define MERGED_SPILL_MAX 64 /* merged extents written in one call */
+
+/* Writes the n <= MERGED_SPILL_MAX ranges of src at off, all of them (pwritev may write part). */
+static rs_status_t writev_all(rs_wk_store_t *st, int fd, const struct iovec *src, int n,
+                              uint64_t off)
+{
+    struct iovec v[MERGED_SPILL_MAX], *iov = v;
+    RS_ASSERT(n <= MERGED_SPILL_MAX);
+    memcpy(v, src, (size_t)n * sizeof(*v));
+    while (n > 0) {
+        ssize_t w = pwritev(fd, iov, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return spill_failed(st, "writing", w < 0 ? errno : ENOSPC); /* 0: nothing fits */
+        off += (uint64_t)w;
+        size_t left = (size_t)w;
+        for (; n > 0 && left >= iov->iov_len; iov++, n--)
+            left -= iov->iov_len;
+        if (n > 0) { /* iov[0] written in part: its rest goes next */
+            iov->iov_base = (uint8_t *)iov->iov_base + left;
+            iov->iov_len -= left;
+        }
+    }
+    return RS_OK;
+}
+
+/* The range of e holding its frames still indexed in it (n_batches > 0: not empty). */
+static void merged_span(const wshuffle_t *sh, const extent_t *e, uint64_t *lo_p, uint64_t *hi_p)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t i = 0; i < e->n_frames; i++) {
+        const wentry_t *we = &sh->parts[e->frames[i].part].entries[e->frames[i].entry];
+        if (we->ext != e)
+            continue; /* spilled with an earlier extent's write, or copied out of the reserve */
+        if (we->e.loc < lo)
+            lo = we->e.loc;
+        if (we->e.loc + we->e.len > hi)
+            hi = we->e.loc + we->e.len;
+    }
+    RS_ASSERT(lo < hi);
+    *lo_p = lo;
+    *hi_p = hi;
+}
+
+/* Moves e's frames to the file, where its span [lo, ...) was written at base. */
+static void merged_moved(rs_wk_store_t *st, wshuffle_t *sh, extent_t *e, uint64_t lo, uint64_t base)
+{
+    for (uint32_t i = 0; i < e->n_frames; i++) {
+        wpart_t *part = &sh->parts[e->frames[i].part];
+        wentry_t *we = &part->entries[e->frames[i].entry];
+        if (we->ext != e)
+            continue;
+        part->merged_entries--;
+        we->e.loc = base + (we->e.loc - lo);
+        we->e.flags |= RS_SNAP_SPILLED;
+        we->ext = NULL;
+        st->stats.spilled_bytes += we->e.len;
+        e->n_batches--;
+    }
+}
 
 /*
- * A merged extent's frames belong to many partitions: its batches are
- * found by walking every partition that has frames in merged extents, so
- * up to MERGED_SPILL_MAX extents (enough for what is asked) are written in
- * one walk. As for one extent, entries move only once all are written.
+ * A merged extent's frames belong to many partitions. Each extent keeps
+ * the list of its frames' entries, and goes to the file as one range (the
+ * padding between its frames too, under 64 bytes a frame): no walk of
+ * every partition's entries, one write for up to MERGED_SPILL_MAX extents.
+ * As for one extent, entries move only once all are written.
  * RS_ERR_NOT_FOUND: none can be spilled now.
  */
 static rs_status_t spill_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t need)
 {
     uint64_t held = rs_wk_store_held(st);
     uint64_t want = need + (held > st->high_water ? held - st->high_water : 0);
-    uint64_t chosen = 0;
-    uint32_t n = 0;
+    uint64_t chosen = 0, lo[MERGED_SPILL_MAX], at = sh->spill_len;
+    extent_t *ext[MERGED_SPILL_MAX];
+    struct iovec iov[MERGED_SPILL_MAX];
+    int n = 0;
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &sh->merged.extents)
     {
         extent_t *e = RS_CONTAINER_OF(pos, extent_t, link);
         if (e->live_grants > 0 || e->pins > 0 || e->n_batches == 0)
             continue; /* still landing, being read, or going once its grant settles */
-        e->spilling = 1;
+        uint64_t hi;
+        merged_span(sh, e, &lo[n], &hi);
+        iov[n] = (struct iovec){.iov_base = st->arena + lo[n], .iov_len = hi - lo[n]};
+        ext[n++] = e;
         chosen += e->len;
-        if (++n == MERGED_SPILL_MAX || chosen >= want)
+        if (n == MERGED_SPILL_MAX || chosen >= want)
             break;
     }
     if (n == 0)
         return RS_ERR_NOT_FOUND;
     rs_status_t s = spill_open(st, sh);
-    uint64_t at = sh->spill_len;
-    for (uint32_t p = 0; s == RS_OK && p < sh->n_partitions; p++)
-        if (sh->parts[p].merged_entries > 0)
-            s = part_write(st, sh, &sh->parts[p], &at);
-    if (s == RS_OK) {
-        for (uint32_t p = 0; p < sh->n_partitions; p++)
-            if (sh->parts[p].merged_entries > 0)
-                part_moved(st, sh, &sh->parts[p]);
-        spill_worked(st);
+    if (s == RS_OK)
+        s = writev_all(st, sh->spill_fd, iov, n, sh->spill_len);
+    if (s != RS_OK)
+        return s; /* nothing moved: the extents stay as they were */
+    for (int i = 0; i < n; i++) {
+        merged_moved(st, sh, ext[i], lo[i], at);
+        at += iov[i].iov_len;
+        RS_ASSERT(ext[i]->n_batches == 0); /* every frame of it is some partition's entry */
+        rs_wk_extent_free(st, ext[i]);
     }
-    rs_list_for_each_safe(pos, tmp, &sh->merged.extents)
-    {
-        extent_t *e = RS_CONTAINER_OF(pos, extent_t, link);
-        if (!e->spilling)
-            continue;
-        e->spilling = 0;
-        if (s == RS_OK) {
-            RS_ASSERT(e->n_batches == 0); /* every frame of it is some partition's entry */
-            rs_wk_extent_free(st, e);
-        }
-    }
-    return s;
+    sh->spill_len = at;
+    spill_worked(st);
+    return RS_OK;
 }
 
 static int spill_done(const rs_wk_store_t *st, uint64_t need)
