@@ -59,6 +59,7 @@ static void lane_destroy(rs_lane_t *base)
     }
     free(l->conns);
     free(l->hint);
+    free(l->arrays);
     free(l);
 }
 

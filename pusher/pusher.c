@@ -4,6 +4,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/resident.h"
 #include "shuffle/name.h"
 
 #include <poll.h>
@@ -155,6 +156,129 @@ static int conn_reusable(const pworker_t *w)
  * while p lives), buffers of the writer go back to the pool, and the lane
  * is kept only when nothing of this task stays in it.
  */
+/* Places n elements of size bytes at the next 16-byte boundary after *end (*at); 0 on overflow. */
+static int carve(size_t *end, size_t n, size_t size, size_t *at)
+{
+    size_t start = (*end + 15) & ~(size_t)15, len;
+    if (start < *end || __builtin_mul_overflow(n, size, &len) ||
+        __builtin_add_overflow(start, len, end))
+        return 0;
+    *at = start;
+    return 1;
+}
+
+/* Where a task's arrays lie in its one allocation (arrays_layout). */
+typedef struct arrays_at {
+    size_t place, hold, cur, wr, next, sent, workers, w, end;
+} arrays_at_t;
+
+#define ARRAYS_PER_WORKER (sizeof(ppart_t) + sizeof(rs_commit_entry_t) + 2 * sizeof(uint32_t))
+
+/* Lays out a task's arrays for np partitions, nw workers and r replicas; 0 on overflow. */
+static int arrays_layout(size_t np, size_t nw, size_t r, arrays_at_t *at)
+{
+    at->end = 0;
+    /* Per worker: parts, counts, ahead, needy; each worker's block keeps 8-byte alignment. */
+    _Static_assert(sizeof(ppart_t) % 8 == 0 && sizeof(rs_commit_entry_t) % 8 == 0,
+                   "per-worker arrays must stay 8-byte aligned");
+    return carve(&at->end, np, sizeof(uint32_t), &at->place) &&
+           carve(&at->end, np * r, sizeof(uint32_t), &at->hold) &&
+           carve(&at->end, np, sizeof(rs_pbuf_t *), &at->cur) &&
+           carve(&at->end, np, sizeof(pwrite_t), &at->wr) &&
+           carve(&at->end, np, sizeof(size_t), &at->next) &&
+           carve(&at->end, np, sizeof(size_t), &at->sent) &&
+           carve(&at->end, nw, sizeof(pworker_t), &at->workers) &&
+           carve(&at->end, np * nw, ARRAYS_PER_WORKER, &at->w);
+}
+
+/* The lane's kept block when it holds len bytes (zeroed), else a fresh one; NULL: no memory. */
+static void *arrays_get(rs_push_lane_t *l, size_t len, size_t *got_p)
+{
+    void *a = l->arrays;
+    if (a != NULL && l->arrays_len >= len) {
+        *got_p = l->arrays_len;
+        l->arrays = NULL;
+        memset(a, 0, len); /* resident: cheaper than fresh pages' faults */
+        return a;
+    }
+    *got_p = len;
+    return calloc(1, len);
+}
+
+/* Gives p's arrays to its lane for the next task (the larger block stays). */
+static void arrays_keep(rs_pusher_t *p)
+{
+    rs_push_lane_t *l = p->lane;
+    if (p->arrays == NULL)
+        return;
+    if (l->arrays == NULL || l->arrays_len < p->arrays_len) {
+        free(l->arrays);
+        l->arrays = p->arrays;
+        l->arrays_len = p->arrays_len;
+    } else {
+        free(p->arrays);
+    }
+    p->arrays = NULL;
+}
+
+void rs_push_arrays_warm(rs_push_lane_t *l, const rs_shuffle_desc_t *desc)
+{
+    uint32_t r;
+    arrays_at_t at;
+    if (rs_shuffle_replicas(desc, &r) != RS_OK ||
+        !arrays_layout(desc->n_partitions, desc->n_workers, r, &at) ||
+        (l->arrays != NULL && l->arrays_len >= at.end))
+        return;
+    void *a = calloc(1, at.end);
+    if (a == NULL)
+        return;                        /* the first task allocates them */
+    (void)rs_resident_make(a, at.end); /* a hint: calloc's fresh pages are not resident yet */
+    free(l->arrays);
+    l->arrays = a;
+    l->arrays_len = at.end;
+}
+
+/*
+ * Every per-partition and per-worker array of a task, zeroed, in one
+ * allocation (one per task, not five per worker), kept by the lane for
+ * its next task.
+ */
+static rs_status_t arrays_alloc(rs_pusher_t *p)
+{
+    size_t np = p->desc.n_partitions, nw = p->desc.n_workers, per = ARRAYS_PER_WORKER;
+    arrays_at_t at;
+    uint8_t *a = arrays_layout(np, nw, p->replicas, &at)
+                     ? arrays_get(p->lane, at.end, &p->arrays_len)
+                     : NULL;
+    if (a == NULL)
+        return RS_ERR_NOMEM;
+    p->arrays = a;
+    p->place = (uint32_t *)(a + at.place);
+    p->hold = (uint32_t *)(a + at.hold);
+    p->cur = (rs_pbuf_t **)(a + at.cur);
+    p->wr = (pwrite_t *)(a + at.wr);
+    p->next_len = (size_t *)(a + at.next);
+    p->sent = (size_t *)(a + at.sent);
+    p->workers = (pworker_t *)(a + at.workers);
+    uint8_t *wa = a + at.w; /* 8-byte members first: every array stays aligned */
+    for (size_t i = 0; i < nw; i++, wa += np * per) {
+        pworker_t *w = &p->workers[i];
+        w->parts = (ppart_t *)wa;
+        w->counts = (rs_commit_entry_t *)(wa + np * sizeof(ppart_t));
+        w->ahead = (uint32_t *)(wa + np * (sizeof(ppart_t) + sizeof(rs_commit_entry_t)));
+        w->needy = w->ahead + np;
+    }
+    return RS_OK;
+}
+
+/* What the workers' entries own (the arrays hold the entries themselves). */
+static void workers_free(rs_pusher_t *p)
+{
+    for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++)
+        free(p->workers[i].retires);
+    p->workers = NULL;
+}
+
 static void lane_release(rs_pusher_t *p)
 {
     rs_push_lane_t *l = p->lane;
@@ -182,6 +306,10 @@ static void lane_release(rs_pusher_t *p)
     int reusable = p->user_bufs == 0 && rs_push_q_engine_held(p->q) == 0;
     atomic_store(&l->p, NULL);
     rs_push_lane_unhold(l);
+    if (reusable) { /* no write in flight: nothing calls back into the arrays */
+        workers_free(p);
+        arrays_keep(p);
+    }
     p->lane = NULL;
     rs_lane_give(&l->base, reusable); /* not reusable: destroyed now, while p lives */
 }
@@ -190,9 +318,8 @@ static void pusher_free(rs_pusher_t *p)
 {
     int expected = RS_OK;
     atomic_compare_exchange_strong(&p->error, &expected, (int)RS_ERR_CANCELED);
-    lane_release(p);
-    for (uint32_t i = 0; p->workers != NULL && i < p->desc.n_workers; i++)
-        free(p->workers[i].retires);
+    lane_release(p); /* a lane kept gets the arrays (p->arrays NULL then) */
+    workers_free(p);
     free(p->arrays);
     free(p->msg_buf);
     pthread_cond_destroy(&p->cond);
@@ -304,58 +431,6 @@ static rs_status_t attach_all(rs_pusher_t *p)
     return werr(p);
 }
 
-/* Places n elements of size bytes at the next 16-byte boundary after *end (*at); 0 on overflow. */
-static int carve(size_t *end, size_t n, size_t size, size_t *at)
-{
-    size_t start = (*end + 15) & ~(size_t)15, len;
-    if (start < *end || __builtin_mul_overflow(n, size, &len) ||
-        __builtin_add_overflow(start, len, end))
-        return 0;
-    *at = start;
-    return 1;
-}
-
-/*
- * Every per-partition and per-worker array of a task, zeroed, in one
- * allocation (one calloc and one free per task, not five per worker).
- */
-static rs_status_t arrays_alloc(rs_pusher_t *p)
-{
-    size_t np = p->desc.n_partitions, nw = p->desc.n_workers, end = 0;
-    size_t o_place, o_hold, o_cur, o_wr, o_next, o_sent, o_workers, o_w;
-    int ok = carve(&end, np, sizeof(*p->place), &o_place) &&
-             carve(&end, np * p->replicas, sizeof(*p->hold), &o_hold) &&
-             carve(&end, np, sizeof(*p->cur), &o_cur) && carve(&end, np, sizeof(*p->wr), &o_wr) &&
-             carve(&end, np, sizeof(*p->next_len), &o_next) &&
-             carve(&end, np, sizeof(*p->sent), &o_sent) &&
-             carve(&end, nw, sizeof(*p->workers), &o_workers);
-    /* Per worker: parts, counts, ahead, needy; each worker's block keeps 8-byte alignment. */
-    _Static_assert(sizeof(ppart_t) % 8 == 0 && sizeof(rs_commit_entry_t) % 8 == 0,
-                   "per-worker arrays must stay 8-byte aligned");
-    size_t per = sizeof(ppart_t) + sizeof(rs_commit_entry_t) + 2 * sizeof(uint32_t);
-    ok = ok && carve(&end, np * nw, per, &o_w);
-    uint8_t *a = ok ? calloc(1, end) : NULL;
-    if (a == NULL)
-        return RS_ERR_NOMEM;
-    p->arrays = a;
-    p->place = (uint32_t *)(a + o_place);
-    p->hold = (uint32_t *)(a + o_hold);
-    p->cur = (rs_pbuf_t **)(a + o_cur);
-    p->wr = (pwrite_t *)(a + o_wr);
-    p->next_len = (size_t *)(a + o_next);
-    p->sent = (size_t *)(a + o_sent);
-    p->workers = (pworker_t *)(a + o_workers);
-    uint8_t *wa = a + o_w; /* 8-byte members first: every array stays aligned */
-    for (size_t i = 0; i < nw; i++, wa += np * per) {
-        pworker_t *w = &p->workers[i];
-        w->parts = (ppart_t *)wa;
-        w->counts = (rs_commit_entry_t *)(wa + np * sizeof(ppart_t));
-        w->ahead = (uint32_t *)(wa + np * (sizeof(ppart_t) + sizeof(rs_commit_entry_t)));
-        w->needy = w->ahead + np;
-    }
-    return RS_OK;
-}
-
 rs_status_t rs_pusher_open(const rs_shuffle_desc_t *desc, uint32_t map_id, uint32_t attempt,
                            const rs_pusher_config_t *cfg, rs_pusher_t **pusher_p)
 {
@@ -404,6 +479,10 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
     p->attempt = attempt;
     if ((s = rs_shuffle_replicas(desc, &p->replicas)) != RS_OK)
         goto err_free;
+    if ((s = rs_push_lane_get(client, &key, &p->lane)) != RS_OK)
+        goto err_free;
+    p->ctx = p->lane->ctx;
+    p->q = p->lane->q;
     if ((s = arrays_alloc(p)) != RS_OK)
         goto err_free;
     uint32_t np = desc->n_partitions, nw = desc->n_workers;
@@ -421,10 +500,6 @@ rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_t *desc
             rs_list_init(&w->parts[k].blocked);
     }
     rs_push_seat_unstarted(p); /* holders valid before any handler can see a loss */
-    if ((s = rs_push_lane_get(client, &key, &p->lane)) != RS_OK)
-        goto err_free;
-    p->ctx = p->lane->ctx;
-    p->q = p->lane->q;
     hint_apply(p);
     rs_push_merge_setup(p);
     p->msg_max = rs_ctx_config(p->ctx)->msg_max;

@@ -73,10 +73,11 @@ rs_status_t rs_push_q_create(const rs_pushq_config_t *cfg, const rs_pushq_hooks_
 rs_status_t rs_push_q_alloc_now(rs_pushq_t *q, size_t len, rs_pbuf_int_t **b_p);
 
 /*
- * Makes the whole slab resident now, as carving would piece by piece: an
+ * Makes the whole slab resident now, as carving would piece by piece, and
+ * keeps descriptors for up to n buffers at once (spares, made now): an
  * executor warming its lanes pays the first touches before its tasks do.
  */
-void rs_push_q_make_resident(rs_pushq_t *q);
+void rs_push_q_make_resident(rs_pushq_t *q, uint32_t n);
 
 /* Can the slab ever hold a buffer of len bytes? */
 int rs_push_q_fits(const rs_pushq_t *q, size_t len);

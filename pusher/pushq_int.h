@@ -37,6 +37,7 @@ struct rs_pushq {
     rs_range_alloc_t ra;
     rs_pbuf_int_t *spare; /* descriptors without a block */
     rs_pbuf_int_t *all;
+    uint32_t n_desc; /* on all */
 
     /* Writer-private: idle buffers by exact length (no lock on the swap path). */
     pushq_class_t idle[PUSHQ_CLASSES];

@@ -27,8 +27,12 @@ static rs_status_t lane_warm(rs_push_lane_t *l, const rs_shuffle_desc_t *desc)
         }
     }
     rs_push_lane_unhold(l);
-    if (s == RS_OK)
-        rs_push_q_make_resident(l->q);
+    if (s == RS_OK) {
+        /* Each partition's buffer and about as many on their way, merged blocks beside. */
+        uint64_t bufs = 2ull * desc->n_partitions + 64;
+        rs_push_q_make_resident(l->q, bufs < UINT32_MAX ? (uint32_t)bufs : UINT32_MAX);
+        rs_push_arrays_warm(l, desc);
+    }
     return s;
 }
 
