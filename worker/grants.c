@@ -80,6 +80,7 @@ static rs_status_t extent_new(rs_wk_store_t *st, wpart_t *part, uint64_t want, u
     rs_list_add_tail(&part->extents, &e->link);
     if (!st->cfg.sink) {
         part->cur = e;
+        st->tails_made++;
         if (part->next_extent < st->cfg.extent_max)
             part->next_extent *= 2;
     }
@@ -194,10 +195,11 @@ static void room_back(rs_wk_store_t *st, wgrant_t *g)
     if (g->released || g->used >= g->len || g->partition == RS_MERGED_PART || st->cfg.sink)
         return; /* its extent no longer waits for it (may be gone), or nothing to give */
     extent_t *e = g->ext;
-    if (!e->closed && g->off + g->len == e->off + e->fill)
+    if (!e->closed && g->off + g->len == e->off + e->fill) {
         e->fill -= g->len - g->used;
-    else if (g->len - g->used < HOLE_MIN ||
-             rs_wk_extent_hole(st, e, g->off + g->used, g->len - g->used) != RS_OK)
+        st->tails_made++; /* a tail for the next trim */
+    } else if (g->len - g->used < HOLE_MIN ||
+               rs_wk_extent_hole(st, e, g->off + g->used, g->len - g->used) != RS_OK)
         return;
     g->len = g->used; /* a late write past what was used is outside the grant */
 }

@@ -167,6 +167,11 @@ typedef struct rs_worker_store {
     uint64_t high_water; /* of the data area */
     uint64_t open_room;  /* granted bytes nothing has arrived in yet (unreleased grants) */
     uint32_t landing;    /* merged grants whose writes have not all arrived */
+    /*
+     * Current extents made or shortened (room a trim would give back), and
+     * how many the last trim saw: none since, nothing to trim.
+     */
+    uint64_t tails_made, tails_trimmed;
     rs_list_t shuffles;
     uint32_t next_snap;
     int spill_errno;       /* the last spill's failure (0: the last spill worked, or none yet) */

@@ -175,34 +175,25 @@ static rs_status_t writev_all(rs_wk_store_t *st, int fd, const struct iovec *src
     return RS_OK;
 }
 
-/* The range of e holding its frames still indexed in it (n_batches > 0: not empty). */
-static void merged_span(const wshuffle_t *sh, const extent_t *e, uint64_t *lo_p, uint64_t *hi_p)
-{
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (uint32_t i = 0; i < e->n_frames; i++) {
-        const wentry_t *we = &sh->parts[e->frames[i].part].entries[e->frames[i].entry];
-        if (we->ext != e)
-            continue; /* spilled with an earlier extent's write, or copied out of the reserve */
-        if (we->e.loc < lo)
-            lo = we->e.loc;
-        if (we->e.loc + we->e.len > hi)
-            hi = we->e.loc + we->e.len;
-    }
-    RS_ASSERT(lo < hi);
-    *lo_p = lo;
-    *hi_p = hi;
-}
-
-/* Moves e's frames to the file, where its span [lo, ...) was written at base. */
-static void merged_moved(rs_wk_store_t *st, wshuffle_t *sh, extent_t *e, uint64_t lo, uint64_t base)
+/*
+ * Moves e's frames to the file, where its grant's bytes were written at
+ * base. Each frame names another partition, whose state and entry are
+ * seldom in cache: both are fetched a few frames ahead.
+ */
+static void merged_moved(rs_wk_store_t *st, wshuffle_t *sh, extent_t *e, uint64_t base)
 {
     for (uint32_t i = 0; i < e->n_frames; i++) {
+        if (i + 8 < e->n_frames)
+            __builtin_prefetch(&sh->parts[e->frames[i + 8].part], 0, 3);
+        if (i + 4 < e->n_frames)
+            __builtin_prefetch(&sh->parts[e->frames[i + 4].part].entries[e->frames[i + 4].entry], 1,
+                               3);
         wpart_t *part = &sh->parts[e->frames[i].part];
         wentry_t *we = &part->entries[e->frames[i].entry];
         if (we->ext != e)
             continue;
         part->merged_entries--;
-        we->e.loc = base + (we->e.loc - lo);
+        we->e.loc = base + (we->e.loc - e->off);
         we->e.flags |= RS_SNAP_SPILLED;
         we->ext = NULL;
         st->stats.spilled_bytes += we->e.len;
@@ -212,9 +203,10 @@ static void merged_moved(rs_wk_store_t *st, wshuffle_t *sh, extent_t *e, uint64_
 
 /*
  * A merged extent's frames belong to many partitions. Each extent keeps
- * the list of its frames' entries, and goes to the file as one range (the
- * padding between its frames too, under 64 bytes a frame): no walk of
- * every partition's entries, one write for up to MERGED_SPILL_MAX extents.
+ * the list of its frames' entries, and its grant's bytes go to the file as
+ * one range (the padding between frames too, under 64 bytes a frame, and
+ * any frame copied out of the reserve): no walk of every partition's
+ * entries, one write for up to MERGED_SPILL_MAX extents.
  * As for one extent, entries move only once all are written.
  * RS_ERR_NOT_FOUND: none can be spilled now.
  */
@@ -222,7 +214,7 @@ static rs_status_t spill_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t need
 {
     uint64_t held = rs_wk_store_held(st);
     uint64_t want = need + (held > st->high_water ? held - st->high_water : 0);
-    uint64_t chosen = 0, lo[MERGED_SPILL_MAX], at = sh->spill_len;
+    uint64_t chosen = 0, at = sh->spill_len;
     extent_t *ext[MERGED_SPILL_MAX];
     struct iovec iov[MERGED_SPILL_MAX];
     int n = 0;
@@ -232,9 +224,7 @@ static rs_status_t spill_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t need
         extent_t *e = RS_CONTAINER_OF(pos, extent_t, link);
         if (e->live_grants > 0 || e->pins > 0 || e->n_batches == 0)
             continue; /* still landing, being read, or going once its grant settles */
-        uint64_t hi;
-        merged_span(sh, e, &lo[n], &hi);
-        iov[n] = (struct iovec){.iov_base = st->arena + lo[n], .iov_len = hi - lo[n]};
+        iov[n] = (struct iovec){.iov_base = st->arena + e->off, .iov_len = e->fill};
         ext[n++] = e;
         chosen += e->len;
         if (n == MERGED_SPILL_MAX || chosen >= want)
@@ -248,7 +238,7 @@ static rs_status_t spill_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t need
     if (s != RS_OK)
         return s; /* nothing moved: the extents stay as they were */
     for (int i = 0; i < n; i++) {
-        merged_moved(st, sh, ext[i], lo[i], at);
+        merged_moved(st, sh, ext[i], at);
         at += iov[i].iov_len;
         RS_ASSERT(ext[i]->n_batches == 0); /* every frame of it is some partition's entry */
         rs_wk_extent_free(st, ext[i]);
@@ -265,6 +255,9 @@ static int spill_done(const rs_wk_store_t *st, uint64_t need)
 
 void rs_wk_store_trim(rs_wk_store_t *st)
 {
+    if (st->tails_made == st->tails_trimmed)
+        return; /* every current extent was trimmed already: not a walk of every partition */
+    st->tails_trimmed = st->tails_made;
     rs_list_t *spos, *stmp;
     rs_list_for_each_safe(spos, stmp, &st->shuffles)
     {
@@ -298,6 +291,8 @@ void rs_wk_store_spill(rs_wk_store_t *st, uint64_t need)
             if (s != RS_OK)
                 return;
         }
+        if (spill_done(st, need))
+            return; /* merged extents sufficed: no walk of every partition */
         for (uint32_t p = 0; p < sh->n_partitions; p++) {
             wpart_t *part = &sh->parts[p];
             rs_list_t *pos, *tmp;
