@@ -272,10 +272,12 @@ RS_API rs_status_t rs_pusher_open_in(rs_client_t *client, const rs_shuffle_desc_
  * an MPI code's exchange: each lane fits tasks of desc's partition count
  * and cfg (NULL: defaults and environment), is connected to every worker
  * of desc and has its whole pool (pool_bytes, grown for many partitions)
- * resident. They are taken together, so lanes tasks running at once each
- * find one (one per thread that will push), then kept idle in the client
- * (at most its max_idle). Only desc's partition count and workers are
- * read: a later task of any shuffle of that shape borrows them. Optional:
+ * resident, with a task's per-partition state for desc's partitions,
+ * workers and replicas (kept by the lane between tasks). They are taken
+ * together, so lanes tasks running at once each find one (one per thread
+ * that will push), then kept idle in the client (at most its max_idle).
+ * Only desc's partition count, workers and replicas are read: a later
+ * task of any shuffle of that shape borrows them. Optional:
  * without it the first task of each thread makes its lane and the pool
  * becomes resident as its appends reach it. Errors: RS_ERR_INVALID (NULL
  * client or desc, no partitions, no workers, a NULL address, lanes 0 or
