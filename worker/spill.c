@@ -61,20 +61,35 @@ static rs_status_t spill_open(rs_wk_store_t *st, wshuffle_t *sh)
     return RS_OK;
 }
 
+#define MERGED_SPILL_MAX 64 /* merged extents written in one call */
+
+/* Writes the n <= MERGED_SPILL_MAX ranges of src at off, all of them (pwritev may write part). */
+static rs_status_t writev_all(rs_wk_store_t *st, int fd, const struct iovec *src, int n,
+                              uint64_t off)
+{
+    struct iovec v[MERGED_SPILL_MAX], *iov = v;
+    RS_ASSERT(n <= MERGED_SPILL_MAX);
+    memcpy(v, src, (size_t)n * sizeof(*v));
+    for (size_t left = 0;; off += left) {
+        for (; n > 0 && left >= iov->iov_len; iov++, n--) /* written whole (or empty) */
+            left -= iov->iov_len;
+        if (n == 0)
+            return RS_OK;
+        iov->iov_base = (uint8_t *)iov->iov_base + left; /* written in part: the rest next */
+        iov->iov_len -= left;
+        ssize_t w = pwritev(fd, iov, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            w = 0;
+        else if (w <= 0)
+            return spill_failed(st, "writing", w < 0 ? errno : ENOSPC); /* 0: nothing fits */
+        left = (size_t)w;
+    }
+}
+
 static rs_status_t write_all(rs_wk_store_t *st, int fd, const void *buf, size_t len, uint64_t off)
 {
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = pwrite(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return spill_failed(st, "writing", n < 0 ? errno : ENOSPC); /* 0: nothing fits */
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return RS_OK;
+    struct iovec v = {.iov_base = (void *)(uintptr_t)buf, .iov_len = len}; /* only read */
+    return writev_all(st, fd, &v, 1, off);
 }
 
 /* Writes part's batches in extents being spilled to the file from *at on. */
@@ -145,33 +160,6 @@ static rs_status_t spill_extent(rs_wk_store_t *st, extent_t *e)
     }
     rs_wk_extent_close(st, e);
     rs_wk_extent_free(st, e);
-    return RS_OK;
-}
-
-#define MERGED_SPILL_MAX 64 /* merged extents written in one call */
-
-/* Writes the n <= MERGED_SPILL_MAX ranges of src at off, all of them (pwritev may write part). */
-static rs_status_t writev_all(rs_wk_store_t *st, int fd, const struct iovec *src, int n,
-                              uint64_t off)
-{
-    struct iovec v[MERGED_SPILL_MAX], *iov = v;
-    RS_ASSERT(n <= MERGED_SPILL_MAX);
-    memcpy(v, src, (size_t)n * sizeof(*v));
-    while (n > 0) {
-        ssize_t w = pwritev(fd, iov, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return spill_failed(st, "writing", w < 0 ? errno : ENOSPC); /* 0: nothing fits */
-        off += (uint64_t)w;
-        size_t left = (size_t)w;
-        for (; n > 0 && left >= iov->iov_len; iov++, n--)
-            left -= iov->iov_len;
-        if (n > 0) { /* iov[0] written in part: its rest goes next */
-            iov->iov_base = (uint8_t *)iov->iov_base + left;
-            iov->iov_len -= left;
-        }
-    }
     return RS_OK;
 }
 
