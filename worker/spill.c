@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,13 +64,14 @@ static rs_status_t spill_open(rs_wk_store_t *st, wshuffle_t *sh)
 
 #define MERGED_SPILL_MAX 64 /* merged extents written in one call */
 
-/* Writes the n <= MERGED_SPILL_MAX ranges of src at off, all of them (pwritev may write part). */
-static rs_status_t writev_all(rs_wk_store_t *st, int fd, const struct iovec *src, int n,
+/*
+ * Writes the n ranges of iov at off, all of them (pwritev may write part);
+ * iov is used up: its entries are advanced past what was written.
+ */
+static rs_status_t writev_all(rs_wk_store_t *st, int fd, struct iovec *iov, uint32_t n,
                               uint64_t off)
 {
-    struct iovec v[MERGED_SPILL_MAX], *iov = v;
-    RS_ASSERT(n <= MERGED_SPILL_MAX);
-    memcpy(v, src, (size_t)n * sizeof(*v));
+    RS_ASSERT(n <= IOV_MAX);
     for (size_t left = 0;; off += left) {
         for (; n > 0 && left >= iov->iov_len; iov++, n--) /* written whole (or empty) */
             left -= iov->iov_len;
@@ -77,7 +79,7 @@ static rs_status_t writev_all(rs_wk_store_t *st, int fd, const struct iovec *src
             return RS_OK;
         iov->iov_base = (uint8_t *)iov->iov_base + left; /* written in part: the rest next */
         iov->iov_len -= left;
-        ssize_t w = pwritev(fd, iov, n, (off_t)off);
+        ssize_t w = pwritev(fd, iov, (int)n, (off_t)off);
         if (w < 0 && errno == EINTR)
             w = 0;
         else if (w <= 0)
@@ -205,7 +207,7 @@ static rs_status_t spill_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t need
     uint64_t chosen = 0, at = sh->spill_len;
     extent_t *ext[MERGED_SPILL_MAX];
     struct iovec iov[MERGED_SPILL_MAX];
-    int n = 0;
+    uint32_t n = 0;
     rs_list_t *pos, *tmp;
     rs_list_for_each_safe(pos, tmp, &sh->merged.extents)
     {
@@ -225,9 +227,9 @@ static rs_status_t spill_merged(rs_wk_store_t *st, wshuffle_t *sh, uint64_t need
         s = writev_all(st, sh->spill_fd, iov, n, sh->spill_len);
     if (s != RS_OK)
         return s; /* nothing moved: the extents stay as they were */
-    for (int i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         merged_moved(st, sh, ext[i], at);
-        at += iov[i].iov_len;
+        at += ext[i]->fill;                /* what was written of it: iov is used up */
         RS_ASSERT(ext[i]->n_batches == 0); /* every frame of it is some partition's entry */
         rs_wk_extent_free(st, ext[i]);
     }
