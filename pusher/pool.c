@@ -100,6 +100,7 @@ static rs_pbuf_int_t *desc_new(rs_pushq_t *q)
         return NULL;
     b->all = q->all;
     q->all = b;
+    q->n_desc++;
     return b;
 }
 
@@ -111,7 +112,7 @@ void rs_push_q_make_resident(rs_pushq_t *q, uint32_t n)
     /* 20,000 partitions hold 40,000 buffers: their descriptors' pages fault here, not in a task. */
     if (n > slab_len(q) / 1024)
         n = (uint32_t)(slab_len(q) / 1024); /* no more than buffers of 1 KiB would need */
-    for (; q->n_desc < n; q->n_desc++) {
+    while (q->n_desc < n) {
         rs_pbuf_int_t *b = desc_new(q);
         if (b == NULL)
             break; /* a hint only: carving makes them */
@@ -139,7 +140,6 @@ rs_status_t rs_push_pool_carve_locked(rs_pushq_t *q, size_t len, rs_pbuf_int_t *
             rs_error("push buffer pool: out of memory for a descriptor");
             return RS_ERR_NOMEM;
         }
-        q->n_desc++;
     }
     b->off = off;
     b->block = block;

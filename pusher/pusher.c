@@ -150,12 +150,6 @@ static int conn_reusable(const pworker_t *w)
            (rs_push_worker_is(w, RS_PW_COMMIT_DONE) && w->commit_status == RS_OK);
 }
 
-/*
- * Gives the lane back (once): no engine round runs meanwhile; connections
- * not fit for reuse are closed (their canceled writes release buffers now,
- * while p lives), buffers of the writer go back to the pool, and the lane
- * is kept only when nothing of this task stays in it.
- */
 /* Places n elements of size bytes at the next 16-byte boundary after *end (*at); 0 on overflow. */
 static int carve(size_t *end, size_t n, size_t size, size_t *at)
 {
@@ -279,6 +273,12 @@ static void workers_free(rs_pusher_t *p)
     p->workers = NULL;
 }
 
+/*
+ * Gives the lane back (once): no engine round runs meanwhile; connections
+ * not fit for reuse are closed (their canceled writes release buffers now,
+ * while p lives), buffers of the writer go back to the pool, and the lane
+ * is kept only when nothing of this task stays in it.
+ */
 static void lane_release(rs_pusher_t *p)
 {
     rs_push_lane_t *l = p->lane;

@@ -109,6 +109,16 @@ static rs_status_t part_write(rs_wk_store_t *st, wshuffle_t *sh, const wpart_t *
     return RS_OK;
 }
 
+/* Moves the entry we of extent e to the file at loc. */
+static void entry_moved(rs_wk_store_t *st, extent_t *e, wentry_t *we, uint64_t loc)
+{
+    we->e.loc = loc;
+    we->e.flags |= RS_SNAP_SPILLED;
+    we->ext = NULL;
+    st->stats.spilled_bytes += we->e.len;
+    e->n_batches--;
+}
+
 /* Moves part's entries in extents being spilled to the file, in part_write's order. */
 static void part_moved(rs_wk_store_t *st, wshuffle_t *sh, wpart_t *part)
 {
@@ -118,12 +128,8 @@ static void part_moved(rs_wk_store_t *st, wshuffle_t *sh, wpart_t *part)
         if (e == NULL || !e->spilling)
             continue;
         RS_ASSERT(e->part == part); /* merged extents go by spill_merged */
-        we->e.loc = sh->spill_len;
-        we->e.flags |= RS_SNAP_SPILLED;
-        we->ext = NULL;
+        entry_moved(st, e, we, sh->spill_len);
         sh->spill_len += we->e.len;
-        st->stats.spilled_bytes += we->e.len;
-        e->n_batches--;
     }
 }
 
@@ -183,11 +189,7 @@ static void merged_moved(rs_wk_store_t *st, wshuffle_t *sh, extent_t *e, uint64_
         if (we->ext != e)
             continue;
         part->merged_entries--;
-        we->e.loc = base + (we->e.loc - e->off);
-        we->e.flags |= RS_SNAP_SPILLED;
-        we->ext = NULL;
-        st->stats.spilled_bytes += we->e.len;
-        e->n_batches--;
+        entry_moved(st, e, we, base + (we->e.loc - e->off));
     }
 }
 
